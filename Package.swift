@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "RequestAudit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "AuditPolicy", targets: ["AuditPolicy"]),
+        .library(name: "AuditRegex", targets: ["AuditRegex"]),
+        .executable(name: "audit", targets: ["audit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CPCRE2",
+            pkgConfig: "libpcre2-8",
+            providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
+        ),
+        .target(name: "AuditRegex", dependencies: ["CPCRE2"]),
+        .target(name: "AuditPolicy", dependencies: ["AuditRegex"]),
+        .target(
+            name: "AuditCommands",
+            dependencies: [
+                "AuditPolicy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "audit", dependencies: ["AuditCommands"]),
+        .testTarget(name: "AuditRegexTests", dependencies: ["AuditRegex"]),
+        .testTarget(name: "AuditPolicyTests", dependencies: ["AuditPolicy"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,5 @@
+import ArgumentParser
+public struct AuditCommand: ParsableCommand {
+    public init() {}
+    public func run() {}
+}

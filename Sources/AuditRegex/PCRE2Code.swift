@@ -1,0 +1,119 @@
+internal import CPCRE2
+
+/// Owns one compiled PCRE2 program and its match context; the only place that touches libpcre2.
+///
+/// `@unchecked Sendable`: `code` and `context` are written only in `init` (compile, JIT-compile,
+/// limits) and freed in `deinit`. `pcre2_match` only reads them, and every call gets its own match
+/// data, so any number of threads may match concurrently.
+final class PCRE2Code: @unchecked Sendable {
+    private let code: OpaquePointer
+    private let context: OpaquePointer
+    /// Whether the JIT compiler accepted the pattern (it is then used for every match).
+    let isJITCompiled: Bool
+    /// Number of capturing groups in the pattern.
+    let captureGroupCount: Int
+
+    init(pattern: String, caseInsensitive: Bool, limits: MatchLimits) throws(PatternError) {
+        var options = UInt32(PCRE2_UTF | PCRE2_MATCH_INVALID_UTF)
+        if caseInsensitive { options |= UInt32(PCRE2_CASELESS) }
+        var errorCode: Int32 = 0
+        var errorOffset = 0
+        let compiled = pattern.utf8.withContiguousStorageIfAvailable { bytes in
+            pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
+        } ?? Array(pattern.utf8).withUnsafeBufferPointer { bytes in
+            pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
+        }
+        guard let compiled else {
+            throw .invalidPattern(
+                message: Self.message(for: errorCode),
+                column: Self.column(ofByteOffset: errorOffset, in: pattern)
+            )
+        }
+        guard let context = pcre2_match_context_create_8(nil) else {
+            pcre2_code_free_8(compiled)
+            throw .outOfMemory
+        }
+        pcre2_set_match_limit_8(context, limits.matchLimit)
+        pcre2_set_depth_limit_8(context, limits.depthLimit)
+        self.code = compiled
+        self.context = context
+        self.isJITCompiled = pcre2_jit_compile_8(compiled, UInt32(PCRE2_JIT_COMPLETE)) == 0
+        var groups: UInt32 = 0
+        pcre2_pattern_info_8(compiled, UInt32(PCRE2_INFO_CAPTURECOUNT), &groups)
+        self.captureGroupCount = Int(groups)
+    }
+
+    deinit {
+        pcre2_match_context_free_8(context)
+        pcre2_code_free_8(code)
+    }
+
+    /// Runs one match; returns the byte ranges of the groups (index 0 is the whole match), or nil when
+    /// the pattern does not match. Unset groups are nil. `captures: false` skips reading the groups.
+    func match(_ subject: UnsafeBufferPointer<UInt8>, captures: Bool) throws(PatternError) -> [Range<Int>?]? {
+        guard let matchData = pcre2_match_data_create_from_pattern_8(code, nil) else { throw .outOfMemory }
+        defer { pcre2_match_data_free_8(matchData) }
+        // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
+        let empty: [UInt8] = [0]
+        var result = empty.withUnsafeBufferPointer { fallback in
+            run(subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: 0)
+        }
+        if result == PCRE2_ERROR_JIT_STACKLIMIT {
+            // The JIT's small machine stack ran out; the interpreter works on the heap under the limits.
+            result = empty.withUnsafeBufferPointer { fallback in
+                run(subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
+            }
+        }
+        if result == PCRE2_ERROR_NOMATCH { return nil }
+        guard result >= 0 else { throw Self.matchError(result) }
+        guard captures else { return [] }
+        let pairs = Int(pcre2_get_ovector_count_8(matchData))
+        guard let ovector = pcre2_get_ovector_pointer_8(matchData) else { return [] }
+        let unset = ~0
+        return (0..<pairs).map { group in
+            let start = ovector[2 * group]
+            let end = ovector[2 * group + 1]
+            return start == unset || end < start ? nil : start..<end
+        }
+    }
+
+    private func run(
+        _ base: UnsafePointer<UInt8>?, _ count: Int, _ matchData: OpaquePointer, options: UInt32
+    ) -> Int32 {
+        pcre2_match_8(code, base, count, 0, options, matchData, context)
+    }
+
+    private static func matchError(_ code: Int32) -> PatternError {
+        switch code {
+        case PCRE2_ERROR_MATCHLIMIT: .matchLimitExceeded
+        case PCRE2_ERROR_DEPTHLIMIT: .depthLimitExceeded
+        case PCRE2_ERROR_HEAPLIMIT: .heapLimitExceeded
+        case PCRE2_ERROR_NOMEMORY: .outOfMemory
+        default: .matchFailed(code: Int(code), message: message(for: code))
+        }
+    }
+
+    /// PCRE2's own text for an error code.
+    static func message(for code: Int32) -> String {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let length = buffer.withUnsafeMutableBufferPointer { buffer in
+            pcre2_get_error_message_8(code, buffer.baseAddress, buffer.count)
+        }
+        guard length > 0 else { return "PCRE2 error \(code)" }
+        return String(decoding: buffer.prefix(Int(length)), as: UTF8.self)
+    }
+
+    /// Converts PCRE2's byte offset into the pattern to a 1-based character column.
+    static func column(ofByteOffset offset: Int, in pattern: String) -> Int {
+        let prefix = pattern.utf8.prefix(max(0, offset))
+        return String(decoding: prefix, as: UTF8.self).count + 1
+    }
+
+    /// The linked library's version, e.g. "10.42 2022-12-11".
+    static var libraryVersion: String {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let length = buffer.withUnsafeMutableBytes { pcre2_config_8(UInt32(PCRE2_CONFIG_VERSION), $0.baseAddress) }
+        guard length > 1 else { return "unknown" }
+        return String(decoding: buffer.prefix(Int(length) - 1), as: UTF8.self)
+    }
+}

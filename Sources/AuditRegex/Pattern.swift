@@ -1,0 +1,69 @@
+/// A compiled PCRE2 regular expression, safe to share between threads.
+///
+/// The pattern is compiled in UTF mode with PCRE2's invalid-UTF support and JIT-compiled when the
+/// platform supports it. Matching never mutates the compiled program, and each match uses its own
+/// match data, so one `Pattern` may be used from many tasks at once.
+///
+/// ```swift
+/// let pattern = try Pattern(#"^https://search\.rival\.com/search\?q=([^&]*)"#)
+/// let match = try pattern.firstMatch(in: "https://search.rival.com/search?q=shoes")
+/// print(match?[1] ?? "")   // shoes
+/// ```
+public struct Pattern: Sendable {
+    /// The pattern text as written.
+    public let source: String
+    /// Whether letters match regardless of case.
+    public let isCaseInsensitive: Bool
+    /// The limits every match runs under.
+    public let limits: MatchLimits
+    let code: PCRE2Code
+
+    /// Compiles `source`.
+    ///
+    /// - Throws: ``PatternError/invalidPattern(message:column:)`` with PCRE2's message and the
+    ///   1-based column of the error in `source`.
+    public init(_ source: String, caseInsensitive: Bool = false, limits: MatchLimits = .default) throws(PatternError) {
+        self.source = source
+        self.isCaseInsensitive = caseInsensitive
+        self.limits = limits
+        self.code = try PCRE2Code(pattern: source, caseInsensitive: caseInsensitive, limits: limits)
+    }
+
+    /// Number of capturing groups in the pattern.
+    public var captureGroupCount: Int { code.captureGroupCount }
+
+    /// Whether matching runs JIT-compiled machine code (false when the JIT is unavailable).
+    public var isJITCompiled: Bool { code.isJITCompiled }
+
+    /// Whether the pattern matches anywhere in `subject`.
+    ///
+    /// - Throws: a limit error when the match gives up before answering.
+    public func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
+        try subject.bytes.withUnsafeBufferPointer { bytes throws(PatternError) in
+            try code.match(bytes, captures: false)
+        } != nil
+    }
+
+    /// Whether the pattern matches anywhere in `text`.
+    public func matches(_ text: String) throws(PatternError) -> Bool {
+        try matches(MatchSubject(text))
+    }
+
+    /// The first match in `subject` with its capturing groups, or nil.
+    ///
+    /// - Throws: a limit error when the match gives up before answering.
+    public func firstMatch(in subject: MatchSubject) throws(PatternError) -> PatternMatch? {
+        let ranges = try subject.bytes.withUnsafeBufferPointer { bytes throws(PatternError) in
+            try code.match(bytes, captures: true)
+        }
+        return ranges.map { PatternMatch(ranges: $0, subject: subject) }
+    }
+
+    /// The first match in `text` with its capturing groups, or nil.
+    public func firstMatch(in text: String) throws(PatternError) -> PatternMatch? {
+        try firstMatch(in: MatchSubject(text))
+    }
+
+    /// The version of the linked PCRE2 library, e.g. "10.42 2022-12-11".
+    public static var libraryVersion: String { PCRE2Code.libraryVersion }
+}

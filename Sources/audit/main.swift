@@ -1,0 +1,3 @@
+import AuditCommands
+
+AuditCommand.main()
