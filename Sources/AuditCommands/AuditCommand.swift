@@ -1,5 +1,18 @@
 import ArgumentParser
+
+/// The `audit` command-line tool: check URLs, lint policies, run policy tests.
+///
+/// Exit codes: 0 success; 1 a policy error, lint error or failing policy test; 64 a usage error.
 public struct AuditCommand: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "audit",
+        abstract: "Audit HTTP requests against PCRE2 policy rules.",
+        discussion: """
+            Exit codes: 0 success; 1 policy errors, lint errors or failing policy tests; 64 usage errors.
+            """,
+        version: "0.1.0",
+        subcommands: [CheckCommand.self, LintCommand.self, TestCommand.self]
+    )
+
     public init() {}
-    public func run() {}
 }

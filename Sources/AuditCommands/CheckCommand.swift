@@ -1,0 +1,120 @@
+import ArgumentParser
+import AuditPolicy
+import Foundation
+
+/// `audit check`: print the verdict for each URL.
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Print the verdict of the policy for each URL.",
+        discussion: """
+            Without URL arguments, reads one request per line from standard input: 'URL' or 'METHOD URL'.
+            Each line of output is: VERDICT METHOD URL, then rule=, message=, redirect=, recorded= and
+            errors= where they apply. With --json, one JSON object per line with the keys url, method,
+            verdict, rule, message, redirect, recorded and errors.
+            """
+    )
+
+    @Option(name: .long, help: "The folder of .rules files.")
+    var policies = "policies"
+
+    @Option(name: .long, help: "The HTTP method of the requests.")
+    var method = "GET"
+
+    @Option(name: [.customShort("H"), .long], help: "A request header, 'Name: value' (repeatable).")
+    var header: [String] = []
+
+    @Flag(name: .long, help: "Print one JSON object per line.")
+    var json = false
+
+    @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
+    var onError = MatchErrorHandling.block
+
+    @Argument(help: "The URLs to check.")
+    var urls: [String] = []
+
+    func validate() throws {
+        guard !method.isEmpty, method.allSatisfy({ $0.isLetter || $0 == "-" }) else {
+            throw ValidationError("invalid method '\(method)'")
+        }
+        _ = try headers()
+    }
+
+    func headers() throws -> [AuditRequest.Header] {
+        try header.map { text in
+            guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+                throw ValidationError("invalid header '\(text)' (expected 'Name: value')")
+            }
+            let value = text[text.index(after: colon)...].drop { $0 == " " }
+            return AuditRequest.Header(name: String(text[..<colon]), value: String(value))
+        }
+    }
+
+    func run() throws {
+        let policy = try loadPolicy(directory: policies)
+        let headers = try headers()
+        let requests = urls.isEmpty ? Self.readRequests(defaultMethod: method, headers: headers) : urls.map {
+            AuditRequest(method: method, url: $0, headers: headers)
+        }
+        for request in requests {
+            let verdict = policy.evaluate(request, onError: onError)
+            CommandOutput.line(json ? try CheckRecord(request, verdict).jsonLine() : Self.textLine(request, verdict))
+        }
+    }
+
+    static func textLine(_ request: AuditRequest, _ verdict: Verdict) -> String {
+        var line = "\(verdict.action.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(request.method) \(request.url)"
+        if let rule = verdict.rule { line += "  rule=\(rule.id)" }
+        if let message = verdict.message { line += "  message=\(quoted(message))" }
+        if let target = verdict.redirectTarget { line += "  redirect=\(target)" }
+        if !verdict.recorded.isEmpty { line += "  recorded=\(verdict.recorded.map(\.id).joined(separator: ","))" }
+        if !verdict.errors.isEmpty { line += "  errors=\(quoted(verdict.errors.map(\.description).joined(separator: "; ")))" }
+        return line
+    }
+
+    private static func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+
+    private static func readRequests(defaultMethod: String, headers: [AuditRequest.Header]) -> [AuditRequest] {
+        var requests: [AuditRequest] = []
+        while let line = readLine() {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            switch words.count {
+            case 0: continue
+            case 1: requests.append(AuditRequest(method: defaultMethod, url: String(words[0]), headers: headers))
+            default: requests.append(AuditRequest(method: String(words[0]), url: String(words[1]), headers: headers))
+            }
+        }
+        return requests
+    }
+}
+
+/// One line of `audit check --json`: keys in a fixed order, absent values as `null`.
+struct CheckRecord {
+    let fields: [(key: String, value: any Encodable)]
+
+    init(_ request: AuditRequest, _ verdict: Verdict) {
+        fields = [
+            ("url", request.url),
+            ("method", request.method),
+            ("verdict", verdict.action.rawValue),
+            ("rule", verdict.rule?.id),
+            ("message", verdict.message),
+            ("redirect", verdict.redirectTarget),
+            ("recorded", verdict.recorded.map(\.id)),
+            ("errors", verdict.errors.map(\.description)),
+        ]
+    }
+
+    func jsonLine() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let members = try fields.map { field in
+            let key = String(decoding: try encoder.encode(field.key), as: UTF8.self)
+            let value = String(decoding: try encoder.encode(field.value), as: UTF8.self)
+            return "\(key):\(value)"
+        }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+}

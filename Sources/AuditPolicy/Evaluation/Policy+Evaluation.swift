@@ -1,0 +1,94 @@
+import AuditRegex
+
+extension Policy {
+    /// Decides what to do with `request`.
+    ///
+    /// 1. Every rule whose `methods` admit the request is matched against its field.
+    /// 2. Among matching allow, block, redirect and warn rules the highest priority wins; a tie goes
+    ///    to allow, then block, then redirect, then warn; then to the earliest rule.
+    /// 3. Every matching record rule is listed in ``Verdict/recorded``, whatever the verdict.
+    /// 4. A redirect target gets `$0`…`$9` from the rule's captures and must come out an absolute
+    ///    http(s) URL.
+    /// 5. When a match fails (a PCRE2 limit) or a redirect target comes out invalid, the verdict is
+    ///    `block` naming that rule, unless `onError` is ``MatchErrorHandling/pass``, which ignores
+    ///    the rule. Either way the failure is in ``Verdict/errors``.
+    public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
+        var subjects = RequestSubjects(request)
+        var candidates: [Int] = []
+        var recorded: [Rule] = []
+        var errors: [EvaluationError] = []
+        var failingRule: Rule?
+
+        for (index, rule) in rules.enumerated() where rule.applies(toMethod: request.method) {
+            guard let subject = subjects.subject(for: rule.field) else { continue }
+            do {
+                guard try rule.pattern.matches(subject) else { continue }
+            } catch {
+                errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
+                failingRule = failingRule ?? rule
+                continue
+            }
+            if rule.action == .record { recorded.append(rule) } else { candidates.append(index) }
+        }
+        if onError == .block, let failingRule {
+            return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
+        }
+
+        for index in candidates.sorted(by: decidesBefore) {
+            let rule = rules[index]
+            guard let action = rule.action.verdictAction else { continue }
+            guard case .redirect(let template) = rule.action else {
+                return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
+            }
+            switch redirectTarget(of: rule, template: template, subjects: &subjects) {
+            case .success(let target):
+                return Verdict(action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
+            case .failure(let error):
+                errors.append(error)
+                if onError == .block {
+                    return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+                }
+            }
+        }
+        return Verdict(action: .pass, recorded: recorded, errors: errors)
+    }
+
+    /// Whether the rule at index `lhs` takes precedence over the rule at `rhs`.
+    private func decidesBefore(_ lhs: Int, _ rhs: Int) -> Bool {
+        let left = rules[lhs]
+        let right = rules[rhs]
+        if left.priority != right.priority { return left.priority > right.priority }
+        let leftRank = left.action.tieRank ?? 0
+        let rightRank = right.action.tieRank ?? 0
+        if leftRank != rightRank { return leftRank > rightRank }
+        return lhs < rhs
+    }
+
+    private func redirectTarget(
+        of rule: Rule, template: RedirectTemplate, subjects: inout RequestSubjects
+    ) -> Result<String, EvaluationError> {
+        guard let subject = subjects.subject(for: rule.field) else {
+            return .failure(EvaluationError(ruleID: rule.id, reason: .invalidRedirectTarget(template.source)))
+        }
+        let match: PatternMatch?
+        do {
+            match = try rule.pattern.firstMatch(in: subject)
+        } catch {
+            return .failure(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
+        }
+        let target = template.expand(groups: match?.groups ?? [])
+        guard Self.isAbsoluteHTTPURL(target) else {
+            return .failure(EvaluationError(ruleID: rule.id, reason: .invalidRedirectTarget(target)))
+        }
+        return .success(target)
+    }
+
+    /// An `http`/`https` URL with a host and no whitespace or control characters.
+    static func isAbsoluteHTTPURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return false }
+        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else { return false }
+        let parts = URLParts(text)
+        return !parts.host.isEmpty && !parts.host.hasPrefix(":")
+    }
+}

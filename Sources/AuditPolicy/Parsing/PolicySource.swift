@@ -1,0 +1,51 @@
+import Foundation
+
+/// The raw content of one policy or test file, with the path used in messages.
+public struct PolicySource: Sendable, Hashable {
+    /// The path as the user typed it, or as found under the directory they named.
+    public let file: String
+    /// The file's bytes.
+    public let bytes: [UInt8]
+
+    /// A source from bytes already in memory.
+    public init(file: String, bytes: [UInt8]) {
+        self.file = file
+        self.bytes = bytes
+    }
+
+    /// A source from text already in memory.
+    public init(file: String, text: String) {
+        self.init(file: file, bytes: Array(text.utf8))
+    }
+
+    /// Every file ending in `.suffix` under `directory`, searched recursively and sorted by path.
+    ///
+    /// - Throws: ``PolicyError/cannotRead(path:reason:)`` when the directory or a file cannot be read.
+    public static func files(in directory: String, withExtension suffix: String) throws(PolicyError) -> [PolicySource] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw .cannotRead(path: directory, reason: "no such directory")
+        }
+        guard isDirectory.boolValue else { throw .cannotRead(path: directory, reason: "not a directory") }
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else {
+            throw .cannotRead(path: directory, reason: "cannot list the directory")
+        }
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        var paths: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            let path = prefix + relative
+            var isFolder: ObjCBool = false
+            if relative.hasSuffix("." + suffix), FileManager.default.fileExists(atPath: path, isDirectory: &isFolder),
+                !isFolder.boolValue
+            {
+                paths.append(path)
+            }
+        }
+        return try paths.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { path throws(PolicyError) in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw .cannotRead(path: path, reason: "cannot read the file")
+            }
+            return PolicySource(file: path, bytes: [UInt8](data))
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import AuditRegex
+
+/// Turns one `.rules` file into compiled rules, collecting every problem with its location.
+///
+/// The format, line by line (leading whitespace ignored):
+/// - blank lines and lines starting with `#` are skipped;
+/// - `@category NAME` sets the category of the rules that follow (default: the file name
+///   without extension);
+/// - `[ACTION ARG] key=value …` starts a section (see ``RuleAction`` and the README);
+/// - `ID PATTERN` is a rule: the pattern is the rest of the line, trailing whitespace trimmed.
+struct RuleFileParser {
+    let source: SourceText
+    let limits: MatchLimits
+    private(set) var rules: [Rule] = []
+    private(set) var diagnostics: [Diagnostic] = []
+
+    private enum SectionState {
+        case none
+        case broken
+        case open(Section, ruleCount: Int)
+    }
+
+    private var category: String
+    private var section = SectionState.none
+
+    init(source: SourceText, limits: MatchLimits) {
+        self.source = source
+        self.limits = limits
+        let fileName = source.file.split(separator: "/").last.map(String.init) ?? source.file
+        let stem = fileName.hasSuffix(".rules") ? String(fileName.dropLast(".rules".count)) : fileName
+        self.category = stem
+    }
+
+    mutating func parse() {
+        if !category.isValidName {
+            error(
+                at: SourceLocation(file: source.file, line: 1, column: 1),
+                "file name '\(category)' is not a valid category; add '@category NAME' before the first rule"
+            )
+        }
+        for (number, text) in source.numberedLines {
+            var scanner = LineScanner(text)
+            scanner.skipWhitespace()
+            switch scanner.current {
+            case nil, "#":
+                continue
+            case "@":
+                parseDirective(&scanner, line: number)
+            case "[":
+                closeSection()
+                var header = SectionHeaderParser(file: source.file, lineNumber: number)
+                let parsed = header.parse(&scanner)
+                diagnostics += header.diagnostics
+                section = parsed.map { .open($0, ruleCount: 0) } ?? .broken
+            default:
+                parseRule(&scanner, line: number)
+            }
+        }
+        closeSection()
+    }
+
+    private mutating func parseDirective(_ scanner: inout LineScanner, line: Int) {
+        let at = location(line, scanner.column)
+        let directive = scanner.readWord()
+        guard directive == "@category" else {
+            error(at: at, "unknown directive '\(directive)' (expected @category)")
+            return
+        }
+        scanner.skipWhitespace()
+        let nameColumn = scanner.column
+        let name = scanner.rest.trimmingTrailingWhitespace
+        if name.isEmpty {
+            error(at: at, "@category needs a name")
+        } else if !name.isValidName {
+            error(
+                at: location(line, nameColumn),
+                "invalid category '\(name)' (use letters, digits, '.', '_' and '-')"
+            )
+        } else {
+            category = String(name)
+        }
+    }
+
+    private mutating func parseRule(_ scanner: inout LineScanner, line: Int) {
+        let idLocation = location(line, scanner.column)
+        let name = scanner.readWord()
+        scanner.skipWhitespace()
+        let patternColumn = scanner.column
+        let patternText = String(scanner.rest.trimmingTrailingWhitespace)
+
+        if case .none = section {
+            error(at: idLocation, "rule '\(name)' is outside any section (add a header such as [block] above it)")
+        }
+        if !name.isValidName {
+            error(at: idLocation, "invalid rule id '\(name)' (use letters, digits, '.', '_' and '-')")
+        }
+        guard !patternText.isEmpty else {
+            error(at: idLocation, "rule '\(name)' has no pattern (expected 'ID PATTERN')")
+            return
+        }
+        let current: Section? = if case .open(let open, _) = section { open } else { nil }
+        let pattern: Pattern
+        do {
+            pattern = try Pattern(patternText, caseInsensitive: current?.isCaseInsensitive ?? true, limits: limits)
+        } catch {
+            if case .invalidPattern(let message, let column) = error {
+                self.error(at: location(line, patternColumn + column - 1), "invalid pattern: \(message)")
+            } else {
+                self.error(at: location(line, patternColumn), "invalid pattern: \(error)")
+            }
+            return
+        }
+        guard let current, name.isValidName, category.isValidName else { return }
+        if case .redirect(let target) = current.action, let group = target.highestGroup,
+            group > pattern.captureGroupCount
+        {
+            let groups = pattern.captureGroupCount == 1 ? "1 capture group" : "\(pattern.captureGroupCount) capture groups"
+            error(
+                at: location(line, patternColumn),
+                "redirect target uses $\(group) but the pattern of '\(name)' has \(groups)"
+            )
+            return
+        }
+        rules.append(
+            Rule(
+                id: "\(category)/\(name)", category: category, name: String(name), action: current.action,
+                pattern: pattern, field: current.field, methods: current.methods, priority: current.priority,
+                message: current.message, tags: current.tags, location: idLocation
+            )
+        )
+        if case .open(let open, let count) = section { section = .open(open, ruleCount: count + 1) }
+    }
+
+    private mutating func closeSection() {
+        if case .open(let open, let count) = section, count == 0 {
+            diagnostics.append(Diagnostic(.warning, at: open.location, "section has no rules"))
+        }
+        section = .none
+    }
+
+    private func location(_ line: Int, _ column: Int) -> SourceLocation {
+        SourceLocation(file: source.file, line: line, column: column)
+    }
+
+    private mutating func error(at location: SourceLocation, _ message: String) {
+        diagnostics.append(Diagnostic(.error, at: location, message))
+    }
+}

@@ -1,0 +1,16 @@
+/// A section header's action and options, applied to every rule line under it.
+struct Section {
+    var action: RuleAction
+    var message: String?
+    var field: RequestField = .url
+    var methods: Set<String> = []
+    var priority = 0
+    var isCaseInsensitive = true
+    var tags: [String] = []
+    let location: SourceLocation
+    /// Where the redirect target starts, for messages about it.
+    var targetLocation: SourceLocation?
+    var hasPriorityOption = false
+
+    static let optionNames = ["message", "field", "methods", "priority", "case", "tags"]
+}

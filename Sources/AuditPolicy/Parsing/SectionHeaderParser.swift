@@ -1,0 +1,213 @@
+/// Parses `[ACTION ARG] key=value …` into a ``Section``, collecting every problem it finds.
+struct SectionHeaderParser {
+    let file: String
+    let lineNumber: Int
+    private(set) var diagnostics: [Diagnostic] = []
+
+    init(file: String, lineNumber: Int) {
+        self.file = file
+        self.lineNumber = lineNumber
+    }
+
+    /// Parses the header; nil when it is too broken to apply to the rules under it.
+    mutating func parse(_ scanner: inout LineScanner) -> Section? {
+        let headerLocation = location(scanner.column)
+        scanner.advance()  // '['
+        // The header ends at the first ']' followed by whitespace or the end of the line, so a
+        // redirect target may itself contain ']'.
+        let text = scanner.text
+        var close: String.Index?
+        var probe = scanner.index
+        while probe < text.endIndex {
+            let next = text.index(after: probe)
+            if text[probe] == "]", next == text.endIndex || text[next] == " " || text[next] == "\t" {
+                close = probe
+                break
+            }
+            probe = next
+        }
+        guard let close else {
+            error(at: headerLocation, "section header has no closing ']'")
+            return nil
+        }
+        scanner.skipWhitespace()
+        let actionColumn = scanner.column
+        let keyword = scanner.readWord(stoppingAt: ["]"])
+        scanner.skipWhitespace()
+        let argumentColumn = scanner.column
+        let argument = scanner.index < close ? text[scanner.index..<close].trimmingTrailingWhitespace : ""
+        scanner.move(to: close)
+        scanner.advance()  // ']'
+
+        var section: Section?
+        switch keyword {
+        case "":
+            error(at: location(actionColumn), "empty section header (expected an action: \(Self.actionList))")
+        case "redirect":
+            if argument.isEmpty {
+                error(at: location(actionColumn), "redirect needs a target URL, e.g. [redirect https://example.com/]")
+            } else if argument.contains(where: { $0 == " " || $0 == "\t" }) {
+                error(at: location(argumentColumn), "redirect target must not contain spaces")
+            } else {
+                let template = RedirectTemplate(String(argument))
+                if template.startsLikeAbsoluteURL {
+                    section = Section(action: .redirect(target: template), location: headerLocation)
+                    section?.targetLocation = location(argumentColumn)
+                } else {
+                    error(
+                        at: location(argumentColumn),
+                        "redirect target '\(argument)' is not an absolute http(s) URL"
+                    )
+                }
+            }
+        case "block", "warn", "allow", "record":
+            if argument.isEmpty {
+                section = Section(action: Self.action(keyword), location: headerLocation)
+            } else {
+                error(at: location(argumentColumn), "action '\(keyword)' takes no argument, found '\(argument)'")
+            }
+        default:
+            error(at: location(actionColumn), "unknown action '\(keyword)' (expected \(Self.actionList))")
+        }
+        let options = parseOptions(&scanner)
+        guard var section else { return nil }
+        apply(options, to: &section)
+        return section
+    }
+
+    private static let actionList = RuleAction.keywords.joined(separator: ", ")
+
+    private static func action(_ keyword: Substring) -> RuleAction {
+        switch keyword {
+        case "block": .block
+        case "warn": .warn
+        case "allow": .allow
+        default: .record
+        }
+    }
+
+    private struct Option {
+        let key: String
+        let value: String
+        let keyColumn: Int
+        let valueColumn: Int
+    }
+
+    /// Reads `key=value` and `key="quoted value"` pairs up to the end of the line.
+    private mutating func parseOptions(_ scanner: inout LineScanner) -> [Option] {
+        var options: [Option] = []
+        var seen: Set<String> = []
+        while true {
+            scanner.skipWhitespace()
+            if scanner.isAtEnd { return options }
+            let keyColumn = scanner.column
+            let key = String(scanner.readWord(stoppingAt: ["="]))
+            guard scanner.current == "=" else {
+                error(at: location(keyColumn), "option '\(key)' needs a value (key=value)")
+                continue
+            }
+            scanner.advance()
+            let valueColumn = scanner.column
+            guard let value = readValue(&scanner) else { return options }
+            if !Section.optionNames.contains(key) {
+                error(
+                    at: location(keyColumn),
+                    "unknown option '\(key)' (expected \(Section.optionNames.joined(separator: ", ")))"
+                )
+            } else if !seen.insert(key).inserted {
+                error(at: location(keyColumn), "option '\(key)' is given twice")
+            } else {
+                options.append(Option(key: key, value: value, keyColumn: keyColumn, valueColumn: valueColumn))
+            }
+        }
+    }
+
+    /// A bare word, or a double-quoted string in which `\"` and `\\` stand for `"` and `\`.
+    private mutating func readValue(_ scanner: inout LineScanner) -> String? {
+        guard scanner.current == "\"" else { return String(scanner.readWord()) }
+        let openColumn = scanner.column
+        scanner.advance()
+        var value = ""
+        while let character = scanner.current {
+            scanner.advance()
+            switch character {
+            case "\"":
+                if let next = scanner.current, next != " ", next != "\t" {
+                    error(at: location(scanner.column), "expected a space after the closing quote, found '\(next)'")
+                    _ = scanner.readWord()
+                }
+                return value
+            case "\\":
+                if let escaped = scanner.current, escaped == "\"" || escaped == "\\" {
+                    value.append(escaped)
+                    scanner.advance()
+                } else {
+                    value.append(character)
+                }
+            default:
+                value.append(character)
+            }
+        }
+        error(at: location(openColumn), "quoted value has no closing '\"'")
+        return nil
+    }
+
+    private mutating func apply(_ options: [Option], to section: inout Section) {
+        for option in options {
+            let at = location(option.valueColumn)
+            switch option.key {
+            case "message":
+                section.message = option.value
+            case "field":
+                if let field = RequestField(option: option.value) {
+                    section.field = field
+                } else {
+                    error(
+                        at: at,
+                        "unknown field '\(option.value)' (expected url, host, path, query, method or header:NAME)"
+                    )
+                }
+            case "methods":
+                let methods = option.value.split(separator: ",", omittingEmptySubsequences: false)
+                if let bad = methods.first(where: { $0.isEmpty || !$0.allSatisfy(\.isHTTPTokenCharacter) }) {
+                    error(at: at, "invalid method '\(bad)' in methods (expected a list such as GET,POST)")
+                } else {
+                    section.methods = Set(methods.map { $0.uppercased() })
+                }
+            case "priority":
+                if let priority = Int(option.value) {
+                    section.priority = priority
+                    section.hasPriorityOption = true
+                } else {
+                    error(at: at, "priority must be an integer, found '\(option.value)'")
+                }
+            case "case":
+                switch option.value {
+                case "insensitive": section.isCaseInsensitive = true
+                case "sensitive": section.isCaseInsensitive = false
+                default: error(at: at, "case must be 'insensitive' or 'sensitive', found '\(option.value)'")
+                }
+            default:  // tags
+                let tags = option.value.split(separator: ",", omittingEmptySubsequences: false)
+                if tags.contains(where: { !$0.isValidName }) {
+                    error(at: at, "invalid tags '\(option.value)' (expected names such as a,b)")
+                } else {
+                    section.tags = tags.map(String.init)
+                }
+            }
+        }
+        if section.hasPriorityOption, section.action == .record {
+            diagnostics.append(
+                Diagnostic(.warning, at: section.location, "priority has no effect on record rules")
+            )
+        }
+    }
+
+    private func location(_ column: Int) -> SourceLocation {
+        SourceLocation(file: file, line: lineNumber, column: column)
+    }
+
+    private mutating func error(at location: SourceLocation, _ message: String) {
+        diagnostics.append(Diagnostic(.error, at: location, message))
+    }
+}
