@@ -1,0 +1,32 @@
+import AuditPolicy
+import Testing
+
+@Suite struct URLNormalizationTests {
+    static let cases: [(String, String)] = [
+        ("HTTPS://Shop.Example.COM:443/Cart?ID=1#top", "https://shop.example.com/Cart?ID=1"),
+        ("http://EXAMPLE.com:80", "http://example.com"),
+        ("http://example.com:8080/A", "http://example.com:8080/A"),
+        ("https://example.com:80/", "https://example.com:80/"),
+        ("https://User:PW@Example.com/x", "https://User:PW@example.com/x"),
+        ("http://[2001:DB8::1]:80/p", "http://[2001:db8::1]/p"),
+        ("https://a.test/%7Euser/../x?q=A%20B", "https://a.test/%7Euser/../x?q=A%20B"),
+        ("https://a.test?x=1#f", "https://a.test?x=1"),
+        ("not a url#frag", "not a url"),
+    ]
+
+    @Test("url normalization lower-cases scheme and host, drops default port and fragment, keeps the rest", arguments: cases)
+    func normalizes(url: String, expected: String) {
+        #expect(AuditRequest(url: url).normalizedURL == expected)
+    }
+
+    @Test("the host drops port, user info and IPv6 brackets")
+    func host() {
+        #expect(AuditRequest(url: "https://u@WWW.Test:8443/x").host == "www.test")
+        #expect(AuditRequest(url: "http://[::1]:8080/").host == "::1")
+    }
+
+    @Test("the method is upper-cased")
+    func method() {
+        #expect(AuditRequest(method: "post", url: "https://a.test/").method == "POST")
+    }
+}
