@@ -22,7 +22,10 @@ public struct CommandOutput: Sendable {
     @TaskLocal public static var current = CommandOutput.standard
 
     static func line(_ text: String) { current.writeOut(text + "\n") }
-    static func errorLine(_ text: String) { current.writeError(text + "\n") }
+    static func errorLine(_ text: String) { current.writeErrorLine(text) }
+
+    /// Writes `text` and a newline to the error stream.
+    public func writeErrorLine(_ text: String) { writeError(text + "\n") }
 }
 
 /// Collects what a command writes, for in-process tests.

@@ -163,3 +163,10 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         }
     }
 }
+
+@Suite struct SectionWarningTests {
+    @Test("a section whose only rule has an error is not also reported as empty")
+    func brokenRuleIsNotEmptySection() {
+        #expect(diagnostics(of: "[warn]\nlook ^(").map(\.message) == ["invalid pattern: missing closing parenthesis"])
+    }
+}

@@ -88,8 +88,13 @@ struct RuleFileParser {
         let patternColumn = scanner.column
         let patternText = String(scanner.rest.trimmingTrailingWhitespace)
 
-        if case .none = section {
+        switch section {
+        case .none:
             error(at: idLocation, "rule '\(name)' is outside any section (add a header such as [block] above it)")
+        case .open(let open, let count):
+            section = .open(open, ruleCount: count + 1)
+        case .broken:
+            break
         }
         if !name.isValidName {
             error(at: idLocation, "invalid rule id '\(name)' (use letters, digits, '.', '_' and '-')")
@@ -128,7 +133,6 @@ struct RuleFileParser {
                 message: current.message, tags: current.tags, location: idLocation
             )
         )
-        if case .open(let open, let count) = section { section = .open(open, ruleCount: count + 1) }
     }
 
     private mutating func closeSection() {

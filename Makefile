@@ -1,0 +1,31 @@
+# RequestAudit — `make test` runs the tests, `make demo` runs the main job on the bundled data.
+SWIFT ?= swift
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BIN = $(shell $(SWIFT) build --show-bin-path)
+
+.PHONY: test demo build deps
+
+## Install libpcre2-dev with apt-get when pkg-config cannot find libpcre2-8.
+deps:
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libpcre2-8; then \
+		echo "Installing libpcre2-dev (PCRE2 headers) with apt-get…"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+## Run every test (Swift Testing).
+test: deps
+	$(SWIFT) test --disable-xctest
+
+## The main job on the bundled data: lint and test the bundled policies, then check the sample requests.
+demo: build
+	@echo "== audit lint policies"
+	@$(BIN)/audit lint policies
+	@echo
+	@echo "== audit test policies --coverage"
+	@$(BIN)/audit test policies --coverage
+	@echo
+	@echo "== audit check < policies/sample-requests.txt"
+	@grep -v '^#' policies/sample-requests.txt | $(BIN)/audit check --policies policies
