@@ -4,6 +4,7 @@ import ArgumentParser
 ///
 /// Exit codes: 0 success; 1 a policy error, lint error or failing policy test; 64 a usage error.
 public struct AuditCommand: ParsableCommand {
+    /// The command's name, help and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract: "Audit HTTP requests against PCRE2 policy rules.",
@@ -14,5 +15,6 @@ public struct AuditCommand: ParsableCommand {
         subcommands: [CheckCommand.self, LintCommand.self, TestCommand.self]
     )
 
+    /// Creates the command; ArgumentParser fills it in from the arguments.
     public init() {}
 }

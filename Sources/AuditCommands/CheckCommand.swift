@@ -53,9 +53,12 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let policy = try loadPolicy(directory: policies)
         let headers = try headers()
-        let requests = urls.isEmpty ? Self.readRequests(defaultMethod: method, headers: headers) : urls.map {
-            AuditRequest(method: method, url: $0, headers: headers)
-        }
+        let requests =
+            urls.isEmpty
+            ? Self.readRequests(defaultMethod: method, headers: headers)
+            : urls.map {
+                AuditRequest(method: method, url: $0, headers: headers)
+            }
         for request in requests {
             let verdict = policy.evaluate(request, onError: onError)
             CommandOutput.line(json ? try CheckRecord(request, verdict).jsonLine() : Self.textLine(request, verdict))
@@ -63,12 +66,15 @@ struct CheckCommand: ParsableCommand {
     }
 
     static func textLine(_ request: AuditRequest, _ verdict: Verdict) -> String {
-        var line = "\(verdict.action.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(request.method) \(request.url)"
+        var line =
+            "\(verdict.action.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(request.method) \(request.url)"
         if let rule = verdict.rule { line += "  rule=\(rule.id)" }
         if let message = verdict.message { line += "  message=\(quoted(message))" }
         if let target = verdict.redirectTarget { line += "  redirect=\(target)" }
         if !verdict.recorded.isEmpty { line += "  recorded=\(verdict.recorded.map(\.id).joined(separator: ","))" }
-        if !verdict.errors.isEmpty { line += "  errors=\(quoted(verdict.errors.map(\.description).joined(separator: "; ")))" }
+        if !verdict.errors.isEmpty {
+            line += "  errors=\(quoted(verdict.errors.map(\.description).joined(separator: "; ")))"
+        }
         return line
     }
 

@@ -18,11 +18,13 @@ final class PCRE2Code: @unchecked Sendable {
         if caseInsensitive { options |= UInt32(PCRE2_CASELESS) }
         var errorCode: Int32 = 0
         var errorOffset = 0
-        let compiled = pattern.utf8.withContiguousStorageIfAvailable { bytes in
-            pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
-        } ?? Array(pattern.utf8).withUnsafeBufferPointer { bytes in
-            pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
-        }
+        let compiled =
+            pattern.utf8.withContiguousStorageIfAvailable { bytes in
+                pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
+            }
+            ?? Array(pattern.utf8).withUnsafeBufferPointer { bytes in
+                pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
+            }
         guard let compiled else {
             throw .invalidPattern(
                 message: Self.message(for: errorCode),
@@ -61,7 +63,9 @@ final class PCRE2Code: @unchecked Sendable {
         if result == PCRE2_ERROR_JIT_STACKLIMIT {
             // The JIT's small machine stack ran out; the interpreter works on the heap under the limits.
             result = empty.withUnsafeBufferPointer { fallback in
-                run(subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
+                run(
+                    subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: UInt32(PCRE2_NO_JIT)
+                )
             }
         }
         if result == PCRE2_ERROR_NOMATCH { return nil }

@@ -13,6 +13,7 @@ public enum PatternError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Any other PCRE2 match error, with PCRE2's code and message.
     case matchFailed(code: Int, message: String)
 
+    /// A one-line explanation for people.
     public var description: String {
         switch self {
         case .invalidPattern(let message, let column): "invalid pattern at column \(column): \(message)"

@@ -8,7 +8,10 @@ struct AuditRun: Equatable {
     var standardError: String
     var exitCode: Int32
 
-    var outputLines: [String] { standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(standardOutput.hasSuffix("\n") ? 1 : 0) }
+    var outputLines: [String] {
+        standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(
+            standardOutput.hasSuffix("\n") ? 1 : 0)
+    }
 }
 
 /// The repository root, where the bundled `policies/` folder is.
@@ -58,7 +61,9 @@ func runBinary(_ arguments: [String], in directory: URL = repositoryRoot, input:
 
 /// The `audit` binary built beside the test bundle.
 func auditExecutable() throws -> URL {
-    let candidates = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+    let candidates = [
+        Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+    ]
     for directory in candidates {
         for folder in [directory, directory.deletingLastPathComponent()] {
             let url = folder.appendingPathComponent("audit")

@@ -17,13 +17,14 @@ import Testing
         ])
         let run = runInProcess(["lint", folder.path])
         #expect(run.exitCode == 1)
-        #expect(run.outputLines == [
-            "\(folder.path)/danger.rules:3:19: error: invalid pattern: missing closing parenthesis",
-            "\(folder.path)/danger.rules:4:1: warning: section has no rules",
-            "\(folder.path)/danger.rules:5:11: error: redirect target '/x' is not an absolute http(s) URL",
-            "\(folder.path)/danger.test:2:17: error: expected a URL (line format: EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET])",
-            "\(folder.path): 3 errors, 1 warning in 1 rule file and 1 test file",
-        ])
+        #expect(
+            run.outputLines == [
+                "\(folder.path)/danger.rules:3:19: error: invalid pattern: missing closing parenthesis",
+                "\(folder.path)/danger.rules:4:1: warning: section has no rules",
+                "\(folder.path)/danger.rules:5:11: error: redirect target '/x' is not an absolute http(s) URL",
+                "\(folder.path)/danger.test:2:17: error: expected a URL (line format: EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET])",
+                "\(folder.path): 3 errors, 1 warning in 1 rule file and 1 test file",
+            ])
     }
 
     @Test("lint of a missing folder says so and exits 1")
@@ -47,24 +48,28 @@ import Testing
     @Test("a failing case shows expected and actual, the count line is last, exit 1")
     func failingCase() throws {
         let folder = try TemporaryFolder([
-            "shop.rules": "[block] message=\"Competitor storefront\"\nrival ^https://rival\\.test/\n[warn]\nodd ^https://odd\\.test/",
+            "shop.rules":
+                "[block] message=\"Competitor storefront\"\nrival ^https://rival\\.test/\n[warn]\nodd ^https://odd\\.test/",
             "shop.test": "block shop/rival https://rival.test/a\n\npass - https://rival.test/b",
         ])
         let run = runInProcess(["test", folder.path, "--coverage"])
         #expect(run.exitCode == 1)
-        #expect(run.outputLines == [
-            "FAIL \(folder.path)/shop.test:3: pass - https://rival.test/b",
-            "     expected: pass",
-            "       actual: block by shop/rival",
-            "coverage: 1 of 2 rules exercised",
-            "  not exercised: shop/odd (\(folder.path)/shop.rules:4:1)",
-            "1 passed, 1 failed",
-        ])
+        #expect(
+            run.outputLines == [
+                "FAIL \(folder.path)/shop.test:3: pass - https://rival.test/b",
+                "     expected: pass",
+                "       actual: block by shop/rival",
+                "coverage: 1 of 2 rules exercised",
+                "  not exercised: shop/odd (\(folder.path)/shop.rules:4:1)",
+                "1 passed, 1 failed",
+            ])
     }
 
     @Test("--verbose shows passing cases too")
     func verbose() throws {
-        let folder = try TemporaryFolder(["a.rules": "[block]\nr ^https://r\\.test/", "a.test": "block a/r https://r.test/"])
+        let folder = try TemporaryFolder([
+            "a.rules": "[block]\nr ^https://r\\.test/", "a.test": "block a/r https://r.test/",
+        ])
         let run = runInProcess(["test", folder.path, "-v"])
         #expect(run.outputLines == ["PASS \(folder.path)/a.test:1: block a/r https://r.test/", "1 passed, 0 failed"])
     }

@@ -14,12 +14,13 @@ import Testing
 
     @Test("a higher priority wins over the action ranking")
     func priorityFirst() throws {
-        let policy = try Policy(parsing: """
-            [allow]
-            a ^https://p\\.test/
-            [warn] priority=1
-            w ^https://p\\.test/
-            """, file: "p.rules")
+        let policy = try Policy(
+            parsing: """
+                [allow]
+                a ^https://p\\.test/
+                [warn] priority=1
+                w ^https://p\\.test/
+                """, file: "p.rules")
         #expect(policy.verdict("https://p.test/x").rule?.id == "p/w")
         #expect(policy.verdict("https://p.test/x").action == .warn)
     }
@@ -45,12 +46,13 @@ import Testing
 
     @Test("allow wins a priority tie against block")
     func allowWinsTie() throws {
-        let policy = try Policy(parsing: """
-            [allow]
-            a ^https://tie\\.test/
-            [block]
-            b ^https://tie\\.test/
-            """, file: "tie.rules")
+        let policy = try Policy(
+            parsing: """
+                [allow]
+                a ^https://tie\\.test/
+                [block]
+                b ^https://tie\\.test/
+                """, file: "tie.rules")
         let verdict = policy.evaluate(AuditRequest(method: "GET", url: "https://tie.test/x"))
         #expect(verdict.action == .allow)
         #expect(verdict.rule?.id == "tie/a")
@@ -68,16 +70,17 @@ import Testing
 
     @Test("every matching record rule is reported in policy order, whatever the verdict")
     func recordRules() throws {
-        let policy = try Policy(parsing: """
-            [record]
-            all .
-            api ^https://api\\.
-            never ^https://nope\\.
-            [block]
-            b ^https://api\\.x\\.test/
-            [record]
-            late x\\.test
-            """, file: "s.rules")
+        let policy = try Policy(
+            parsing: """
+                [record]
+                all .
+                api ^https://api\\.
+                never ^https://nope\\.
+                [block]
+                b ^https://api\\.x\\.test/
+                [record]
+                late x\\.test
+                """, file: "s.rules")
         let verdict = policy.verdict("https://api.x.test/v1")
         #expect(verdict.action == .block)
         #expect(verdict.recorded.map(\.id) == ["s/all", "s/api", "s/late"])
@@ -123,9 +126,11 @@ import Testing
     @Test("a header rule matches the header's value, repeated headers joined with ', '")
     func headerField() throws {
         let policy = try Policy(parsing: "[warn] field=header:x-agent\nbots ^crawler, gpt$")
-        let request = AuditRequest(url: "https://a.test/", headers: [
-            .init(name: "X-Agent", value: "crawler"), .init(name: "x-agent", value: "gpt"),
-        ])
+        let request = AuditRequest(
+            url: "https://a.test/",
+            headers: [
+                .init(name: "X-Agent", value: "crawler"), .init(name: "x-agent", value: "gpt"),
+            ])
         #expect(policy.evaluate(request).action == .warn)
     }
 
@@ -147,10 +152,11 @@ import Testing
 
     @Test("redirect targets substitute $0 to $9 from the captures")
     func redirectCaptures() throws {
-        let policy = try Policy(parsing: """
-            [redirect https://new.test/$2/$1?was=$0]
-            r ^https://old\\.test/([a-z]+)/([0-9]+)
-            """)
+        let policy = try Policy(
+            parsing: """
+                [redirect https://new.test/$2/$1?was=$0]
+                r ^https://old\\.test/([a-z]+)/([0-9]+)
+                """)
         let verdict = policy.verdict("https://old.test/item/42/details")
         #expect(verdict.action == .redirect)
         #expect(verdict.redirectTarget == "https://new.test/42/item?was=https://old.test/item/42")
@@ -177,14 +183,16 @@ import Testing
         let verdict = policy.verdict("https://t.test/?u=javascript:alert(1)")
         #expect(verdict.action == .block)
         #expect(verdict.rule?.id == "r/unwrap")
-        #expect(verdict.errors.map(\.description) == [
-            "r/unwrap: redirect target 'javascript:alert(1)' is not an absolute http(s) URL"
-        ])
+        #expect(
+            verdict.errors.map(\.description) == [
+                "r/unwrap: redirect target 'javascript:alert(1)' is not an absolute http(s) URL"
+            ])
     }
 
     @Test("with onError: .pass an invalid redirect is ignored and the next rule decides")
     func invalidRedirectIgnored() throws {
-        let policy = try Policy(parsing: "[redirect $1]\nunwrap u=([^&]*)\n[warn]\nw ^https://t\\.test/", file: "r.rules")
+        let policy = try Policy(
+            parsing: "[redirect $1]\nunwrap u=([^&]*)\n[warn]\nw ^https://t\\.test/", file: "r.rules")
         let verdict = policy.evaluate(AuditRequest(url: "https://t.test/?u=ftp://x"), onError: .pass)
         #expect(verdict.action == .warn)
         #expect(verdict.rule?.id == "r/w")
@@ -194,7 +202,8 @@ import Testing
     @Test("a match that hits the match limit blocks, naming the rule (fail closed)")
     func matchLimitFailsClosed() throws {
         let limits = MatchLimits(matchLimit: 5_000, depthLimit: 5_000)
-        let policy = try Policy(parsing: "[record]\nseen .\n[allow]\nslow ^https://x\\.test/(a+)+$", file: "m.rules", limits: limits)
+        let policy = try Policy(
+            parsing: "[record]\nseen .\n[allow]\nslow ^https://x\\.test/(a+)+$", file: "m.rules", limits: limits)
         let url = "https://x.test/" + String(repeating: "a", count: 30) + "!"
         let verdict = policy.verdict(url)
         #expect(verdict.action == .block)
@@ -207,7 +216,8 @@ import Testing
     func matchLimitIgnored() throws {
         let limits = MatchLimits(matchLimit: 5_000, depthLimit: 5_000)
         let policy = try Policy(parsing: "[block]\nslow ^https://x\\.test/(a+)+$", file: "m.rules", limits: limits)
-        let verdict = policy.evaluate(AuditRequest(url: "https://x.test/" + String(repeating: "a", count: 30) + "!"), onError: .pass)
+        let verdict = policy.evaluate(
+            AuditRequest(url: "https://x.test/" + String(repeating: "a", count: 30) + "!"), onError: .pass)
         #expect(verdict.action == .pass)
         #expect(verdict.errors.map(\.ruleID) == ["m/slow"])
     }

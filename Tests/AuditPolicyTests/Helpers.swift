@@ -50,7 +50,8 @@ final class TemporaryDirectory {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("ra-\(UUID().uuidString)").path
         for (name, bytes) in files {
             let url = URL(fileURLWithPath: path).appendingPathComponent(name)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: url)
         }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

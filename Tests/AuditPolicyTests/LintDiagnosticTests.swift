@@ -11,34 +11,57 @@ struct LintCase: CustomTestStringConvertible, Sendable {
 
 @Suite struct LintDiagnosticTests {
     static let errors: [LintCase] = [
-        LintCase(source: "[1️⃣blok]\nr x", message: "unknown action 'blok' (expected block, redirect, warn, allow, record)"),
-        LintCase(source: "[1️⃣]\nr x", message: "empty section header (expected an action: block, redirect, warn, allow, record)"),
+        LintCase(
+            source: "[1️⃣blok]\nr x", message: "unknown action 'blok' (expected block, redirect, warn, allow, record)"),
+        LintCase(
+            source: "[1️⃣]\nr x",
+            message: "empty section header (expected an action: block, redirect, warn, allow, record)"),
         LintCase(source: "1️⃣[block\nr x", message: "section header has no closing ']'"),
-        LintCase(source: "[1️⃣redirect]\nr x", message: "redirect needs a target URL, e.g. [redirect https://example.com/]"),
-        LintCase(source: "[redirect 1️⃣/relative/path]\nr x", message: "redirect target '/relative/path' is not an absolute http(s) URL"),
+        LintCase(
+            source: "[1️⃣redirect]\nr x", message: "redirect needs a target URL, e.g. [redirect https://example.com/]"),
+        LintCase(
+            source: "[redirect 1️⃣/relative/path]\nr x",
+            message: "redirect target '/relative/path' is not an absolute http(s) URL"),
         LintCase(source: "[redirect 1️⃣https://a.test/ x]\nr x", message: "redirect target must not contain spaces"),
         LintCase(source: "[block 1️⃣now]\nr x", message: "action 'block' takes no argument, found 'now'"),
-        LintCase(source: "[block] 1️⃣prio=1\nr x", message: "unknown option 'prio' (expected message, field, methods, priority, case, tags)"),
+        LintCase(
+            source: "[block] 1️⃣prio=1\nr x",
+            message: "unknown option 'prio' (expected message, field, methods, priority, case, tags)"),
         LintCase(source: "[block] 1️⃣message\nr x", message: "option 'message' needs a value (key=value)"),
         LintCase(source: "[block] priority=1 1️⃣priority=2\nr x", message: "option 'priority' is given twice"),
         LintCase(source: "[block] message=1️⃣\"never closed\nr x", message: "quoted value has no closing '\"'"),
-        LintCase(source: "[block] field=1️⃣cookie\nr x", message: "unknown field 'cookie' (expected url, host, path, query, method or header:NAME)"),
-        LintCase(source: "[block] field=1️⃣header:\nr x", message: "unknown field 'header:' (expected url, host, path, query, method or header:NAME)"),
-        LintCase(source: "[block] methods=1️⃣GET,,POST\nr x", message: "invalid method '' in methods (expected a list such as GET,POST)"),
+        LintCase(
+            source: "[block] field=1️⃣cookie\nr x",
+            message: "unknown field 'cookie' (expected url, host, path, query, method or header:NAME)"),
+        LintCase(
+            source: "[block] field=1️⃣header:\nr x",
+            message: "unknown field 'header:' (expected url, host, path, query, method or header:NAME)"),
+        LintCase(
+            source: "[block] methods=1️⃣GET,,POST\nr x",
+            message: "invalid method '' in methods (expected a list such as GET,POST)"),
         LintCase(source: "[block] priority=1️⃣high\nr x", message: "priority must be an integer, found 'high'"),
-        LintCase(source: "[block] case=1️⃣upper\nr x", message: "case must be 'insensitive' or 'sensitive', found 'upper'"),
+        LintCase(
+            source: "[block] case=1️⃣upper\nr x", message: "case must be 'insensitive' or 'sensitive', found 'upper'"),
         LintCase(source: "[block] tags=1️⃣a,,b\nr x", message: "invalid tags 'a,,b' (expected names such as a,b)"),
         LintCase(source: "1️⃣@categroy x\n[block]\nr x", message: "unknown directive '@categroy' (expected @category)"),
         LintCase(source: "1️⃣@category\n[block]\nr x", message: "@category needs a name"),
-        LintCase(source: "@category 1️⃣bad/name\n[block]\nr x", message: "invalid category 'bad/name' (use letters, digits, '.', '_' and '-')"),
-        LintCase(source: "1️⃣early ^x\n[block]\nr x", message: "rule 'early' is outside any section (add a header such as [block] above it)"),
-        LintCase(source: "[block]\n1️⃣bad!id ^x", message: "invalid rule id 'bad!id' (use letters, digits, '.', '_' and '-')"),
+        LintCase(
+            source: "@category 1️⃣bad/name\n[block]\nr x",
+            message: "invalid category 'bad/name' (use letters, digits, '.', '_' and '-')"),
+        LintCase(
+            source: "1️⃣early ^x\n[block]\nr x",
+            message: "rule 'early' is outside any section (add a header such as [block] above it)"),
+        LintCase(
+            source: "[block]\n1️⃣bad!id ^x", message: "invalid rule id 'bad!id' (use letters, digits, '.', '_' and '-')"),
         LintCase(source: "[block]\n1️⃣lonely   ", message: "rule 'lonely' has no pattern (expected 'ID PATTERN')"),
         LintCase(source: "[block]\nr   ^https://(a|b1️⃣", message: "invalid pattern: missing closing parenthesis"),
         LintCase(source: "[block]\nr   ^x1️⃣)", message: "invalid pattern: unmatched closing parenthesis"),
         LintCase(source: "[block]\nr   ^é[z-1️⃣a]", message: "invalid pattern: range out of order in character class"),
-        LintCase(source: "[redirect https://a.test/$2]\nr   1️⃣^https://(x)", message: "redirect target uses $2 but the pattern of 'r' has 1 capture group"),
-        LintCase(source: "[block]\nr ^x\n1️⃣r ^y", message: "duplicate rule id 'test/r' (first defined at test.rules:2:1)"),
+        LintCase(
+            source: "[redirect https://a.test/$2]\nr   1️⃣^https://(x)",
+            message: "redirect target uses $2 but the pattern of 'r' has 1 capture group"),
+        LintCase(
+            source: "[block]\nr ^x\n1️⃣r ^y", message: "duplicate rule id 'test/r' (first defined at test.rules:2:1)"),
     ]
 
     @Test("each problem is reported at its line and column with a clear message", arguments: errors)
@@ -53,17 +76,22 @@ struct LintCase: CustomTestStringConvertible, Sendable {
     @Test("a diagnostic prints compiler-style")
     func compilerStyle() {
         let found = diagnostics(of: "[blok]\nr x", file: "policies/danger.rules")
-        #expect(found.map(\.description) == [
-            "policies/danger.rules:1:2: error: unknown action 'blok' (expected block, redirect, warn, allow, record)"
-        ])
+        #expect(
+            found.map(\.description) == [
+                "policies/danger.rules:1:2: error: unknown action 'blok' (expected block, redirect, warn, allow, record)"
+            ])
     }
 
     @Test("a file that is not UTF-8 is an error at the first bad byte")
     func notUTF8() {
         let bytes = Array("[block]\nrule ^caf".utf8) + [0xE9] + Array("$\n".utf8)
-        #expect(throws: PolicyError.invalidPolicy([
-            Diagnostic(.error, at: SourceLocation(file: "latin1.rules", line: 2, column: 10), "file is not valid UTF-8 (byte 0xE9)")
-        ])) {
+        #expect(
+            throws: PolicyError.invalidPolicy([
+                Diagnostic(
+                    .error, at: SourceLocation(file: "latin1.rules", line: 2, column: 10),
+                    "file is not valid UTF-8 (byte 0xE9)")
+            ])
+        ) {
             try Policy(sources: [PolicySource(file: "latin1.rules", bytes: bytes)])
         }
     }
@@ -71,24 +99,33 @@ struct LintCase: CustomTestStringConvertible, Sendable {
     @Test("a binary file is an error, not a crash")
     func binaryFile() {
         let bytes: [UInt8] = [0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00, 0xFF, 0xFE, 0x00, 0x9C]
-        #expect(diagnostics(ofBytes: bytes, file: "a.out.rules").map(\.description) == ["a.out.rules:1:9: error: file is not valid UTF-8 (byte 0xFF)"])
+        #expect(
+            diagnostics(ofBytes: bytes, file: "a.out.rules").map(\.description) == [
+                "a.out.rules:1:9: error: file is not valid UTF-8 (byte 0xFF)"
+            ])
     }
 
     @Test("a file name that is not a valid category asks for @category")
     func badFileName() {
-        #expect(diagnostics(of: "[block]\nr x", file: "my rules.rules").map(\.message) == [
-            "file name 'my rules' is not a valid category; add '@category NAME' before the first rule"
-        ])
-        #expect(diagnostics(of: "@category ok\n[block]\nr x", file: "my rules.rules").map(\.message) == [
-            "file name 'my rules' is not a valid category; add '@category NAME' before the first rule"
-        ])
+        #expect(
+            diagnostics(of: "[block]\nr x", file: "my rules.rules").map(\.message) == [
+                "file name 'my rules' is not a valid category; add '@category NAME' before the first rule"
+            ])
+        #expect(
+            diagnostics(of: "@category ok\n[block]\nr x", file: "my rules.rules").map(\.message) == [
+                "file name 'my rules' is not a valid category; add '@category NAME' before the first rule"
+            ])
     }
 
     @Test("duplicate ids across files point at the second definition")
     func duplicateAcrossFiles() {
-        #expect(throws: PolicyError.invalidPolicy([
-            Diagnostic(.error, at: SourceLocation(file: "b.rules", line: 3, column: 1), "duplicate rule id 'shared/r' (first defined at a.rules:3:1)")
-        ])) {
+        #expect(
+            throws: PolicyError.invalidPolicy([
+                Diagnostic(
+                    .error, at: SourceLocation(file: "b.rules", line: 3, column: 1),
+                    "duplicate rule id 'shared/r' (first defined at a.rules:3:1)")
+            ])
+        ) {
             try Policy(sources: [
                 PolicySource(file: "a.rules", text: "@category shared\n[block]\nr ^a"),
                 PolicySource(file: "b.rules", text: "@category shared\n[warn]\nr ^b"),
@@ -98,13 +135,14 @@ struct LintCase: CustomTestStringConvertible, Sendable {
 
     @Test("every error of a file is reported in one run, sorted by position")
     func allErrorsAtOnce() {
-        let found = diagnostics(of: """
-            [blok]
-            a ^x
-            [block] priority=x
-            b ^(
-            c ^ok
-            """)
+        let found = diagnostics(
+            of: """
+                [blok]
+                a ^x
+                [block] priority=x
+                b ^(
+                c ^ok
+                """)
         #expect(found.map { "\($0.location.line):\($0.location.column)" } == ["1:2", "3:18", "4:5"])
     }
 
@@ -118,10 +156,11 @@ struct LintCase: CustomTestStringConvertible, Sendable {
     @Test("an empty section and priority on a record rule are warnings, not errors")
     func warnings() throws {
         let policy = try Policy(parsing: "[block]\n[record] priority=3\nr x", file: "w.rules")
-        #expect(policy.warnings.map(\.description) == [
-            "w.rules:1:1: warning: section has no rules",
-            "w.rules:2:1: warning: priority has no effect on record rules",
-        ])
+        #expect(
+            policy.warnings.map(\.description) == [
+                "w.rules:1:1: warning: section has no rules",
+                "w.rules:2:1: warning: priority has no effect on record rules",
+            ])
         #expect(policy.rules.count == 1)
     }
 
@@ -132,10 +171,11 @@ struct LintCase: CustomTestStringConvertible, Sendable {
             "shop.test": "block shop/rival https://rival.test/\nblok shop/rival https://rival.test/",
         ])
         let report = try PolicyLinter.lint(directory: folder.path)
-        #expect(report.diagnostics.map(\.description) == [
-            "\(folder.path)/shop.rules:3:2: error: unknown action 'bad' (expected block, redirect, warn, allow, record)",
-            "\(folder.path)/shop.test:2:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, record)",
-        ])
+        #expect(
+            report.diagnostics.map(\.description) == [
+                "\(folder.path)/shop.rules:3:2: error: unknown action 'bad' (expected block, redirect, warn, allow, record)",
+                "\(folder.path)/shop.test:2:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, record)",
+            ])
         #expect(report.errorCount == 2)
     }
 
@@ -146,7 +186,8 @@ struct LintCase: CustomTestStringConvertible, Sendable {
             "shop.test": "block   shop/rivl https://rival.test/",
         ])
         let report = try PolicyLinter.lint(directory: folder.path)
-        #expect(report.diagnostics.map(\.description) == ["\(folder.path)/shop.test:1:9: error: unknown rule 'shop/rivl'"])
+        #expect(
+            report.diagnostics.map(\.description) == ["\(folder.path)/shop.test:1:9: error: unknown rule 'shop/rivl'"])
     }
 
     @Test("a folder without rule files is an error")

@@ -1,5 +1,5 @@
-import Foundation
 import AuditPolicy
+import Foundation
 import Testing
 
 @Suite struct RuleFileParserTests {
@@ -12,22 +12,24 @@ import Testing
 
     @Test("@category sets the category of the rules that follow")
     func categoryDirective() throws {
-        let policy = try Policy(parsing: """
-            [block]
-            one ^https://one\\.test/
-            @category other
-            two ^https://two\\.test/
-            """, file: "first.rules")
+        let policy = try Policy(
+            parsing: """
+                [block]
+                one ^https://one\\.test/
+                @category other
+                two ^https://two\\.test/
+                """, file: "first.rules")
         #expect(policy.rules.map(\.id) == ["first/one", "other/two"])
     }
 
     @Test("section options apply to every rule under the header")
     func sectionOptions() throws {
-        let policy = try Policy(parsing: """
-            [warn] message="Say \\"hi\\" \\\\ bye" field=header:User-Agent methods=get,Post priority=-3 case=sensitive tags=a,b-c
-            one Bot
-            two Crawler
-            """)
+        let policy = try Policy(
+            parsing: """
+                [warn] message="Say \\"hi\\" \\\\ bye" field=header:User-Agent methods=get,Post priority=-3 case=sensitive tags=a,b-c
+                one Bot
+                two Crawler
+                """)
         for rule in policy.rules {
             #expect(rule.action == .warn)
             #expect(rule.message == #"Say "hi" \ bye"#)
@@ -59,13 +61,14 @@ import Testing
 
     @Test("comments, blank and indented lines are read as the format says")
     func commentsAndIndentation() throws {
-        let policy = try Policy(parsing: """
-            # a comment
+        let policy = try Policy(
+            parsing: """
+                # a comment
 
-               # an indented comment
-              [block]
-                indented   ^x
-            """)
+                   # an indented comment
+                  [block]
+                    indented   ^x
+                """)
         #expect(policy.rules.map(\.name) == ["indented"])
         #expect(policy.rules.first?.location == SourceLocation(file: "inline.rules", line: 5, column: 5))
     }
@@ -100,8 +103,9 @@ import Testing
         let directory = try #require(Bundle.module.path(forResource: "ordered", ofType: nil, inDirectory: "Fixtures"))
         let policy = try Policy(directory: directory)
         #expect(policy.rules.map(\.id) == ["first/same", "b/same", "c/seen"])
-        #expect(policy.files.map { $0.split(separator: "/").suffix(2).joined(separator: "/") } == [
-            "ordered/a.rules", "ordered/b.rules", "sub/c.rules",
-        ])
+        #expect(
+            policy.files.map { $0.split(separator: "/").suffix(2).joined(separator: "/") } == [
+                "ordered/a.rules", "ordered/b.rules", "sub/c.rules",
+            ])
     }
 }

@@ -14,7 +14,9 @@ import Testing
         ("not a url#frag", "not a url"),
     ]
 
-    @Test("url normalization lower-cases scheme and host, drops default port and fragment, keeps the rest", arguments: cases)
+    @Test(
+        "url normalization lower-cases scheme and host, drops default port and fragment, keeps the rest",
+        arguments: cases)
     func normalizes(url: String, expected: String) {
         #expect(AuditRequest(url: url).normalizedURL == expected)
     }

@@ -42,7 +42,8 @@ extension Policy {
             }
             switch redirectTarget(of: rule, template: template, subjects: &subjects) {
             case .success(let target):
-                return Verdict(action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
+                return Verdict(
+                    action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
             case .failure(let error):
                 errors.append(error)
                 if onError == .block {

@@ -44,7 +44,8 @@ struct URLParts: Sendable {
         let lowerHost = hostText.lowercased()
         let keepsPort = !port.isEmpty && Self.defaultPorts[scheme] != String(port)
         normalized = scheme + "://" + userInfo + lowerHost + (keepsPort ? ":" + port : "") + pathAndQuery
-        host = lowerHost.hasPrefix("[") && lowerHost.hasSuffix("]") ? String(lowerHost.dropFirst().dropLast()) : lowerHost
+        host =
+            lowerHost.hasPrefix("[") && lowerHost.hasSuffix("]") ? String(lowerHost.dropFirst().dropLast()) : lowerHost
 
         if let questionMark = pathAndQuery.firstIndex(of: "?") {
             path = String(pathAndQuery[..<questionMark])

@@ -32,6 +32,7 @@ public struct Diagnostic: Error, Sendable, Hashable, Comparable, CustomStringCon
     /// `file:line:column: severity: message`.
     public var description: String { "\(location): \(severity.rawValue): \(message)" }
 
+    /// Orders by location.
     public static func < (lhs: Diagnostic, rhs: Diagnostic) -> Bool {
         lhs.location < rhs.location
     }

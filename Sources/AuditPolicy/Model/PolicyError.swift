@@ -11,6 +11,7 @@ public enum PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A policy test case ran and did not hold.
     case testCaseFailed(PolicyTestResult)
 
+    /// The diagnostics or failure, compiler-style, one per line.
     public var description: String {
         switch self {
         case .invalidPolicy(let diagnostics):

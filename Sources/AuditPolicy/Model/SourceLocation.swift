@@ -19,6 +19,7 @@ public struct SourceLocation: Sendable, Hashable, Comparable, Codable, CustomStr
     /// `file:line:column`, the form compilers and editors understand.
     public var description: String { "\(file):\(line):\(column)" }
 
+    /// Orders by file, then line, then column.
     public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
         (lhs.file, lhs.line, lhs.column) < (rhs.file, rhs.line, rhs.column)
     }

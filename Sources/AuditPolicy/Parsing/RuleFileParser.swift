@@ -119,7 +119,8 @@ struct RuleFileParser {
         if case .redirect(let target) = current.action, let group = target.highestGroup,
             group > pattern.captureGroupCount
         {
-            let groups = pattern.captureGroupCount == 1 ? "1 capture group" : "\(pattern.captureGroupCount) capture groups"
+            let groups =
+                pattern.captureGroupCount == 1 ? "1 capture group" : "\(pattern.captureGroupCount) capture groups"
             error(
                 at: location(line, patternColumn),
                 "redirect target uses $\(group) but the pattern of '\(name)' has \(groups)"

@@ -11,7 +11,8 @@ struct SourceText {
         var body = bytes[...]
         if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
         var lines: [String] = []
-        for (index, rawLine) in body.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in body.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
+        {
             var line = rawLine
             if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
             guard let text = String(validating: line, as: UTF8.self) else {

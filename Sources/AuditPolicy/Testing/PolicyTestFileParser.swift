@@ -51,8 +51,12 @@ enum PolicyTestFileParser {
         while let word = rest.first, word.text != "->" {
             guard let colon = word.text.firstIndex(of: ":"), colon != word.text.startIndex,
                 word.text[..<colon].allSatisfy(\.isHTTPTokenCharacter)
-            else { throw error(word.column, "unexpected '\(word.text)' after the URL (headers are written Name:value)") }
-            headers.append(AuditRequest.Header(name: String(word.text[..<colon]), value: String(word.text[word.text.index(after: colon)...])))
+            else {
+                throw error(word.column, "unexpected '\(word.text)' after the URL (headers are written Name:value)")
+            }
+            headers.append(
+                AuditRequest.Header(
+                    name: String(word.text[..<colon]), value: String(word.text[word.text.index(after: colon)...])))
             rest.removeFirst()
         }
         var target: String?
@@ -75,7 +79,8 @@ enum PolicyTestFileParser {
         }
         var testCase = PolicyTestCase(
             expect: expectation, rule: rule.text == "-" ? nil : rule.text, method: method, url: url.text,
-            headers: headers, redirectTarget: target, location: SourceLocation(file: file, line: line, column: first.column)
+            headers: headers, redirectTarget: target,
+            location: SourceLocation(file: file, line: line, column: first.column)
         )
         testCase.ruleLocation = SourceLocation(file: file, line: line, column: rule.column)
         return testCase

@@ -26,8 +26,10 @@ public struct PolicyTestResult: Sendable, Equatable, CustomStringConvertible {
             if let ruleID = testCase.ruleID { text += " by \(ruleID)" }
             if let target = testCase.redirectTarget { text += " -> \(target)" }
             expected = text
-            actual = verdict.description
-                + (verdict.errors.isEmpty ? "" : " (errors: \(verdict.errors.map(\.description).joined(separator: "; ")))")
+            actual =
+                verdict.description
+                + (verdict.errors.isEmpty
+                    ? "" : " (errors: \(verdict.errors.map(\.description).joined(separator: "; ")))")
             isPassing =
                 testCase.expectation.rawValue == verdict.action.rawValue
                 && (testCase.ruleID == nil || testCase.ruleID == verdict.rule?.id)
