@@ -15,9 +15,9 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## Run every test (Swift Testing).
+## Run every test (Swift Testing), with a real httpbin on 127.0.0.1 for the interception tests.
 test: deps
-	$(SWIFT) test --disable-xctest
+	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest
 
 ## The main job on the bundled data: lint and test the bundled policies, then check the sample requests.
 demo: build

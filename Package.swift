@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "AuditPolicy", targets: ["AuditPolicy"]),
         .library(name: "AuditRegex", targets: ["AuditRegex"]),
+        .library(name: "AuditReport", targets: ["AuditReport"]),
+        .library(name: "RequestAudit", targets: ["RequestAudit"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
     dependencies: [
@@ -20,6 +22,8 @@ let package = Package(
         ),
         .target(name: "AuditRegex", dependencies: ["CPCRE2"]),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex"]),
+        .target(name: "AuditReport", dependencies: ["AuditPolicy"]),
+        .target(name: "RequestAudit", dependencies: ["AuditReport", "AuditPolicy"]),
         .target(
             name: "AuditCommands",
             dependencies: [
@@ -31,6 +35,8 @@ let package = Package(
         .testTarget(name: "AuditRegexTests", dependencies: ["AuditRegex"]),
         .testTarget(name: "AuditPolicyTests", dependencies: ["AuditPolicy"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
+        .testTarget(name: "AuditReportTests", dependencies: ["AuditReport"]),
+        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,214 @@
+import AuditPolicy
+import Foundation
+
+/// One audited request, complete: what was asked, what the policy decided, and what happened.
+///
+/// This is the line format of the audit log (JSON Lines, one record per line) and the payload of
+/// ``AuditEvent/finished(_:)``. Secrets are redacted before a record is made; a record never holds
+/// a request or response body. See `Sources/AuditReport/README.md` for the schema.
+public struct AuditRecord: Codable, Sendable, Equatable {
+    /// The schema version written by this library.
+    public static let currentSchema = 1
+
+    /// Schema version of this record.
+    public var schema: Int
+    /// Unique id of the request.
+    public var id: UUID
+    /// When the request was seen.
+    public var time: Date
+    /// The request, redacted.
+    public var request: RequestSnapshot
+    /// The policy's decision.
+    public var decision: DecisionSnapshot
+    /// How a `warn` verdict was resolved; nil for other verdicts.
+    public var warning: WarningResolution?
+    /// What happened to the request.
+    public var outcome: OutcomeSnapshot
+
+    /// Creates a record with the current schema version.
+    public init(
+        id: UUID, time: Date, request: RequestSnapshot, decision: DecisionSnapshot,
+        warning: WarningResolution? = nil, outcome: OutcomeSnapshot
+    ) {
+        self.schema = Self.currentSchema
+        self.id = id
+        self.time = time
+        self.request = request
+        self.decision = decision
+        self.warning = warning
+        self.outcome = outcome
+    }
+}
+
+/// The parts of a request an audit keeps (already redacted).
+public struct RequestSnapshot: Codable, Sendable, Equatable {
+    /// One header; names may repeat.
+    public struct Header: Codable, Sendable, Equatable {
+        /// Header name as sent.
+        public var name: String
+        /// Header value, or `[REDACTED]`.
+        public var value: String
+
+        /// Creates a header.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// HTTP method.
+    public var method: String
+    /// URL, with secret query values and user-info passwords redacted.
+    public var url: String
+    /// Lower-cased host.
+    public var host: String
+    /// Headers, with secret values redacted.
+    public var headers: [Header]
+    /// Body size in bytes when known (the body itself is never kept).
+    public var bodyBytes: Int?
+
+    /// Creates a snapshot.
+    public init(method: String, url: String, host: String, headers: [Header], bodyBytes: Int? = nil) {
+        self.method = method
+        self.url = url
+        self.host = host
+        self.headers = headers
+        self.bodyBytes = bodyBytes
+    }
+}
+
+/// What the policy decided, as plain values.
+public struct DecisionSnapshot: Codable, Sendable, Equatable {
+    /// `pass`, `allow`, `block`, `redirect` or `warn`.
+    public var verdict: Verdict.Action
+    /// Full id of the deciding rule.
+    public var rule: String?
+    /// Category of the deciding rule.
+    public var category: String?
+    /// The deciding rule's message.
+    public var message: String?
+    /// The redirect target (redacted like the URL).
+    public var redirect: String?
+    /// Full ids of the matching record rules.
+    public var recorded: [String]
+    /// Categories of the matching record rules, aligned with `recorded`.
+    public var recordedCategories: [String]
+    /// Rules whose match failed, with the reason.
+    public var errors: [String]
+    /// Time the decision took, in nanoseconds.
+    public var nanoseconds: UInt64
+
+    /// A snapshot of `verdict`, made in `nanoseconds`.
+    public init(_ verdict: Verdict, nanoseconds: UInt64, redirect: String? = nil) {
+        self.verdict = verdict.action
+        self.rule = verdict.rule?.id
+        self.category = verdict.rule?.category
+        self.message = verdict.message
+        self.redirect = redirect ?? verdict.redirectTarget
+        self.recorded = verdict.recorded.map(\.id)
+        self.recordedCategories = verdict.recorded.map(\.category)
+        self.errors = verdict.errors.map(\.description)
+        self.nanoseconds = nanoseconds
+    }
+}
+
+/// How a `warn` verdict was resolved.
+public struct WarningResolution: Codable, Sendable, Equatable {
+    /// Go on with the request, or cancel it.
+    public enum Decision: String, Codable, Sendable {
+        /// The request went on.
+        case proceed
+        /// The request was cancelled.
+        case cancel
+    }
+
+    /// Who decided.
+    public enum Source: String, Codable, Sendable {
+        /// The host's warning handler answered in time.
+        case handler
+        /// The handler did not answer in time; the configured default applied.
+        case timeout
+        /// No handler was set (or it could not be asked); the configured default applied.
+        case `default`
+    }
+
+    /// The decision.
+    public var decision: Decision
+    /// Who made it.
+    public var decidedBy: Source
+
+    /// Creates a resolution.
+    public init(decision: Decision, decidedBy: Source) {
+        self.decision = decision
+        self.decidedBy = decidedBy
+    }
+}
+
+/// What happened to an audited request.
+public struct OutcomeSnapshot: Codable, Sendable, Equatable {
+    /// The kind of ending.
+    public enum Kind: String, Codable, Sendable {
+        /// A response came back (any status).
+        case response
+        /// The transfer failed (timeout, connection refused, …).
+        case failure
+        /// The policy blocked the request; nothing was sent.
+        case blocked
+        /// A warning was declined; nothing was sent.
+        case warningDeclined
+        /// The caller cancelled the request.
+        case cancelled
+        /// The request carried a body RequestAudit cannot see, so the system loader sent it;
+        /// its response is not observed.
+        case systemLoader
+    }
+
+    /// An error as plain values.
+    public struct ErrorSnapshot: Codable, Sendable, Equatable {
+        /// Error domain, e.g. `NSURLErrorDomain`.
+        public var domain: String
+        /// Error code, e.g. -1001.
+        public var code: Int
+        /// Human-readable description.
+        public var description: String
+
+        /// Creates an error snapshot.
+        public init(domain: String, code: Int, description: String) {
+            self.domain = domain
+            self.code = code
+            self.description = description
+        }
+    }
+
+    /// The kind of ending.
+    public var kind: Kind
+    /// HTTP status of the final response.
+    public var status: Int?
+    /// Body bytes delivered to the caller.
+    public var bytes: Int?
+    /// From the request being seen to its end, in milliseconds.
+    public var durationMilliseconds: Double
+    /// The URL the request was sent to (the redirect target for a `redirect` verdict).
+    public var forwardedURL: String?
+    /// The URL of the final response after HTTP redirects (redacted).
+    public var finalURL: String?
+    /// Each HTTP redirect followed, in order (redacted).
+    public var redirects: [String]
+    /// The failure, for `failure`, `blocked`, `warningDeclined` and `cancelled`.
+    public var error: ErrorSnapshot?
+
+    /// Creates an outcome.
+    public init(
+        kind: Kind, status: Int? = nil, bytes: Int? = nil, durationMilliseconds: Double, forwardedURL: String? = nil,
+        finalURL: String? = nil, redirects: [String] = [], error: ErrorSnapshot? = nil
+    ) {
+        self.kind = kind
+        self.status = status
+        self.bytes = bytes
+        self.durationMilliseconds = durationMilliseconds
+        self.forwardedURL = forwardedURL
+        self.finalURL = finalURL
+        self.redirects = redirects
+        self.error = error
+    }
+}

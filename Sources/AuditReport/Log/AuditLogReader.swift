@@ -1,0 +1,82 @@
+import Foundation
+
+/// A line of an audit log that is not a valid record.
+public struct AuditLogProblem: Sendable, Equatable, CustomStringConvertible {
+    /// The log file.
+    public let file: String
+    /// 1-based line number.
+    public let line: Int
+    /// Why the line was skipped.
+    public let reason: String
+    /// Whether this is an unterminated last line, as left by a crash mid-write.
+    public let isTornLastLine: Bool
+
+    /// `file:line: skipped …`.
+    public var description: String {
+        "\(file):\(line): skipped \(isTornLastLine ? "torn last line" : "invalid line"): \(reason)"
+    }
+}
+
+/// Reads audit logs line by line, in constant memory, skipping and reporting lines that are not
+/// valid records (never crashing on them).
+public enum AuditLogReader {
+    /// Calls `body` with each valid record of the log at `path`, in order, and returns the problems.
+    ///
+    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)``, or whatever `body` throws.
+    @discardableResult
+    public static func forEachRecord(
+        atPath path: String, _ body: (AuditRecord) throws -> Void
+    ) throws -> [AuditLogProblem] {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+        }
+        defer { try? handle.close() }
+        let decoder = AuditLogCoding.decoder()
+        var problems: [AuditLogProblem] = []
+        var buffer = Data()
+        var lineNumber = 0
+
+        func decodeLine(_ line: Data, terminated: Bool) throws {
+            lineNumber += 1
+            guard !line.isEmpty else { return }
+            do {
+                try body(try decoder.decode(AuditRecord.self, from: line))
+            } catch let error as DecodingError {
+                problems.append(
+                    AuditLogProblem(
+                        file: path, line: lineNumber, reason: Self.describe(error), isTornLastLine: !terminated
+                    )
+                )
+            }
+        }
+
+        while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+            buffer.append(chunk)
+            var start = buffer.startIndex
+            while let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                try decodeLine(buffer[start..<newline], terminated: true)
+                start = buffer.index(after: newline)
+            }
+            buffer = Data(buffer[start...])
+        }
+        if !buffer.isEmpty { try decodeLine(buffer, terminated: false) }
+        return problems
+    }
+
+    /// Every valid record of the log at `path` and the problems found.
+    public static func read(atPath path: String) throws -> (records: [AuditRecord], problems: [AuditLogProblem]) {
+        var records: [AuditRecord] = []
+        let problems = try forEachRecord(atPath: path) { records.append($0) }
+        return (records, problems)
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .dataCorrupted(let context): "not valid JSON (\(context.debugDescription))"
+        case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
+        @unknown default: "\(error)"
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Audits every `URLSession` request of a process against a policy: one object, one call to turn on.
+///
+/// ```swift
+/// let auditor = try Auditor(policy: Policy(directory: "policies"), configuration: {
+///     var configuration = AuditorConfiguration()
+///     configuration.logPath = "audit.jsonl"
+///     return configuration
+/// }())
+/// try auditor.install()                       // URLSession.shared and new sessions are audited
+/// Task { for await event in auditor.events() { print(event) } }
+/// let (data, _) = try await URLSession.shared.data(from: URL(string: "https://example.org/")!)
+/// try await auditor.shutdown()                // waits for requests in flight, flushes the log
+/// ```
+///
+/// Only one auditor is installed at a time in a process (URLProtocol registration is global).
+public final class Auditor: Sendable {
+    /// The behaviour settings.
+    public let configuration: AuditorConfiguration
+    /// The policy in force.
+    public let policy: Policy
+
+    let hub = EventHub()
+    let log: AuditLogWriter?
+    let forwarder: Forwarder
+    private let counters = Mutex(AuditStatistics())
+    private let inFlight = Mutex(InFlight())
+
+    private struct InFlight {
+        var count = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Creates an auditor (not yet installed), opening the audit log if one is configured.
+    ///
+    /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened.
+    public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
+    {
+        self.policy = policy
+        self.configuration = configuration
+        if let path = configuration.logPath {
+            do {
+                log = try AuditLogWriter(path: path, rotation: configuration.logRotation)
+            } catch {
+                throw .auditLog(error.description)
+            }
+        } else {
+            log = nil
+        }
+        let hopPolicy = policy
+        let onError = configuration.onMatchError
+        forwarder = Forwarder { hop in
+            let verdict = hopPolicy.evaluate(hop.auditRequest, onError: onError)
+            guard verdict.action == .block else { return nil }
+            return .blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: hop.url?.absoluteString ?? "")
+        }
+    }
+
+    // MARK: Installing
+
+    /// Intercepts `URLSession.shared` and every session created from now on.
+    ///
+    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``.
+    public func install() throws(RequestAuditError) {
+        try activate()
+        _ = URLProtocol.registerClass(RequestInfoProtocol.self)
+    }
+
+    /// Intercepts the sessions created from `sessionConfiguration` from now on.
+    ///
+    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``.
+    public func install(into sessionConfiguration: URLSessionConfiguration) throws(RequestAuditError) {
+        try activate()
+        let others = (sessionConfiguration.protocolClasses ?? []).filter { $0 != RequestInfoProtocol.self }
+        sessionConfiguration.protocolClasses = [RequestInfoProtocol.self] + others
+    }
+
+    /// Stops intercepting new requests (global registration and configured sessions alike);
+    /// requests in flight finish normally.
+    public func uninstall() {
+        URLProtocol.unregisterClass(RequestInfoProtocol.self)
+        RequestInfoProtocol.active.withLock { active in
+            if active === self { active = nil }
+        }
+    }
+
+    private func activate() throws(RequestAuditError) {
+        try RequestInfoProtocol.active.withLock { active throws(RequestAuditError) in
+            if let active, active !== self { throw .anotherAuditorInstalled }
+            active = self
+        }
+    }
+
+    // MARK: Observing
+
+    /// A new subscription to the event stream, with its own buffer of `bufferSize` events.
+    ///
+    /// A subscriber that falls behind never slows requests: events beyond its buffer are dropped for
+    /// it alone, and it then receives ``AuditEvent/dropped(count:)``. The stream ends at ``shutdown()``.
+    public func events(bufferSize: Int = 1_024) -> AsyncStream<AuditEvent> {
+        hub.subscribe(bufferSize: bufferSize)
+    }
+
+    /// The counters so far.
+    public var statistics: AuditStatistics { counters.withLock { $0 } }
+
+    /// Requests being audited right now.
+    public var inFlightCount: Int { inFlight.withLock { $0.count } }
+
+    /// Uninstalls, waits for the requests in flight, writes and syncs the audit log, and ends every
+    /// event stream.
+    ///
+    /// After it returns, every request the auditor saw has its record on disk.
+    /// - Throws: ``RequestAuditError/auditLog(_:)`` if some records could not be written.
+    public func shutdown() async throws(RequestAuditError) {
+        uninstall()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isIdle = inFlight.withLock { state in
+                if state.count == 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if isIdle { continuation.resume() }
+        }
+        forwarder.invalidate()
+        hub.finish()
+        do {
+            try await log?.shutdown()
+        } catch {
+            throw .auditLog(error.description)
+        }
+    }
+
+    // MARK: Per request (used by RequestInfoProtocol)
+
+    /// A decided request: its id, time, redacted snapshot and decision.
+    struct Decision: Sendable {
+        let id = UUID()
+        let time = Date()
+        let started = ContinuousClock.now
+        let verdict: Verdict
+        let snapshot: RequestSnapshot
+        let decision: DecisionSnapshot
+    }
+
+    /// Evaluates `request`, counts it, and publishes ``AuditEvent/started(_:)``.
+    func decide(_ request: URLRequest) -> Decision {
+        let clock = ContinuousClock.now
+        let auditRequest = request.auditRequest
+        let verdict = policy.evaluate(auditRequest, onError: configuration.onMatchError)
+        let elapsed = ContinuousClock.now - clock
+        let nanoseconds =
+            UInt64(elapsed.components.seconds) * 1_000_000_000 + UInt64(elapsed.components.attoseconds / 1_000_000_000)
+        let redaction = configuration.redaction
+        let decision = Decision(
+            verdict: verdict,
+            snapshot: auditRequest.snapshot(redaction: redaction, bodyBytes: request.httpBody?.count),
+            decision: DecisionSnapshot(
+                verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
+            )
+        )
+        counters.withLock { $0.count(decision.decision) }
+        inFlight.withLock { $0.count += 1 }
+        hub.publish(
+            .started(
+                RequestStarted(
+                    id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision))
+        )
+        return decision
+    }
+
+    /// Asks the warning handler (or applies the default) for a `warn` verdict.
+    func resolveWarning(_ decision: Decision, askHandler: Bool) async -> WarningResolution {
+        let fallback = configuration.defaultWarningDecision
+        guard askHandler, let handler = configuration.warningHandler else {
+            return WarningResolution(decision: fallback, decidedBy: .default)
+        }
+        let warning = AuditWarning(
+            id: decision.id, request: decision.snapshot, rule: decision.decision.rule ?? "-",
+            message: decision.decision.message
+        )
+        let timeout = configuration.warningTimeout
+        return await withCheckedContinuation { (continuation: CheckedContinuation<WarningResolution, Never>) in
+            let first = FirstAnswer(continuation)
+            let handlerTask = Task {
+                first.answer(WarningResolution(decision: await handler(warning), decidedBy: .handler))
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                first.answer(WarningResolution(decision: fallback, decidedBy: .timeout))
+                handlerTask.cancel()
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first answer given; later answers are ignored.
+    private final class FirstAnswer: Sendable {
+        private let continuation: Mutex<CheckedContinuation<WarningResolution, Never>?>
+
+        init(_ continuation: CheckedContinuation<WarningResolution, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        func answer(_ resolution: WarningResolution) {
+            continuation.withLock { pending in
+                defer { pending = nil }
+                return pending
+            }?.resume(returning: resolution)
+        }
+    }
+
+    /// Completes a request's record: publishes ``AuditEvent/finished(_:)`` and appends it to the log.
+    func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot) {
+        let record = AuditRecord(
+            id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
+            warning: warning, outcome: outcome
+        )
+        hub.publish(.finished(record))
+        try? log?.append(record)
+        let waiters = inFlight.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Milliseconds since `decision` was made.
+    func elapsedMilliseconds(since decision: Decision) -> Double {
+        let elapsed = ContinuousClock.now - decision.started
+        return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+    }
+}

@@ -1,0 +1,27 @@
+import AuditPolicy
+import AuditReport
+
+/// How an ``Auditor`` behaves.
+public struct AuditorConfiguration: Sendable {
+    /// Decides whether a request with a `warn` verdict goes on. Called off the network path; it may
+    /// take as long as ``warningTimeout``.
+    public typealias WarningHandler = @Sendable (AuditWarning) async -> WarningResolution.Decision
+
+    /// Where to append the JSON Lines audit log; nil keeps no log.
+    public var logPath: String?
+    /// When the log rotates.
+    public var logRotation: LogRotation = .default
+    /// What a failing match or invalid redirect does (fail closed by default).
+    public var onMatchError: MatchErrorHandling = .block
+    /// The host's warning handler; nil applies ``defaultWarningDecision`` at once.
+    public var warningHandler: WarningHandler?
+    /// How long the handler may take before ``defaultWarningDecision`` applies.
+    public var warningTimeout: Duration = .seconds(30)
+    /// The decision when there is no handler, or it times out.
+    public var defaultWarningDecision: WarningResolution.Decision = .proceed
+    /// Secrets removed from events and the log.
+    public var redaction: Redaction = .default
+
+    /// The defaults: no log, fail closed, warnings proceed, default redaction.
+    public init() {}
+}

@@ -1,0 +1,215 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The `URLProtocol` that audits requests: it decides each one with the installed ``Auditor``'s
+/// policy, publishes it, forwards it unchanged through the forwarding session (unless a rule says
+/// otherwise), and hands the real response, body, error and completion back to the caller.
+///
+/// Install it through ``Auditor/install()`` or ``Auditor/install(into:)``, not directly.
+///
+/// Platform notes (Linux FoundationNetworking): the response body is delivered in one piece at the
+/// end, because each `didLoad` replaces the body of completion-handler and `async` callers; HTTP
+/// redirects are followed by the forwarding session and the caller gets the final response (its URL
+/// is the final URL); a request that may carry a body the protocol cannot see (`uploadTask(with:from:)`)
+/// is decided in `canInit` and, unless refused, left to the system loader so its body is never lost.
+public final class RequestInfoProtocol: URLProtocol {
+    // `URLProtocol` is not Sendable (and Linux marks the conformance unavailable); every mutable field
+    // of this class is in `state`, guarded by a Mutex, so it crosses tasks inside `Reference`.
+
+    /// The installed auditor.
+    static let active = Mutex<Auditor?>(nil)
+
+    private let state = Mutex(LoadState())
+
+    /// Whether this protocol handles `request`: http(s), not already forwarded, an auditor installed,
+    /// and, for a request whose body may be invisible here, a verdict that refuses it.
+    public override class func canInit(with request: URLRequest) -> Bool {
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            !Forwarder.isForwarded(request), let auditor = active.withLock({ $0 })
+        else { return false }
+        guard request.mayHaveInvisibleBody else { return true }
+        // The body lives in the task, out of reach: refuse here or let the system loader send it.
+        let decision = auditor.decide(request)
+        if isRefused(decision, auditor: auditor) {
+            // startLoading decides again and refuses; this decision only served to choose.
+            auditor.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0))
+            return true
+        }
+        let warning =
+            decision.verdict.action == .warn
+            ? WarningResolution(decision: .proceed, decidedBy: .default) : nil
+        auditor.finish(
+            decision, warning: warning,
+            outcome: OutcomeSnapshot(
+                kind: .systemLoader, durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                forwardedURL: decision.snapshot.url
+            )
+        )
+        return false
+    }
+
+    private static func isRefused(_ decision: Auditor.Decision, auditor: Auditor) -> Bool {
+        switch decision.verdict.action {
+        case .block: true
+        case .warn: auditor.configuration.defaultWarningDecision == .cancel
+        default: false
+        }
+    }
+
+    /// Returns `request` unchanged.
+    public override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    /// Decides and starts the request off the session's work queue.
+    public override func startLoading() {
+        guard state.withLock({ $0.start() }) else { return }
+        let callerConfiguration = CallerSession.configuration(of: task)
+        guard let auditor = Self.active.withLock({ $0 }) else {
+            // Uninstalled between canInit and now: behave as if RequestAudit were not there.
+            let this = Reference(self)
+            Task.detached { this.value.forwardUnaudited(callerConfiguration) }
+            return
+        }
+        let this = Reference(self)
+        Task.detached { await this.value.run(auditor, callerConfiguration: callerConfiguration) }
+    }
+
+    /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a Mutex)
+    /// and `client`/`request`/`task` are set once by Foundation before `startLoading`.
+    private struct Reference: @unchecked Sendable {
+        let value: RequestInfoProtocol
+        init(_ value: RequestInfoProtocol) { self.value = value }
+    }
+
+    /// Cancels the forwarded request; the session reports the cancellation to the caller itself.
+    public override func stopLoading() {
+        state.withLock { $0.stop() }?.cancel()
+    }
+
+    private func run(_ auditor: Auditor, callerConfiguration: URLSessionConfiguration?) async {
+        let decision = auditor.decide(request)
+        let verdict = decision.verdict
+        let url = decision.snapshot.url
+        switch verdict.action {
+        case .block:
+            refuse(.blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: url), auditor, decision, nil)
+        case .warn:
+            let resolution = await auditor.resolveWarning(decision, askHandler: !request.mayHaveInvisibleBody)
+            if resolution.decision == .cancel {
+                let refusal = RequestAuditError.warningDeclined(
+                    rule: verdict.rule?.id ?? "-", message: verdict.message, url: url)
+                refuse(refusal, auditor, decision, resolution)
+            } else {
+                forward(request, auditor, decision, resolution, callerConfiguration)
+            }
+        case .redirect:
+            var redirected = request
+            redirected.url = verdict.redirectTarget.flatMap(URL.init(string:)) ?? request.url
+            forward(redirected, auditor, decision, nil, callerConfiguration)
+        case .allow, .pass:
+            forward(request, auditor, decision, nil, callerConfiguration)
+        }
+    }
+
+    private func refuse(
+        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
+    ) {
+        let error = refusal.urlError
+        let delivered = state.withLock { $0.finish() }
+        if delivered { client?.urlProtocol(self, didFailWithError: error) }
+        let kind: OutcomeSnapshot.Kind = if case .blocked = refusal { .blocked } else { .warningDeclined }
+        auditor.finish(
+            decision, warning: warning,
+            outcome: OutcomeSnapshot(
+                kind: delivered ? kind : .cancelled, durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                error: .init(error)
+            )
+        )
+    }
+
+    private func forward(
+        _ request: URLRequest, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
+        _ callerConfiguration: URLSessionConfiguration?
+    ) {
+        let outgoing = Forwarder.marked(request.applying(callerConfiguration: callerConfiguration))
+        let redaction = auditor.configuration.redaction
+        let this = Reference(self)
+        let task = auditor.forwarder.start(outgoing) { result in
+            let outcome = this.value.deliver(result, callerConfiguration: callerConfiguration, redaction: redaction)
+            auditor.finish(
+                decision, warning: warning,
+                outcome: OutcomeSnapshot(
+                    kind: outcome.kind, status: (result.response as? HTTPURLResponse)?.statusCode,
+                    bytes: outcome.kind == .response ? result.data?.count ?? 0 : nil,
+                    durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                    forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
+                    finalURL: result.response?.url.map { redaction.redact(url: $0.absoluteString) },
+                    redirects: result.trace.redirects.map { redaction.redact(url: $0.absoluteString) },
+                    error: outcome.error.map(OutcomeSnapshot.ErrorSnapshot.init)
+                )
+            )
+        }
+        state.withLock { $0.forwarding(task) }?.cancel()
+    }
+
+    /// Hands a forwarded result to the caller; returns what happened.
+    private func deliver(
+        _ result: Forwarder.Result, callerConfiguration: URLSessionConfiguration?, redaction: Redaction
+    ) -> (kind: OutcomeSnapshot.Kind, error: Error?) {
+        guard state.withLock({ $0.finish() }) else {
+            return (.cancelled, result.error ?? URLError(.cancelled))
+        }
+        if let (url, refusal) = result.trace.blockedHop {
+            _ = url
+            let error = refusal.urlError
+            client?.urlProtocol(self, didFailWithError: error)
+            return (.blocked, error)
+        }
+        if let error = result.error {
+            client?.urlProtocol(self, didFailWithError: error)
+            return (.failure, error)
+        }
+        guard let response = result.response else {
+            let error = URLError(.badServerResponse)
+            client?.urlProtocol(self, didFailWithError: error)
+            return (.failure, error)
+        }
+        storeCookies(from: response, in: callerConfiguration)
+        client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+        if let data = result.data, !data.isEmpty { client?.urlProtocol(self, didLoad: data) }
+        client?.urlProtocolDidFinishLoading(self)
+        return (.response, nil)
+    }
+
+    /// Stores the response's cookies where the caller's session would have.
+    private func storeCookies(from response: URLResponse, in configuration: URLSessionConfiguration?) {
+        guard let configuration, configuration.httpCookieAcceptPolicy != .never,
+            let storage = configuration.httpCookieStorage, let http = response as? HTTPURLResponse, let url = http.url
+        else { return }
+        let fields = http.allHeaderFields.reduce(into: [String: String]()) { fields, pair in
+            if let name = pair.key as? String, let value = pair.value as? String { fields[name] = value }
+        }
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+        if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
+    }
+
+    private func forwardUnaudited(_ callerConfiguration: URLSessionConfiguration?) {
+        let outgoing = Forwarder.marked(request.applying(callerConfiguration: callerConfiguration))
+        let session = URLSession(configuration: .ephemeral)
+        let this = Reference(self)
+        let task = session.dataTask(with: outgoing) { data, response, error in
+            _ = this.value.deliver(
+                Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace()),
+                callerConfiguration: callerConfiguration, redaction: .default
+            )
+            session.finishTasksAndInvalidate()
+        }
+        state.withLock { $0.forwarding(task) }?.cancel()
+        task.resume()
+    }
+}

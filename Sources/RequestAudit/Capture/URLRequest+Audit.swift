@@ -1,0 +1,61 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLRequest {
+    /// The request as the policy sees it: method, URL as sent, headers.
+    var auditRequest: AuditRequest {
+        AuditRequest(
+            method: httpMethod ?? "GET", url: url?.absoluteString ?? "",
+            headers: (allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
+                AuditRequest.Header(name: $0.key, value: $0.value)
+            }
+        )
+    }
+
+    /// Methods that never carry a body, so a missing body is not a hidden one.
+    private static let bodilessMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "DELETE", "CONNECT"]
+
+    /// Whether the request may carry a body this protocol cannot see (`uploadTask(with:from:)`,
+    /// `uploadTask(withStreamedRequest:)`): a body method with neither `httpBody` nor a body stream.
+    var mayHaveInvisibleBody: Bool {
+        httpBody == nil && httpBodyStream == nil && !Self.bodilessMethods.contains((httpMethod ?? "GET").uppercased())
+    }
+
+    /// The request with the caller session's additional headers and request timeout applied, as the
+    /// system loader would have sent it.
+    func applying(callerConfiguration configuration: URLSessionConfiguration?) -> URLRequest {
+        guard let configuration else { return self }
+        var request = self
+        for (key, value) in configuration.httpAdditionalHeaders ?? [:] {
+            guard let name = key as? String, let value = value as? String else { continue }
+            if request.value(forHTTPHeaderField: name) == nil { request.setValue(value, forHTTPHeaderField: name) }
+        }
+        // 60 s is URLRequest's default: a request that kept it takes the session's timeout, as natively.
+        if request.timeoutInterval == 60 { request.timeoutInterval = configuration.timeoutIntervalForRequest }
+        return request
+    }
+}
+
+extension AuditRequest {
+    /// A redacted snapshot for events and the log.
+    func snapshot(redaction: Redaction, bodyBytes: Int?) -> RequestSnapshot {
+        RequestSnapshot(
+            method: method, url: redaction.redact(url: url), host: host,
+            headers: redaction.redact(headers: headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
+            bodyBytes: bodyBytes
+        )
+    }
+}
+
+extension OutcomeSnapshot.ErrorSnapshot {
+    /// A plain-value copy of `error`.
+    init(_ error: Error) {
+        let nsError = error as NSError
+        self.init(domain: nsError.domain, code: nsError.code, description: nsError.localizedDescription)
+    }
+}

@@ -1,0 +1,65 @@
+import AuditReport
+import Foundation
+
+/// Which secrets are removed from events, logs and reports, and how.
+///
+/// Header values of the listed headers become `[REDACTED]`; values of the listed query parameters
+/// become `REDACTED`; a password in the URL's user info becomes `REDACTED`. Names compare
+/// case-insensitively. Policies still see the real request: redaction applies only to what is
+/// published or written.
+public struct Redaction: Sendable, Hashable {
+    /// Header names whose values are hidden (lower-cased).
+    public var headers: Set<String>
+    /// Query parameter names whose values are hidden (lower-cased).
+    public var queryParameters: Set<String>
+
+    /// Creates a redaction list; names are lower-cased.
+    public init(headers: Set<String>, queryParameters: Set<String>) {
+        self.headers = Set(headers.map { $0.lowercased() })
+        self.queryParameters = Set(queryParameters.map { $0.lowercased() })
+    }
+
+    /// Authorization, Cookie, Set-Cookie, Proxy-Authorization and common API-key headers; token,
+    /// password, key, secret and signature query parameters.
+    public static let `default` = Redaction(
+        headers: ["authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token"],
+        queryParameters: [
+            "token", "access_token", "refresh_token", "id_token", "auth", "password", "passwd", "pwd", "key",
+            "api_key", "apikey", "secret", "client_secret", "signature", "sig",
+        ]
+    )
+
+    static let hiddenHeaderValue = "[REDACTED]"
+    static let hiddenValue = "REDACTED"
+
+    /// `headers` with secret values hidden.
+    public func redact(headers: [RequestSnapshot.Header]) -> [RequestSnapshot.Header] {
+        headers.map { header in
+            self.headers.contains(header.name.lowercased())
+                ? RequestSnapshot.Header(name: header.name, value: Self.hiddenHeaderValue) : header
+        }
+    }
+
+    /// `url` with the user-info password and secret query values hidden; everything else as sent.
+    public func redact(url: String) -> String {
+        var text = url
+        if let schemeEnd = text.range(of: "://") {
+            let authorityEnd = text[schemeEnd.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+            let authority = text[schemeEnd.upperBound..<authorityEnd]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                text.replaceSubrange(text.index(after: colon)..<at, with: Self.hiddenValue)
+            }
+        }
+        guard let questionMark = text.firstIndex(of: "?") else { return text }
+        let queryEnd = text[questionMark...].firstIndex(of: "#") ?? text.endIndex
+        let query = text[text.index(after: questionMark)..<queryEnd]
+        let redacted = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
+            let name = pair[..<equals]
+            let decoded = (name.removingPercentEncoding ?? String(name)).lowercased()
+            return queryParameters.contains(decoded) ? "\(name)=\(Self.hiddenValue)" : String(pair)
+        }.joined(separator: "&")
+        text.replaceSubrange(text.index(after: questionMark)..<queryEnd, with: redacted)
+        return text
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Errors of the embedding API, and the reason a request was refused.
+///
+/// A refused request fails with a `URLError` (code ``refusalCode``) whose `userInfo` carries this
+/// error under ``userInfoKey``, so ordinary `URLError` handling works and the rule is one call away:
+///
+/// ```swift
+/// do {
+///     _ = try await session.data(from: url)
+/// } catch let error as URLError {
+///     if case .blocked(let rule, let message, _) = error.requestAuditError {
+///         print("blocked by \(rule): \(message ?? "")")
+///     }
+/// }
+/// ```
+public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A `block` rule refused the request; nothing was sent.
+    case blocked(rule: String, message: String?, url: String)
+    /// A `warn` rule matched and the warning was declined; nothing was sent.
+    case warningDeclined(rule: String, message: String?, url: String)
+    /// Another auditor is installed; uninstall it first.
+    case anotherAuditorInstalled
+    /// The audit log could not be opened or written.
+    case auditLog(String)
+
+    /// The `URLError` code a refused request fails with.
+    public static let refusalCode = URLError.Code.resourceUnavailable
+
+    /// The `URLError.userInfo` key under which a refusal is stored.
+    public static let userInfoKey = "RequestAuditError"
+
+    /// The error for people.
+    public var description: String {
+        switch self {
+        case .blocked(let rule, let message, let url):
+            "blocked by RequestAudit rule \(rule)\(message.map { ": \($0)" } ?? "") (\(url))"
+        case .warningDeclined(let rule, let message, let url):
+            "warning declined for RequestAudit rule \(rule)\(message.map { ": \($0)" } ?? "") (\(url))"
+        case .anotherAuditorInstalled:
+            "another Auditor is installed; uninstall it first"
+        case .auditLog(let reason):
+            reason
+        }
+    }
+
+    /// The `URLError` a caller's task fails with for this refusal.
+    var urlError: URLError {
+        var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description, Self.userInfoKey: self]
+        switch self {
+        case .blocked(_, _, let url), .warningDeclined(_, _, let url):
+            if let failing = URL(string: url) { userInfo[NSURLErrorFailingURLErrorKey] = failing }
+        case .anotherAuditorInstalled, .auditLog:
+            break
+        }
+        return URLError(Self.refusalCode, userInfo: userInfo)
+    }
+}
+
+extension URLError {
+    /// The RequestAudit refusal behind this error, if RequestAudit refused the request.
+    public var requestAuditError: RequestAuditError? {
+        userInfo[RequestAuditError.userInfoKey] as? RequestAuditError
+    }
+}
