@@ -105,7 +105,7 @@ public final class Auditor: Sendable {
     ///
     /// A subscriber that falls behind never slows requests: events beyond its buffer are dropped for
     /// it alone, and it then receives ``AuditEvent/dropped(count:)``. The stream ends at ``shutdown()``.
-    public func events(bufferSize: Int = 1_024) -> AsyncStream<AuditEvent> {
+    public func events(bufferSize: Int = 1_024) -> AuditEventStream {
         hub.subscribe(bufferSize: bufferSize)
     }
 

@@ -88,7 +88,16 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Cancels the forwarded request; the session reports the cancellation to the caller itself.
     public override func stopLoading() {
-        state.withLock { $0.stop() }?.cancel()
+        guard let task = state.withLock({ $0.stop() }) else { return }
+        // stopLoading runs on the work queue every session shares: touching a task here deadlocks.
+        let forwarded = ForwardedTask(task)
+        Task.detached { forwarded.task.cancel() }
+    }
+
+    /// A forwarded task crossing to another thread to be cancelled; `cancel()` is thread-safe.
+    private struct ForwardedTask: @unchecked Sendable {
+        let task: URLSessionDataTask
+        init(_ task: URLSessionDataTask) { self.task = task }
     }
 
     private func run(_ auditor: Auditor, callerConfiguration: URLSessionConfiguration?) async {
@@ -120,16 +129,17 @@ public final class RequestInfoProtocol: URLProtocol {
         _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
     ) {
         let error = refusal.urlError
-        let delivered = state.withLock { $0.finish() }
-        if delivered { client?.urlProtocol(self, didFailWithError: error) }
+        let isDelivered = state.withLock { $0.finish() }
         let kind: OutcomeSnapshot.Kind = if case .blocked = refusal { .blocked } else { .warningDeclined }
+        // The record is published before the caller hears of it: a finished request always has one.
         auditor.finish(
             decision, warning: warning,
             outcome: OutcomeSnapshot(
-                kind: delivered ? kind : .cancelled, durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: .init(error)
+                kind: isDelivered ? kind : .cancelled,
+                durationMilliseconds: auditor.elapsedMilliseconds(since: decision), error: .init(error)
             )
         )
+        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
     }
 
     private func forward(
@@ -140,50 +150,60 @@ public final class RequestInfoProtocol: URLProtocol {
         let redaction = auditor.configuration.redaction
         let this = Reference(self)
         let task = auditor.forwarder.start(outgoing) { result in
-            let outcome = this.value.deliver(result, callerConfiguration: callerConfiguration, redaction: redaction)
+            let delivery = this.value.delivery(of: result)
             auditor.finish(
                 decision, warning: warning,
                 outcome: OutcomeSnapshot(
-                    kind: outcome.kind, status: (result.response as? HTTPURLResponse)?.statusCode,
-                    bytes: outcome.kind == .response ? result.data?.count ?? 0 : nil,
+                    kind: delivery.kind, status: (result.response as? HTTPURLResponse)?.statusCode,
+                    bytes: delivery.kind == .response ? result.data?.count ?? 0 : nil,
                     durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
                     forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
                     finalURL: result.response?.url.map { redaction.redact(url: $0.absoluteString) },
                     redirects: result.trace.redirects.map { redaction.redact(url: $0.absoluteString) },
-                    error: outcome.error.map(OutcomeSnapshot.ErrorSnapshot.init)
+                    error: delivery.error.map(OutcomeSnapshot.ErrorSnapshot.init)
                 )
             )
+            this.value.relay(delivery, result, callerConfiguration: callerConfiguration)
         }
         state.withLock { $0.forwarding(task) }?.cancel()
     }
 
-    /// Hands a forwarded result to the caller; returns what happened.
-    private func deliver(
-        _ result: Forwarder.Result, callerConfiguration: URLSessionConfiguration?, redaction: Redaction
-    ) -> (kind: OutcomeSnapshot.Kind, error: Error?) {
+    /// What the caller is to get for a forwarded result.
+    private struct Delivery {
+        var kind: OutcomeSnapshot.Kind
+        var error: Error?
+        /// False when the caller stopped the load: nothing is relayed.
+        var isDelivered: Bool
+    }
+
+    /// Works out what the caller gets for `result`, and claims the right to tell it.
+    private func delivery(of result: Forwarder.Result) -> Delivery {
         guard state.withLock({ $0.finish() }) else {
-            return (.cancelled, result.error ?? URLError(.cancelled))
+            return Delivery(kind: .cancelled, error: result.error ?? URLError(.cancelled), isDelivered: false)
         }
-        if let (url, refusal) = result.trace.blockedHop {
-            _ = url
-            let error = refusal.urlError
+        if let (_, refusal) = result.trace.blockedHop {
+            return Delivery(kind: .blocked, error: refusal.urlError, isDelivered: true)
+        }
+        if let error = result.error { return Delivery(kind: .failure, error: error, isDelivered: true) }
+        guard result.response != nil else {
+            return Delivery(kind: .failure, error: URLError(.badServerResponse), isDelivered: true)
+        }
+        return Delivery(kind: .response, error: nil, isDelivered: true)
+    }
+
+    /// Hands the forwarded result to the caller, exactly as received.
+    private func relay(_ delivery: Delivery, _ result: Forwarder.Result, callerConfiguration: URLSessionConfiguration?)
+    {
+        guard delivery.isDelivered else { return }
+        if let error = delivery.error {
             client?.urlProtocol(self, didFailWithError: error)
-            return (.blocked, error)
+            return
         }
-        if let error = result.error {
-            client?.urlProtocol(self, didFailWithError: error)
-            return (.failure, error)
-        }
-        guard let response = result.response else {
-            let error = URLError(.badServerResponse)
-            client?.urlProtocol(self, didFailWithError: error)
-            return (.failure, error)
-        }
+        guard let response = result.response else { return }
         storeCookies(from: response, in: callerConfiguration)
         client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
         if let data = result.data, !data.isEmpty { client?.urlProtocol(self, didLoad: data) }
         client?.urlProtocolDidFinishLoading(self)
-        return (.response, nil)
     }
 
     /// Stores the response's cookies where the caller's session would have.
@@ -203,10 +223,8 @@ public final class RequestInfoProtocol: URLProtocol {
         let session = URLSession(configuration: .ephemeral)
         let this = Reference(self)
         let task = session.dataTask(with: outgoing) { data, response, error in
-            _ = this.value.deliver(
-                Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace()),
-                callerConfiguration: callerConfiguration, redaction: .default
-            )
+            let result = Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace())
+            this.value.relay(this.value.delivery(of: result), result, callerConfiguration: callerConfiguration)
             session.finishTasksAndInvalidate()
         }
         state.withLock { $0.forwarding(task) }?.cancel()

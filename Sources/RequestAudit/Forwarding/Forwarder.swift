@@ -10,10 +10,7 @@ import Synchronization
 /// Requests it sends are marked so ``RequestInfoProtocol`` never intercepts them again. It follows
 /// HTTP redirects like a default session, records each hop, and asks `hopVerdict` about every hop so
 /// a redirect cannot lead around a `block` rule.
-final class Forwarder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    // `@unchecked Sendable`: `session` is set once in init and never changed; the only mutable
-    // state, `traces`, is in a Mutex.
-
+final class Forwarder: Sendable {
     /// What happened on the way: redirect hops and a hop a rule refused.
     struct Trace: Sendable {
         var redirects: [URL] = []
@@ -31,14 +28,12 @@ final class Forwarder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
 
     static let markerKey = "RequestAudit.forwarded"
 
-    private let traces = Mutex<[Int: Trace]>([:])
-    private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
-    private(set) var session: URLSession!
+    private let recorder: RedirectRecorder
+    private let session: URLSession
 
     /// - Parameter hopVerdict: the refusal for a redirect hop, or nil to follow it.
     init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
-        self.hopVerdict = hopVerdict
-        super.init()
+        recorder = RedirectRecorder(hopVerdict: hopVerdict)
         let configuration = URLSessionConfiguration.default
         configuration.protocolClasses = []
         configuration.urlCache = nil
@@ -51,7 +46,7 @@ final class Forwarder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         let queue = OperationQueue()
         queue.name = "RequestAudit.Forwarder"
         queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        session = URLSession(configuration: configuration, delegate: recorder, delegateQueue: queue)
     }
 
     /// Whether `request` was sent by a forwarder (and so must not be intercepted).
@@ -72,19 +67,50 @@ final class Forwarder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
 
     /// Starts `request` (already marked); `completion` gets the whole body at once.
     func start(_ request: URLRequest, completion: @escaping @Sendable (Result) -> Void) -> URLSessionDataTask {
-        let box = TaskBox()
+        let recorder = recorder
+        let identifier = TaskIdentifier()
         let task = session.dataTask(with: request) { data, response, error in
-            let trace = self.traces.withLock { $0.removeValue(forKey: box.identifier) } ?? Trace()
+            let trace = recorder.takeTrace(for: identifier.value)
             completion(Result(data: data, response: response, error: error, trace: trace))
         }
-        box.identifier = task.taskIdentifier
-        traces.withLock { $0[task.taskIdentifier] = Trace() }
+        identifier.value = task.taskIdentifier
+        recorder.begin(task.taskIdentifier)
         task.resume()
         return task
     }
 
     /// Number of forwarded requests not yet completed.
-    var inFlightCount: Int { traces.withLock { $0.count } }
+    var inFlightCount: Int { recorder.count }
+
+    /// Cancels everything still running and releases the session.
+    func invalidate() {
+        session.invalidateAndCancel()
+    }
+
+    /// Lets the completion closure find its task's trace; written before the task is resumed.
+    private final class TaskIdentifier: @unchecked Sendable {
+        var value = -1
+    }
+}
+
+/// The forwarding session's delegate: records redirect hops per task and refuses blocked hops.
+private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable {
+    private let traces = Mutex<[Int: Forwarder.Trace]>([:])
+    private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
+
+    init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
+        self.hopVerdict = hopVerdict
+    }
+
+    func begin(_ identifier: Int) {
+        traces.withLock { $0[identifier] = Forwarder.Trace() }
+    }
+
+    func takeTrace(for identifier: Int) -> Forwarder.Trace {
+        traces.withLock { $0.removeValue(forKey: identifier) } ?? Forwarder.Trace()
+    }
+
+    var count: Int { traces.withLock { $0.count } }
 
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
@@ -100,15 +126,5 @@ final class Forwarder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
             }
         }
         completionHandler(refusal == nil ? request : nil)
-    }
-
-    /// Lets the completion closure find its task's trace; written before the task can complete.
-    private final class TaskBox: @unchecked Sendable {
-        var identifier = -1
-    }
-
-    /// Cancels everything still running and releases the session.
-    func invalidate() {
-        session.invalidateAndCancel()
     }
 }

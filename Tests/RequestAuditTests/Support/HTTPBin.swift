@@ -19,7 +19,16 @@ enum HTTPBin {
 
     /// The URL of `endpoint`.
     static func url(_ endpoint: Endpoint) -> URL {
-        URL(string: base + endpoint.path)!
+        url(base + endpoint.path)
+    }
+
+    /// `text` as a URL; an unparsable text is a test failure.
+    static func url(_ text: String) -> URL {
+        guard let url = URL(string: text) else {
+            Issue.record("not a URL: \(text)")
+            return URL(fileURLWithPath: "/")
+        }
+        return url
     }
 
     /// Request lines the server has logged so far, e.g. `GET /get?a=1 HTTP/1.1`.
@@ -41,7 +50,7 @@ enum HTTPBin {
     /// request sent afterwards shows up in the log (so "absent" really means "never arrived").
     static func received(pathPrefix path: String) async throws -> Bool {
         let sentinel = "/anything/sentinel-\(UUID().uuidString)"
-        _ = try await URLSession(configuration: .ephemeral).data(from: URL(string: base + sentinel)!)
+        _ = try await URLSession(configuration: .ephemeral).data(from: url(base + sentinel))
         for _ in 0..<100 {
             let lines = requestLines()
             if lines.contains(where: { $0.contains(sentinel) }) {

@@ -1,0 +1,115 @@
+import AuditReport
+import Foundation
+import RequestAudit
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension InterceptionTests {
+    @Suite struct UploadsAndSessionSettings {
+        @Test("an upload whose body the protocol cannot see is carried by the system loader, body intact")
+        func invisibleUploadBody() async throws {
+            let audited = try AuditedSession()
+            var request = URLRequest(url: HTTPBin.url(.post))
+            request.httpMethod = "POST"
+            request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+            let (data, response) = try await audited.session.upload(for: request, from: Data("the upload body".utf8))
+            let records = try await audited.finish()
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let echoed = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            #expect(echoed?["data"] as? String == "the upload body")
+            #expect(records.map(\.outcome.kind) == [.systemLoader])
+            #expect(records.first?.decision.recorded == ["test/all"])
+        }
+
+        @Test("a blocked upload is refused before anything is sent, body or not")
+        func blockedUpload() async throws {
+            let audited = try AuditedSession(rules: "[block] message=\"No uploads\"\nno-upload /anything/upload-")
+            let path = "/anything/upload-\(UUID().uuidString)"
+            var request = URLRequest(url: HTTPBin.url(HTTPBin.base + path))
+            request.httpMethod = "PUT"
+            var caught: URLError?
+            do { _ = try await audited.session.upload(for: request, from: Data(repeating: 7, count: 4_096)) } catch let
+                error as URLError
+            {
+                caught = error
+            }
+            let records = try await audited.finish()
+            #expect(
+                caught?.requestAuditError
+                    == .blocked(rule: "test/no-upload", message: "No uploads", url: HTTPBin.base + path))
+            #expect(try await HTTPBin.received(pathPrefix: path) == false)
+            #expect(records.map(\.outcome.kind).last == .blocked)
+        }
+
+        @Test("a request body set on the request is forwarded and its size recorded")
+        func visibleBody() async throws {
+            let audited = try AuditedSession()
+            var request = URLRequest(url: HTTPBin.url(.post))
+            request.httpMethod = "POST"
+            request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(repeating: UInt8(ascii: "a"), count: 5_000)
+            let (data, _) = try await audited.session.data(for: request)
+            let records = try await audited.finish()
+            let echoed = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            #expect((echoed?["data"] as? String)?.count == 5_000)
+            #expect(records.first?.request.bodyBytes == 5_000)
+            #expect(records.first?.outcome.kind == .response)
+        }
+
+        @Test("the caller session's additional headers reach the server, as without RequestAudit")
+        func additionalHeaders() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = ["X-Session-Header": "from-config", "User-Agent": "AgentSmith/1.0"]
+            let direct = URLSession(configuration: configuration)
+            try audited.auditor.install(into: configuration)
+            let intercepted = URLSession(configuration: configuration)
+            let request = URLRequest(url: HTTPBin.url(.headers))
+            let directResult = await CallerStyle.async.run(request, on: direct)
+            let interceptedResult = await CallerStyle.async.run(request, on: intercepted)
+            _ = try await audited.finish()
+            #expect(interceptedResult == directResult)
+            #expect(String(decoding: interceptedResult.body ?? Data(), as: UTF8.self).contains("AgentSmith/1.0"))
+        }
+
+        @Test("the caller session's request timeout applies, with the same error as without RequestAudit")
+        func sessionTimeout() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.timeoutIntervalForRequest = 1
+            let direct = URLSession(configuration: configuration)
+            try audited.auditor.install(into: configuration)
+            let intercepted = URLSession(configuration: configuration)
+            let request = URLRequest(url: HTTPBin.url(.delay(seconds: 3)))
+            let started = ContinuousClock.now
+            let interceptedResult = await CallerStyle.completionHandler.run(request, on: intercepted)
+            let elapsed = ContinuousClock.now - started
+            let directResult = await CallerStyle.completionHandler.run(request, on: direct)
+            let records = try await audited.finish()
+            #expect(interceptedResult == directResult)
+            #expect(interceptedResult.errorCode == URLError.timedOut.rawValue)
+            #expect(elapsed < .milliseconds(2_500))
+            #expect(records.first?.outcome.kind == .failure)
+            #expect(records.first?.outcome.error?.code == URLError.timedOut.rawValue)
+        }
+
+        @Test(
+            "cancelling mid-transfer cancels the forwarded task, like a direct cancel", arguments: CallerStyle.allCases)
+        func cancellation(_ style: CallerStyle) async throws {
+            let audited = try AuditedSession()
+            let request = URLRequest(url: HTTPBin.url(.drip(seconds: 4, bytes: 4)))
+            let direct = await style.run(request, on: audited.direct, cancelAfter: .milliseconds(400))
+            let started = ContinuousClock.now
+            let intercepted = await style.run(request, on: audited.session, cancelAfter: .milliseconds(400))
+            let elapsed = ContinuousClock.now - started
+            let records = try await audited.finish()
+            #expect(intercepted.errorCode == direct.errorCode)
+            #expect(intercepted.errorCode == URLError.cancelled.rawValue)
+            #expect(elapsed < .seconds(3))
+            #expect(records.map(\.outcome.kind) == [.cancelled])
+        }
+    }
+}
