@@ -15,7 +15,7 @@ import Synchronization
 ///     configuration.logPath = "audit.jsonl"
 ///     return configuration
 /// }())
-/// try auditor.install()                       // URLSession.shared and new sessions are audited
+/// try auditor.install()                       // URLSession.shared is audited (see install(into:))
 /// Task { for await event in auditor.events() { print(event) } }
 /// let (data, _) = try await URLSession.shared.data(from: URL(string: "https://example.org/")!)
 /// try await auditor.shutdown()                // waits for requests in flight, flushes the log
@@ -66,12 +66,22 @@ public final class Auditor: Sendable {
 
     // MARK: Installing
 
-    /// Intercepts `URLSession.shared` and every session created from now on.
+    /// Intercepts `URLSession.shared` and sessions whose configuration lists no protocol classes.
+    ///
+    /// On Linux a session made from `URLSessionConfiguration.default` or `.ephemeral` lists
+    /// Foundation's own HTTP protocol, which is asked before any registered class: such sessions are
+    /// not intercepted by this call. Use ``install(into:)`` on their configuration.
     ///
     /// - Throws: ``RequestAuditError/anotherAuditorInstalled``.
     public func install() throws(RequestAuditError) {
         try activate()
+        // FoundationNetworking consults registered classes in registration order and registers its
+        // own HTTP protocol when the first session is made, so a plain registerClass would never be
+        // asked. Put RequestInfoProtocol ahead of the built-in protocols.
+        let builtIns = URLSessionConfiguration.default.protocolClasses ?? []
+        for protocolClass in builtIns { URLProtocol.unregisterClass(protocolClass) }
         _ = URLProtocol.registerClass(RequestInfoProtocol.self)
+        for protocolClass in builtIns { _ = URLProtocol.registerClass(protocolClass) }
     }
 
     /// Intercepts the sessions created from `sessionConfiguration` from now on.
@@ -144,7 +154,8 @@ public final class Auditor: Sendable {
     /// A decided request: its id, time, redacted snapshot and decision.
     struct Decision: Sendable {
         let id = UUID()
-        let time = Date()
+        /// Whole milliseconds, the precision the log keeps, so an event and its logged copy are equal.
+        let time = Date().roundedToAuditLogPrecision
         let started = ContinuousClock.now
         let verdict: Verdict
         let snapshot: RequestSnapshot

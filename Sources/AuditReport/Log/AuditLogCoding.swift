@@ -8,7 +8,7 @@ enum AuditLogCoding {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date))
+            try container.encode(timestamp(date))
         }
         return encoder
     }
@@ -19,12 +19,35 @@ enum AuditLogCoding {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-            if let date = try? withFraction.parse(text) { return date }
-            if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
+            if let date = try? withFraction.parse(text) { return wholeMilliseconds(date) }
+            if let date = try? Date.ISO8601FormatStyle().parse(text) { return wholeMilliseconds(date) }
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "invalid ISO 8601 time '\(text)'")
         }
         return decoder
     }
+}
+
+extension AuditLogCoding {
+    /// `date` as `2026-11-21T19:53:12.565Z`: UTC, whole milliseconds (rounded to the nearest).
+    static func timestamp(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1_000).rounded())
+        let seconds = Date(timeIntervalSince1970: Double(milliseconds.quotientAndRemainder(dividingBy: 1_000).quotient))
+        let fraction = Int(milliseconds - Int64(seconds.timeIntervalSince1970) * 1_000)
+        let base = Date.ISO8601FormatStyle().format(seconds)  // 2026-11-21T19:53:12Z
+        let digits = String(fraction)
+        return base.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+    }
+
+    /// `date` rounded to whole milliseconds, the precision the log keeps.
+    static func wholeMilliseconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: Double(Int64((date.timeIntervalSince1970 * 1_000).rounded())) / 1_000)
+    }
+}
+
+extension Date {
+    /// This date rounded to whole milliseconds, the precision audit logs keep: a record made with
+    /// such a time reads back equal.
+    public var roundedToAuditLogPrecision: Date { AuditLogCoding.wholeMilliseconds(self) }
 }
 
 extension AuditRecord {

@@ -7,7 +7,8 @@ import Synchronization
 
 /// The one forwarding `URLSession` that sends intercepted requests for real.
 ///
-/// Requests it sends are marked so ``RequestInfoProtocol`` never intercepts them again. It follows
+/// Its requests never reach ``RequestInfoProtocol`` again: the session uses Foundation's built-in
+/// protocols only, and requests are also marked with `URLProtocol.setProperty`. It follows
 /// HTTP redirects like a default session, records each hop, and asks `hopVerdict` about every hop so
 /// a redirect cannot lead around a `block` rule.
 final class Forwarder: Sendable {
@@ -35,7 +36,10 @@ final class Forwarder: Sendable {
     init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
         recorder = RedirectRecorder(hopVerdict: hopVerdict)
         let configuration = URLSessionConfiguration.default
-        configuration.protocolClasses = []
+        // The first guard against intercepting our own requests: this session lists Foundation's
+        // built-in protocols itself, so it never consults registered classes (RequestInfoProtocol).
+        // The setProperty mark below is the second; on Linux copies of a request drop it.
+        configuration.protocolClasses = URLSessionConfiguration.default.protocolClasses
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // The caller's session already put its cookies in the request; its storage receives new ones.

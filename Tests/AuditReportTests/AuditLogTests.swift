@@ -1,0 +1,130 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+import Testing
+
+/// A record for request number `index`.
+func sampleRecord(_ index: Int, verdict: Verdict.Action = .pass) throws -> AuditRecord {
+    let policy = try Policy(parsing: "[record]\nall .", file: "s.rules")
+    let decided = policy.evaluate(AuditRequest(url: "https://example.test/\(index)"))
+    return AuditRecord(
+        id: UUID(), time: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
+        request: RequestSnapshot(
+            method: "GET", url: "https://example.test/\(index)", host: "example.test", headers: []),
+        decision: DecisionSnapshot(decided, nanoseconds: 1_500),
+        outcome: OutcomeSnapshot(kind: .response, status: 200, bytes: index, durationMilliseconds: 2.5)
+    )
+}
+
+func temporaryLogPath() throws -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ra-log-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder.appendingPathComponent("audit.jsonl").path
+}
+
+@Suite struct AuditLogTests {
+    @Test("records round-trip through the log exactly, one JSON object per line, with a schema version")
+    func roundTrip() async throws {
+        let path = try temporaryLogPath()
+        let writer = try AuditLogWriter(path: path)
+        let records = try (0..<3).map { try sampleRecord($0) }
+        for record in records { try writer.append(record) }
+        try await writer.shutdown()
+        let (read, problems) = try AuditLogReader.read(atPath: path)
+        #expect(problems.isEmpty)
+        #expect(read == records)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.allSatisfy { $0.hasPrefix("{") && $0.contains(#""schema":1"#) })
+        #expect(lines.first?.contains(#""time":"2027-01-15T08:00:00.000Z""#) == true)
+        #expect(lines.last?.contains(#""time":"2027-01-15T08:00:02.000Z""#) == true)
+    }
+
+    @Test("times are written as UTC with whole milliseconds and read back equal")
+    func timePrecision() throws {
+        var record = try sampleRecord(1)
+        record.time = Date(timeIntervalSince1970: 1_800_000_000.1239).roundedToAuditLogPrecision
+        let line = try record.jsonLine()
+        #expect(line.contains(#""time":"2027-01-15T08:00:00.124Z""#))
+        let path = try temporaryLogPath()
+        try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try AuditLogReader.read(atPath: path).records == [record])
+    }
+
+    @Test("appends from many tasks at once are all written, none twice")
+    func concurrentAppends() async throws {
+        let path = try temporaryLogPath()
+        let writer = try AuditLogWriter(path: path)
+        let records = try (0..<2_000).map { try sampleRecord($0) }
+        await withTaskGroup(of: Void.self) { group in
+            for record in records { group.addTask { try? writer.append(record) } }
+        }
+        try await writer.shutdown()
+        let read = try AuditLogReader.read(atPath: path).records
+        #expect(read.count == 2_000)
+        #expect(Set(read.map(\.id)) == Set(records.map(\.id)))
+        #expect(writer.writtenCount == 2_000)
+    }
+
+    @Test("a torn last line is reported as such and skipped; every complete record is read")
+    func tornLastLine() throws {
+        let path = try temporaryLogPath()
+        let complete = try [sampleRecord(1), sampleRecord(2)].map { try $0.jsonLine() }.joined(separator: "\n") + "\n"
+        let torn = String(try sampleRecord(3).jsonLine().prefix(40))
+        try Data((complete + torn).utf8).write(to: URL(fileURLWithPath: path))
+        let (records, problems) = try AuditLogReader.read(atPath: path)
+        #expect(records.count == 2)
+        #expect(problems.count == 1)
+        #expect(problems.first?.line == 3)
+        #expect(problems.first?.isTornLastLine == true)
+        #expect(problems.first?.description.hasPrefix("\(path):3: skipped torn last line: not valid JSON") == true)
+    }
+
+    @Test("an invalid line in the middle is reported with its number and the rest is read")
+    func invalidMiddleLine() throws {
+        let path = try temporaryLogPath()
+        let text =
+            try [sampleRecord(1).jsonLine(), #"{"schema":1}"#, "garbage", sampleRecord(2).jsonLine()]
+            .joined(separator: "\n") + "\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let (records, problems) = try AuditLogReader.read(atPath: path)
+        #expect(records.count == 2)
+        #expect(problems.map(\.line) == [2, 3])
+        #expect(problems.map(\.isTornLastLine) == [false, false])
+        #expect(problems.first?.reason == "missing field 'id'")
+    }
+
+    @Test("the log rotates by size, keeping the configured number of files and every record")
+    func rotation() async throws {
+        let path = try temporaryLogPath()
+        let lineLength = try sampleRecord(10).jsonLine().utf8.count + 1
+        let writer = try AuditLogWriter(path: path, rotation: LogRotation(maxBytes: lineLength * 10, keep: 2))
+        // Indexes of two digits give lines of one length: exactly 10 per file.
+        for index in 10..<35 { try writer.append(try sampleRecord(index)) }
+        try await writer.shutdown()
+        let files = [path + ".2", path + ".1", path]
+        let counts = try files.map { try AuditLogReader.read(atPath: $0).records.count }
+        #expect(counts == [10, 10, 5])
+        #expect(!FileManager.default.fileExists(atPath: path + ".3"))
+        let order = try files.flatMap { try AuditLogReader.read(atPath: $0).records.compactMap(\.outcome.bytes) }
+        #expect(order == Array(10..<35))
+    }
+
+    @Test("a new log is readable by its owner only; appending after shutdown is an error")
+    func permissionsAndClosed() async throws {
+        let path = try temporaryLogPath()
+        let writer = try AuditLogWriter(path: path)
+        try await writer.shutdown()
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+        #expect(throws: AuditLogError.closed(path: path)) { try writer.append(try sampleRecord(1)) }
+    }
+
+    @Test("a log that cannot be created is a clear error")
+    func cannotOpen() {
+        #expect(
+            throws: AuditLogError.cannotOpen(path: "/nonexistent/dir/audit.jsonl", reason: "cannot create the file")
+        ) {
+            try AuditLogWriter(path: "/nonexistent/dir/audit.jsonl")
+        }
+    }
+}
