@@ -5,7 +5,7 @@ import Foundation
 ///
 /// This is the line format of the audit log (JSON Lines, one record per line) and the payload of
 /// ``AuditEvent/finished(_:)``. Secrets are redacted before a record is made; a record never holds
-/// a request or response body. See `Sources/AuditReport/README.md` for the schema.
+/// a request or response body. The README's "The audit log" section documents the schema.
 public struct AuditRecord: Codable, Sendable, Equatable {
     /// The schema version written by this library.
     public static let currentSchema = 1

@@ -111,5 +111,33 @@ extension InterceptionTests {
             #expect(elapsed < .seconds(3))
             #expect(records.map(\.outcome.kind) == [.cancelled])
         }
+
+        @Test("cookies set on a redirect hop and the final response land in the caller's cookie storage, as directly")
+        func cookiesAcrossRedirects() async throws {
+            let audited = try AuditedSession()
+            func session(intercepted: Bool) throws -> URLSession {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.httpCookieStorage = HTTPCookieStorage.sharedCookieStorage(
+                    forGroupContainerIdentifier: "requestaudit-tests-\(UUID().uuidString)")
+                configuration.httpCookieAcceptPolicy = .always
+                if intercepted { try audited.auditor.install(into: configuration) }
+                return URLSession(configuration: configuration)
+            }
+            let direct = try session(intercepted: false)
+            let intercepted = try session(intercepted: true)
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/cookies/set?flavour=oat&size=large"))
+            let directResult = await CallerStyle.async.run(request, on: direct)
+            let interceptedResult = await CallerStyle.async.run(request, on: intercepted)
+            let directAgain = await CallerStyle.async.run(
+                URLRequest(url: HTTPBin.url(HTTPBin.base + "/cookies")), on: direct)
+            let interceptedAgain = await CallerStyle.async.run(
+                URLRequest(url: HTTPBin.url(HTTPBin.base + "/cookies")), on: intercepted)
+            _ = try await audited.finish()
+            #expect(interceptedResult == directResult)
+            #expect(interceptedAgain == directAgain)
+            #expect(String(decoding: interceptedAgain.body ?? Data(), as: UTF8.self).contains("oat"))
+            let names = intercepted.configuration.httpCookieStorage?.cookies?.map(\.name).sorted()
+            #expect(names == ["flavour", "size"])
+        }
     }
 }

@@ -149,7 +149,8 @@ public final class RequestInfoProtocol: URLProtocol {
         let outgoing = Forwarder.marked(request.applying(callerConfiguration: callerConfiguration))
         let redaction = auditor.configuration.redaction
         let this = Reference(self)
-        let task = auditor.forwarder.start(outgoing) { result in
+        let cookies = Forwarder.CookieJar(callerConfiguration)
+        let task = auditor.forwarder.start(outgoing, cookies: cookies) { result in
             let delivery = this.value.delivery(of: result)
             auditor.finish(
                 decision, warning: warning,
@@ -163,7 +164,7 @@ public final class RequestInfoProtocol: URLProtocol {
                     error: delivery.error.map(OutcomeSnapshot.ErrorSnapshot.init)
                 )
             )
-            this.value.relay(delivery, result, callerConfiguration: callerConfiguration)
+            this.value.relay(delivery, result, cookies: cookies)
         }
         state.withLock { $0.forwarding(task) }?.cancel()
     }
@@ -192,30 +193,17 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// Hands the forwarded result to the caller, exactly as received.
-    private func relay(_ delivery: Delivery, _ result: Forwarder.Result, callerConfiguration: URLSessionConfiguration?)
-    {
+    private func relay(_ delivery: Delivery, _ result: Forwarder.Result, cookies: Forwarder.CookieJar?) {
         guard delivery.isDelivered else { return }
         if let error = delivery.error {
             client?.urlProtocol(self, didFailWithError: error)
             return
         }
         guard let response = result.response else { return }
-        storeCookies(from: response, in: callerConfiguration)
+        if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
         client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
         if let data = result.data, !data.isEmpty { client?.urlProtocol(self, didLoad: data) }
         client?.urlProtocolDidFinishLoading(self)
-    }
-
-    /// Stores the response's cookies where the caller's session would have.
-    private func storeCookies(from response: URLResponse, in configuration: URLSessionConfiguration?) {
-        guard let configuration, configuration.httpCookieAcceptPolicy != .never,
-            let storage = configuration.httpCookieStorage, let http = response as? HTTPURLResponse, let url = http.url
-        else { return }
-        let fields = http.allHeaderFields.reduce(into: [String: String]()) { fields, pair in
-            if let name = pair.key as? String, let value = pair.value as? String { fields[name] = value }
-        }
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
-        if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
     }
 
     private func forwardUnaudited(_ callerConfiguration: URLSessionConfiguration?) {
@@ -224,7 +212,7 @@ public final class RequestInfoProtocol: URLProtocol {
         let this = Reference(self)
         let task = session.dataTask(with: outgoing) { data, response, error in
             let result = Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace())
-            this.value.relay(this.value.delivery(of: result), result, callerConfiguration: callerConfiguration)
+            this.value.relay(this.value.delivery(of: result), result, cookies: Forwarder.CookieJar(callerConfiguration))
             session.finishTasksAndInvalidate()
         }
         state.withLock { $0.forwarding(task) }?.cancel()

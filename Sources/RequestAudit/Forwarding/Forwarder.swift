@@ -16,6 +16,41 @@ final class Forwarder: Sendable {
     struct Trace: Sendable {
         var redirects: [URL] = []
         var blockedHop: (url: URL, refusal: RequestAuditError)?
+        var cookies: CookieJar?
+    }
+
+    /// The caller session's cookie storage and policy, applied to every hop as its own session would.
+    struct CookieJar: @unchecked Sendable {
+        // HTTPCookieStorage is internally synchronized.
+        let storage: HTTPCookieStorage
+        let acceptsCookies: Bool
+        let sendsCookies: Bool
+
+        init?(_ configuration: URLSessionConfiguration?) {
+            guard let configuration, let storage = configuration.httpCookieStorage else { return nil }
+            self.storage = storage
+            acceptsCookies = configuration.httpCookieAcceptPolicy != .never
+            sendsCookies = configuration.httpShouldSetCookies
+        }
+
+        /// Stores the cookies `response` sets.
+        func store(from response: HTTPURLResponse) {
+            guard acceptsCookies, let url = response.url else { return }
+            let fields = response.allHeaderFields.reduce(into: [String: String]()) { fields, pair in
+                if let name = pair.key as? String, let value = pair.value as? String { fields[name] = value }
+            }
+            let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+            if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
+        }
+
+        /// `request` with the `Cookie` header its URL gets from the storage.
+        func applying(to request: URLRequest) -> URLRequest {
+            guard sendsCookies, let url = request.url else { return request }
+            var request = request
+            let header = HTTPCookie.requestHeaderFields(with: storage.cookies(for: url) ?? [])["Cookie"]
+            request.setValue(header?.isEmpty == false ? header : nil, forHTTPHeaderField: "Cookie")
+            return request
+        }
     }
 
     /// The result of one forwarded request.
@@ -69,8 +104,11 @@ final class Forwarder: Sendable {
         return marked
     }
 
-    /// Starts `request` (already marked); `completion` gets the whole body at once.
-    func start(_ request: URLRequest, completion: @escaping @Sendable (Result) -> Void) -> URLSessionDataTask {
+    /// Starts `request` (already marked); `completion` gets the whole body at once. Cookies of
+    /// redirect hops go to and come from `cookies`.
+    func start(
+        _ request: URLRequest, cookies: CookieJar?, completion: @escaping @Sendable (Result) -> Void
+    ) -> URLSessionDataTask {
         let recorder = recorder
         let identifier = TaskIdentifier()
         let task = session.dataTask(with: request) { data, response, error in
@@ -78,7 +116,7 @@ final class Forwarder: Sendable {
             completion(Result(data: data, response: response, error: error, trace: trace))
         }
         identifier.value = task.taskIdentifier
-        recorder.begin(task.taskIdentifier)
+        recorder.begin(task.taskIdentifier, cookies: cookies)
         task.resume()
         return task
     }
@@ -106,8 +144,8 @@ private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable
         self.hopVerdict = hopVerdict
     }
 
-    func begin(_ identifier: Int) {
-        traces.withLock { $0[identifier] = Forwarder.Trace() }
+    func begin(_ identifier: Int, cookies: Forwarder.CookieJar?) {
+        traces.withLock { $0[identifier] = Forwarder.Trace(cookies: cookies) }
     }
 
     func takeTrace(for identifier: Int) -> Forwarder.Trace {
@@ -121,14 +159,17 @@ private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         let refusal = hopVerdict(request)
-        traces.withLock { traces in
-            guard let url = request.url else { return }
+        let cookies = traces.withLock { traces -> Forwarder.CookieJar? in
+            guard let url = request.url else { return nil }
             if let refusal {
                 traces[task.taskIdentifier]?.blockedHop = (url, refusal)
             } else {
                 traces[task.taskIdentifier]?.redirects.append(url)
             }
+            return traces[task.taskIdentifier]?.cookies
         }
-        completionHandler(refusal == nil ? request : nil)
+        guard refusal == nil else { return completionHandler(nil) }
+        cookies?.store(from: response)
+        completionHandler(cookies?.applying(to: request) ?? request)
     }
 }
