@@ -19,13 +19,12 @@ build: deps
 test: deps
 	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest
 
-## The main job on the bundled data: lint and test the bundled policies, then check the sample requests.
+## The main job on the bundled data: check the bundled policies, replay the bundled traffic through
+## them, and write the summary reports to reports/.
 demo: build
-	@echo "== audit lint policies"
 	@$(BIN)/audit lint policies
-	@echo
-	@echo "== audit test policies --coverage"
-	@$(BIN)/audit test policies --coverage
-	@echo
-	@echo "== audit check < policies/sample-requests.txt"
-	@grep -v '^#' policies/sample-requests.txt | $(BIN)/audit check --policies policies
+	@$(BIN)/audit test policies --coverage | tail -2
+	@rm -f reports/audit.jsonl
+	@$(BIN)/audit replay policies/traffic/browsing-session.har policies/traffic/requests.txt \
+		--policies policies --log reports/audit.jsonl --start 2026-11-20T10:30:00Z
+	@$(BIN)/audit report reports/audit.jsonl --out reports --policies policies

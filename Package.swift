@@ -28,6 +28,7 @@ let package = Package(
             name: "AuditCommands",
             dependencies: [
                 "AuditPolicy",
+                "AuditReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -7,12 +7,12 @@ public struct AuditCommand: ParsableCommand {
     /// The command's name, help and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Audit HTTP requests against PCRE2 policy rules.",
+        abstract: "Audit HTTP requests against PCRE2 policy rules, replay recorded traffic, and summarize audit logs.",
         discussion: """
             Exit codes: 0 success; 1 policy errors, lint errors or failing policy tests; 64 usage errors.
             """,
         version: "0.1.0",
-        subcommands: [CheckCommand.self, LintCommand.self, TestCommand.self]
+        subcommands: [CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self]
     )
 
     /// Creates the command; ArgumentParser fills it in from the arguments.

@@ -1,5 +1,8 @@
 import ArgumentParser
 import AuditPolicy
+import AuditReport
+import Dispatch
+import Synchronization
 
 extension MatchErrorHandling: ExpressibleByArgument {}
 
@@ -13,4 +16,27 @@ func loadPolicy(directory: String) throws -> Policy {
         CommandOutput.errorLine(error.description)
         throw ExitCode.failure
     }
+}
+
+/// Waits for `writer` to write, sync and close its log, from synchronous command code.
+func waitForShutdown(of writer: AuditLogWriter) throws(AuditLogError) {
+    let result = ShutdownResult()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do throws(AuditLogError) {
+            try await writer.shutdown()
+        } catch {
+            result.set(error)
+        }
+        done.signal()
+    }
+    done.wait()
+    if let error = result.error { throw error }
+}
+
+/// The outcome of an asynchronous shutdown, handed to a waiting thread.
+private final class ShutdownResult: Sendable {
+    private let storage = Mutex<AuditLogError?>(nil)
+    func set(_ error: AuditLogError) { storage.withLock { $0 = error } }
+    var error: AuditLogError? { storage.withLock { $0 } }
 }

@@ -161,6 +161,9 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// The request carried a body RequestAudit cannot see, so the system loader sent it;
         /// its response is not observed.
         case systemLoader
+        /// Recorded traffic evaluated offline by `audit replay`; status, bytes and duration are the
+        /// recording's, when it has them.
+        case replayed
     }
 
     /// An error as plain values.

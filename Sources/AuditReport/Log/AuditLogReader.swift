@@ -23,14 +23,19 @@ public enum AuditLogReader {
     /// Calls `body` with each valid record of the log at `path`, in order, and returns the problems.
     ///
     /// - Throws: ``AuditLogError/cannotOpen(path:reason:)``, or whatever `body` throws.
+    /// A log whose name ends in `.gz` is decompressed on the fly (through `gzip -dc`), so
+    /// compressed logs stream in constant memory too. `onBytesRead` is told the bytes read so far
+    /// (decompressed), for progress displays.
     @discardableResult
     public static func forEachRecord(
-        atPath path: String, _ body: (AuditRecord) throws -> Void
+        atPath path: String, onBytesRead: ((Int) -> Void)? = nil, _ body: (AuditRecord) throws -> Void
     ) throws -> [AuditLogProblem] {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+        let (handle, decompressor) = try open(path)
+        defer {
+            try? handle.close()
+            decompressor?.terminate()
+            decompressor?.waitUntilExit()
         }
-        defer { try? handle.close() }
         let decoder = AuditLogCoding.decoder()
         var problems: [AuditLogProblem] = []
         var buffer = Data()
@@ -50,7 +55,10 @@ public enum AuditLogReader {
             }
         }
 
+        var bytesRead = 0
         while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+            bytesRead += chunk.count
+            onBytesRead?(bytesRead)
             buffer.append(chunk)
             var start = buffer.startIndex
             while let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
@@ -60,7 +68,38 @@ public enum AuditLogReader {
             buffer = Data(buffer[start...])
         }
         if !buffer.isEmpty { try decodeLine(buffer, terminated: false) }
+        if let decompressor {
+            decompressor.waitUntilExit()
+            if decompressor.terminationStatus != 0 {
+                throw AuditLogError.cannotOpen(path: path, reason: "not a valid gzip file")
+            }
+        }
         return problems
+    }
+
+    /// The file's bytes, decompressed through `gzip -dc` when its name ends in `.gz`.
+    private static func open(_ path: String) throws -> (FileHandle, Process?) {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+        }
+        guard path.hasSuffix(".gz") else {
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+            }
+            return (handle, nil)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gzip", "-dc", "--", path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw AuditLogError.cannotOpen(path: path, reason: "cannot run gzip: \(error)")
+        }
+        return (pipe.fileHandleForReading, process)
     }
 
     /// Every valid record of the log at `path` and the problems found.

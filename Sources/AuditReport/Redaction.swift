@@ -1,4 +1,3 @@
-import AuditReport
 import Foundation
 
 /// Which secrets are removed from events, logs and reports, and how.

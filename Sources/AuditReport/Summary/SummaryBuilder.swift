@@ -1,0 +1,200 @@
+import AuditPolicy
+import Foundation
+
+/// Adds up audit records into a ``SummaryReport`` in memory that does not grow with the number of
+/// records: counters per minute, per rule, per host (capped), and a log-bucket histogram of
+/// decision times.
+public struct SummaryBuilder: Sendable {
+    /// How many entries a top list shows.
+    public static let topCount = 10
+
+    private var report = SummaryReport()
+    private var perMinute: [Int64: [String: Int]] = [:]
+    private var categories: [String: [String: Int]] = [:]
+    private var decided: [String: Int] = [:]
+    private var recorded: [String: Int] = [:]
+    private var hostsByVerdict: [String: TopCounter] = [:]
+    private var hostsByCategory: [String: TopCounter] = [:]
+    private var redirectPairs = TopCounter()
+    private var errors: [String: SummaryReport.ErrorCount] = [:]
+    private var histogram = LogHistogram()
+    private let since: Date?
+    private let until: Date?
+
+    /// A builder counting records with `since <= time < until`.
+    public init(since: Date? = nil, until: Date? = nil) {
+        self.since = since
+        self.until = until
+        report.since = since
+        report.until = until
+        for action in Verdict.Action.allCases { report.verdicts[action.rawValue] = 0 }
+    }
+
+    /// Whether `record` is inside the time filter.
+    public func includes(_ record: AuditRecord) -> Bool {
+        if let since, record.time < since { return false }
+        if let until, record.time >= until { return false }
+        return true
+    }
+
+    /// Counts `record` (if inside the time filter).
+    public mutating func add(_ record: AuditRecord) {
+        guard includes(record) else { return }
+        let verdict = record.decision.verdict.rawValue
+        report.totalRequests += 1
+        report.verdicts[verdict, default: 0] += 1
+        report.firstRequest = min(report.firstRequest ?? record.time, record.time)
+        report.lastRequest = max(report.lastRequest ?? record.time, record.time)
+        perMinute[Int64((record.time.timeIntervalSince1970 / 60).rounded(.down)), default: [:]][verdict, default: 0] +=
+            1
+        hostsByVerdict[verdict, default: TopCounter()].add(record.request.host)
+        if let category = record.decision.category {
+            categories[category, default: [:]][verdict, default: 0] += 1
+            hostsByCategory[category, default: TopCounter()].add(record.request.host)
+        }
+        if let rule = record.decision.rule { decided[rule, default: 0] += 1 }
+        for (rule, category) in zip(record.decision.recorded, record.decision.recordedCategories) {
+            recorded[rule, default: 0] += 1
+            report.recordedByRule[rule, default: 0] += 1
+            report.recordedByCategory[category, default: 0] += 1
+        }
+        if record.decision.verdict == .redirect, let target = record.decision.redirect {
+            redirectPairs.add(record.request.url + "\u{1F}" + target)
+        }
+        histogram.add(record.decision.nanoseconds)
+        report.outcomes[record.outcome.kind.rawValue, default: 0] += 1
+        if let error = record.outcome.error {
+            let key = "\(error.domain)\u{1F}\(error.code)"
+            errors[
+                key,
+                default: SummaryReport.ErrorCount(
+                    domain: error.domain, code: error.code, description: error.description, count: 0)
+            ].count += 1
+        }
+        if !record.decision.errors.isEmpty {
+            report.requestsWithMatchErrors += 1
+            for error in record.decision.errors {
+                let rule = error.split(separator: ":", maxSplits: 1).first.map(String.init) ?? error
+                report.matchErrorsByRule[rule, default: 0] += 1
+            }
+        }
+    }
+
+    /// Counts skipped log lines.
+    public mutating func skipped(_ problems: [AuditLogProblem]) {
+        report.skippedLines += problems.count
+        report.tornLines += problems.count { $0.isTornLastLine }
+        for problem in problems where report.skippedExamples.count < 10 {
+            report.skippedExamples.append(problem.description)
+        }
+    }
+
+    /// The finished report; with a policy, rules that never matched are listed.
+    public func build(logs: [String], policy: Policy? = nil) -> SummaryReport {
+        var report = report
+        report.logs = logs
+        report.categories = categories.map { category, verdicts in
+            SummaryReport.CategoryCount(category: category, total: verdicts.values.reduce(0, +), verdicts: verdicts)
+        }.sorted { ($0.total, $1.category) > ($1.total, $0.category) }
+        let ruleIDs = Set(decided.keys).union(recorded.keys)
+        report.rules = ruleIDs.map {
+            SummaryReport.RuleHits(rule: $0, decided: decided[$0] ?? 0, recorded: recorded[$0] ?? 0)
+        }
+        .sorted { ($0.decided + $0.recorded, $1.rule) > ($1.decided + $1.recorded, $0.rule) }
+        if let policy { report.rulesWithoutHits = policy.rules.map(\.id).filter { !ruleIDs.contains($0) } }
+        report.topHostsByVerdict = hostsByVerdict.mapValues { $0.top(Self.topCount) }
+        report.topHostsByCategory = hostsByCategory.mapValues { $0.top(Self.topCount) }
+        report.redirects = redirectPairs.top(Self.topCount).map { pair in
+            let parts = pair.name.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
+            return SummaryReport.RedirectPair(from: parts[0], to: parts.count > 1 ? parts[1] : "", count: pair.count)
+        }
+        report.errors = errors.values.sorted { ($0.count, $1.domain, $1.code) > ($1.count, $0.domain, $0.code) }
+        report.decisionTime = histogram.percentiles()
+        (report.timelineBucket, report.timeline) = timeline()
+        return report
+    }
+
+    /// Requests per minute rolled up to minutes, hours or days, by the span covered.
+    private func timeline() -> (String, [SummaryReport.TimelinePoint]) {
+        guard let first = perMinute.keys.min(), let last = perMinute.keys.max() else { return ("minute", []) }
+        let span = last - first
+        let (name, minutes): (String, Int64) =
+            span <= 180 ? ("minute", 1) : span <= 7 * 24 * 60 ? ("hour", 60) : ("day", 1_440)
+        var buckets: [Int64: [String: Int]] = [:]
+        for (minute, verdicts) in perMinute {
+            let start = minute - ((minute % minutes) + minutes) % minutes
+            buckets[start, default: [:]].merge(verdicts, uniquingKeysWith: +)
+        }
+        let points = stride(from: first - ((first % minutes) + minutes) % minutes, through: last, by: Int(minutes)).map
+        { start in
+            SummaryReport.TimelinePoint(
+                start: Date(timeIntervalSince1970: Double(start) * 60), verdicts: buckets[start] ?? [:])
+        }
+        return (name, points)
+    }
+}
+
+/// Counts names, keeping at most `capacity` of them: beyond that the rarest half is forgotten, so
+/// counts are exact while names are fewer than the capacity and approximate past it.
+struct TopCounter: Sendable {
+    private var counts: [String: Int] = [:]
+    private let capacity = 50_000
+
+    mutating func add(_ name: String) {
+        counts[name, default: 0] += 1
+        if counts.count > capacity {
+            let keep = counts.sorted { $0.value > $1.value }.prefix(capacity / 2)
+            counts = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        }
+    }
+
+    func top(_ count: Int) -> [SummaryReport.Count] {
+        counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(count).map {
+            SummaryReport.Count(name: $0.key, count: $0.value)
+        }
+    }
+}
+
+/// A histogram of non-negative integers with buckets 1/32 of their value wide: fixed memory,
+/// percentiles within about 3 %.
+struct LogHistogram: Sendable {
+    private var buckets: [Int: Int] = [:]
+    private var count = 0
+    private var maximum: UInt64 = 0
+
+    private static func index(_ value: UInt64) -> Int {
+        guard value >= 32 else { return Int(value) }
+        let exponent = 63 - value.leadingZeroBitCount
+        let mantissa = Int((value >> (exponent - 5)) & 31)
+        return 32 + (exponent - 5) * 32 + mantissa
+    }
+
+    private static func lowerBound(_ index: Int) -> UInt64 {
+        guard index >= 32 else { return UInt64(index) }
+        let exponent = (index - 32) / 32 + 5
+        return UInt64(32 + (index - 32) % 32) << (exponent - 5)
+    }
+
+    mutating func add(_ value: UInt64) {
+        buckets[Self.index(value), default: 0] += 1
+        count += 1
+        maximum = max(maximum, value)
+    }
+
+    func percentiles() -> SummaryReport.Percentiles {
+        let sorted = buckets.sorted { $0.key < $1.key }
+        func percentile(_ fraction: Double) -> UInt64 {
+            guard count > 0 else { return 0 }
+            let rank = max(1, Int((fraction * Double(count)).rounded(.up)))
+            var seen = 0
+            for (index, bucketCount) in sorted {
+                seen += bucketCount
+                if seen >= rank { return min(Self.lowerBound(index), maximum) }
+            }
+            return maximum
+        }
+        return SummaryReport.Percentiles(
+            count: count, p50: percentile(0.5), p90: percentile(0.9), p99: percentile(0.99), max: maximum
+        )
+    }
+}
