@@ -36,7 +36,7 @@ let package = Package(
         .testTarget(name: "AuditRegexTests", dependencies: ["AuditRegex"]),
         .testTarget(name: "AuditPolicyTests", dependencies: ["AuditPolicy"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
-        .testTarget(name: "AuditReportTests", dependencies: ["AuditReport"]),
+        .testTarget(name: "AuditReportTests", dependencies: ["AuditReport"], exclude: ["Fixtures"]),
         .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit"]),
     ],
     swiftLanguageModes: [.v6]

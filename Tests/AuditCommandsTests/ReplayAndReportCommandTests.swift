@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@Suite struct ReplayAndReportCommandTests {
+    @Test("replaying the bundled traffic and reporting it exercises every bundled rule")
+    func mainJob() throws {
+        let folder = try TemporaryFolder([:])
+        let log = folder.url.appendingPathComponent("audit.jsonl").path
+        let replay = try runBinary([
+            "replay", "policies/traffic/browsing-session.har", "policies/traffic/requests.txt", "--log", log,
+            "--start", "2026-11-20T10:30:00Z",
+        ])
+        #expect(replay.exitCode == 0)
+        #expect(replay.standardError == "")
+        #expect(
+            replay.outputLines == [
+                "replayed 100 requests from 2 files into \(log)",
+                "  pass 52 · allow 5 · block 10 · redirect 8 · warn 25",
+            ])
+        let report = try runBinary(["report", log, "--out", folder.path, "--policies", "policies"])
+        #expect(report.exitCode == 0)
+        #expect(
+            report.outputLines.first
+                == "wrote \(folder.path)/summary.json, \(folder.path)/summary.md, \(folder.path)/summary.html")
+        #expect(report.outputLines.contains("block              10    10.0 %"))
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: folder.url.appendingPathComponent("summary.json")))
+            as? [String: Any]
+        #expect(json?["rulesWithoutHits"] as? [String] == [])
+        #expect(json?["totalRequests"] as? Int == 100)
+        #expect(json?["reportSchema"] as? Int == 1)
+    }
+
+    @Test("malformed entries are reported on stderr with their position and counted; the rest is replayed")
+    func malformedEntries() throws {
+        let folder = try TemporaryFolder([
+            "list.txt": "https://www.rivalshop.com/cart\nGET not-a-url\nPOST https://api.example.com/v1/x\n"
+        ])
+        let log = folder.url.appendingPathComponent("a.jsonl").path
+        let run = runInProcess([
+            "replay", folder.url.appendingPathComponent("list.txt").path, "--log", log, "--policies",
+            repositoryRoot.appendingPathComponent("policies").path,
+        ])
+        #expect(run.exitCode == 0)
+        #expect(run.standardError == "\(folder.path)/list.txt:2:5: error: 'not-a-url' is not an absolute http(s) URL\n")
+        #expect(run.outputLines.last == "skipped 1 malformed entry")
+        #expect(run.outputLines[1] == "  pass 1 · allow 0 · block 1 · redirect 0 · warn 0")
+    }
+
+    @Test("report filters by --since and --until and rejects a time it cannot read (exit 64)")
+    func timeOptions() throws {
+        let folder = try TemporaryFolder([:])
+        let log = folder.url.appendingPathComponent("audit.jsonl").path
+        _ = try runBinary(["replay", "policies/traffic/browsing-session.har", "--log", log])
+        let filtered = runInProcess([
+            "report", log, "--out", folder.path, "--format", "json", "--since", "2026-11-20T09:30:00Z", "--until",
+            "2026-11-20T10:00:00Z",
+        ])
+        #expect(filtered.exitCode == 0)
+        #expect(filtered.outputLines.first == "wrote \(folder.path)/summary.json")
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: folder.url.appendingPathComponent("summary.json")))
+            as? [String: Any]
+        let total = json?["totalRequests"] as? Int ?? -1
+        #expect(total > 0 && total < 86)
+        #expect(runInProcess(["report", log, "--since", "last tuesday"]).exitCode == 64)
+        #expect(runInProcess(["report", log, "--format", "pdf"]).exitCode == 64)
+    }
+
+    @Test("report of a missing log says so and exits 1")
+    func missingLog() {
+        let run = runInProcess(["report", "/nonexistent/audit.jsonl", "--out", "/tmp"])
+        #expect(run.exitCode == 1)
+        #expect(
+            run.standardError
+                == "/nonexistent/audit.jsonl: cannot open the audit log: cannot open the file for reading\n")
+    }
+}
