@@ -1,3 +1,4 @@
+import AuditPolicy
 import Foundation
 
 /// Which secrets are removed from events, logs and reports, and how.
@@ -60,5 +61,16 @@ public struct Redaction: Sendable, Hashable {
         }.joined(separator: "&")
         text.replaceSubrange(text.index(after: questionMark)..<queryEnd, with: redacted)
         return text
+    }
+}
+
+extension Redaction {
+    /// The snapshot of `request` that events, logs and reports keep: URL and headers redacted.
+    public func snapshot(of request: AuditRequest, bodyBytes: Int?) -> RequestSnapshot {
+        RequestSnapshot(
+            method: request.method, url: redact(url: request.url), host: request.host,
+            headers: redact(headers: request.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
+            bodyBytes: bodyBytes
+        )
     }
 }

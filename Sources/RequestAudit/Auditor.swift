@@ -164,16 +164,12 @@ public final class Auditor: Sendable {
 
     /// Evaluates `request`, counts it, and publishes ``AuditEvent/started(_:)``.
     func decide(_ request: URLRequest) -> Decision {
-        let clock = ContinuousClock.now
         let auditRequest = request.auditRequest
-        let verdict = policy.evaluate(auditRequest, onError: configuration.onMatchError)
-        let elapsed = ContinuousClock.now - clock
-        let nanoseconds =
-            UInt64(elapsed.components.seconds) * 1_000_000_000 + UInt64(elapsed.components.attoseconds / 1_000_000_000)
+        let (verdict, nanoseconds) = policy.evaluateTimed(auditRequest, onError: configuration.onMatchError)
         let redaction = configuration.redaction
         let decision = Decision(
             verdict: verdict,
-            snapshot: auditRequest.snapshot(redaction: redaction, bodyBytes: request.httpBody?.count),
+            snapshot: redaction.snapshot(of: auditRequest, bodyBytes: request.httpBody?.count),
             decision: DecisionSnapshot(
                 verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
             )

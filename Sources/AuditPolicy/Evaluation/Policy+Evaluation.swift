@@ -54,6 +54,19 @@ extension Policy {
         return Verdict(action: .pass, recorded: recorded, errors: errors)
     }
 
+    /// ``evaluate(_:onError:)`` and the time it took, in nanoseconds.
+    public func evaluateTimed(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> (
+        verdict: Verdict, nanoseconds: UInt64
+    ) {
+        let start = ContinuousClock.now
+        let verdict = evaluate(request, onError: onError)
+        let elapsed = ContinuousClock.now - start
+        let nanoseconds =
+            UInt64(elapsed.components.seconds) * 1_000_000_000
+            + UInt64(elapsed.components.attoseconds / 1_000_000_000)
+        return (verdict, nanoseconds)
+    }
+
     /// Whether the rule at index `lhs` takes precedence over the rule at `rhs`.
     private func decidesBefore(_ lhs: Int, _ rhs: Int) -> Bool {
         let left = rules[lhs]

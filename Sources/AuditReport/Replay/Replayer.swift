@@ -30,19 +30,8 @@ public struct Replayer: Sendable {
 
     /// The record for one entry; entries without a time get `defaultTime`.
     public func record(for entry: ReplayEntry, defaultTime: Date) -> AuditRecord {
-        let clock = ContinuousClock.now
-        let verdict = policy.evaluate(entry.request, onError: onError)
-        let elapsed = ContinuousClock.now - clock
-        let nanoseconds =
-            UInt64(elapsed.components.seconds) * 1_000_000_000
-            + UInt64(elapsed.components.attoseconds / 1_000_000_000)
-        let request = entry.request
-        let snapshot = RequestSnapshot(
-            method: request.method, url: redaction.redact(url: request.url), host: request.host,
-            headers: redaction.redact(
-                headers: request.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
-            bodyBytes: entry.requestBodyBytes
-        )
+        let (verdict, nanoseconds) = policy.evaluateTimed(entry.request, onError: onError)
+        let snapshot = redaction.snapshot(of: entry.request, bodyBytes: entry.requestBodyBytes)
         let decision = DecisionSnapshot(
             verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
         )

@@ -41,17 +41,6 @@ extension URLRequest {
     }
 }
 
-extension AuditRequest {
-    /// A redacted snapshot for events and the log.
-    func snapshot(redaction: Redaction, bodyBytes: Int?) -> RequestSnapshot {
-        RequestSnapshot(
-            method: method, url: redaction.redact(url: url), host: host,
-            headers: redaction.redact(headers: headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
-            bodyBytes: bodyBytes
-        )
-    }
-}
-
 extension OutcomeSnapshot.ErrorSnapshot {
     /// A plain-value copy of `error`.
     init(_ error: Error) {
