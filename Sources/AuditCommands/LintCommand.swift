@@ -12,6 +12,9 @@ struct LintCommand: ParsableCommand {
     @Argument(help: "The policies folder.")
     var directory = "policies"
 
+    @Flag(help: "Also show how the rules are indexed: how many are found by token and how many run for every request.")
+    var stats = false
+
     func run() throws {
         let report: LintReport
         do {
@@ -30,6 +33,26 @@ struct LintCommand: ParsableCommand {
             )
         }
         if report.hasErrors { throw ExitCode.failure }
+        if stats { try printStatistics() }
+    }
+
+    private func printStatistics() throws {
+        let statistics: IndexStatistics
+        do {
+            statistics = try Policy(directory: directory).indexStatistics
+        } catch {
+            CommandOutput.errorLine(error.description)
+            throw ExitCode.failure
+        }
+        CommandOutput.line("index: \(plural(statistics.rules, "rule"))")
+        CommandOutput.line("  found by whole token:        \(statistics.byToken)")
+        CommandOutput.line("  found by token start or end: \(statistics.byTokenAffix)")
+        CommandOutput.line("  found by letters in a token: \(statistics.byInfix)")
+        CommandOutput.line("  run for every request:       \(statistics.alwaysRun)")
+        for id in statistics.alwaysRunRuleIDs.prefix(20) { CommandOutput.line("    \(id)") }
+        if statistics.alwaysRun > 20 { CommandOutput.line("    … and \(statistics.alwaysRun - 20) more") }
+        let busiest = statistics.busiestKeys.prefix(5).map { "\($0.key) (\($0.rules))" }
+        if !busiest.isEmpty { CommandOutput.line("  busiest keys: \(busiest.joined(separator: ", "))") }
     }
 }
 

@@ -1,5 +1,11 @@
 internal import CPCRE2
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Owns one compiled PCRE2 program and its match context; the only place that touches libpcre2.
 ///
 /// `@unchecked Sendable`: `code` and `context` are written only in `init` (compile, JIT-compile,
@@ -53,8 +59,10 @@ final class PCRE2Code: @unchecked Sendable {
     /// Runs one match; returns the byte ranges of the groups (index 0 is the whole match), or nil when
     /// the pattern does not match. Unset groups are nil. `captures: false` skips reading the groups.
     func match(_ subject: UnsafeBufferPointer<UInt8>, captures: Bool) throws(PatternError) -> [Range<Int>?]? {
-        guard let matchData = pcre2_match_data_create_from_pattern_8(code, nil) else { throw .outOfMemory }
-        defer { pcre2_match_data_free_8(matchData) }
+        // A yes/no match needs no captures: it reuses this thread's one-pair match data.
+        let perCall = captures ? pcre2_match_data_create_from_pattern_8(code, nil) : nil
+        guard let matchData = perCall ?? (captures ? nil : Self.threadMatchData()) else { throw .outOfMemory }
+        defer { if let perCall { pcre2_match_data_free_8(perCall) } }
         // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
         let empty: [UInt8] = [0]
         var result = empty.withUnsafeBufferPointer { fallback in
@@ -80,6 +88,24 @@ final class PCRE2Code: @unchecked Sendable {
             return start == unset || end < start ? nil : start..<end
         }
     }
+
+    /// This thread's match data for yes/no matches (one ovector pair), created on first use and
+    /// freed when the thread exits. Never shared between threads, so no lock is needed.
+    private static func threadMatchData() -> OpaquePointer? {
+        let key = matchDataKey
+        if let existing = pthread_getspecific(key) { return OpaquePointer(existing) }
+        guard let created = pcre2_match_data_create_8(1, nil) else { return nil }
+        pthread_setspecific(key, UnsafeRawPointer(created))
+        return created
+    }
+
+    private static let matchDataKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            pcre2_match_data_free_8(OpaquePointer(pointer))
+        }
+        return key
+    }()
 
     private func run(
         _ base: UnsafePointer<UInt8>?, _ count: Int, _ matchData: OpaquePointer, options: UInt32

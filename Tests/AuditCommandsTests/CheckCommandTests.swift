@@ -36,7 +36,8 @@ import Testing
     @Test("a failing match is reported with the rule, and --on-error pass ignores the rule")
     func matchErrors() throws {
         let folder = try TemporaryFolder(["slow.rules": "[allow]\nnested ^https://x\\.test/(\\w+\\.?)+\\.example$"])
-        let url = "https://x.test/" + String(repeating: "a", count: 3_000) + ".examplX"
+        // The URL carries the token "example", so the index cannot rule the pattern out; PCRE2 runs and gives up.
+        let url = "https://x.test/" + String(repeating: "a", count: 3_000) + ".example!"
         let closed = runInProcess(["check", "--policies", folder.path, "--json", url])
         #expect(closed.standardOutput.contains(#""verdict":"block","rule":"slow/nested""#))
         #expect(

@@ -74,3 +74,25 @@ import Testing
         #expect(run.outputLines == ["PASS \(folder.path)/a.test:1: block a/r https://r.test/", "1 passed, 0 failed"])
     }
 }
+
+@Suite struct LintStatisticsTests {
+    @Test("lint --stats shows how the rules are indexed and which run for every request")
+    func stats() throws {
+        let folder = try TemporaryFolder([
+            "ads.rules": "[block]\nhost ^https?://(?:[^/?#]*\\.)?doubleclick\\.net/\nslow (a+)+$\nbanner /banner\n"
+        ])
+        let run = runInProcess(["lint", folder.path, "--stats"])
+        #expect(run.exitCode == 0)
+        #expect(
+            run.outputLines == [
+                "\(folder.path): no problems in 1 rule file and 0 test files (3 rules)",
+                "index: 3 rules",
+                "  found by whole token:        1",
+                "  found by token start or end: 1",
+                "  found by letters in a token: 0",
+                "  run for every request:       1",
+                "    ads/slow",
+                "  busiest keys: banner… (1), doubleclick (1)",
+            ])
+    }
+}

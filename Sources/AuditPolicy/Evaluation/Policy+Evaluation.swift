@@ -12,29 +12,53 @@ extension Policy {
     /// 5. When a match fails (a PCRE2 limit) or a redirect target comes out invalid, the verdict is
     ///    `block` naming that rule, unless `onError` is ``MatchErrorHandling/pass``, which ignores
     ///    the rule. Either way the failure is in ``Verdict/errors``.
+    ///
+    /// Only rules that can match are run: the policy's index skips every rule whose pattern needs a
+    /// token the request does not carry (see README, "How evaluation stays fast"). The verdict is
+    /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         var subjects = RequestSubjects(request)
+        let candidates = index.candidates(for: &subjects)
+        return decide(request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
+    }
+
+    /// ``evaluate(_:onError:)`` without the index: every rule is matched in turn.
+    ///
+    /// The reference the index is tested against, and the baseline of the benchmarks; slow for
+    /// large policies.
+    public func evaluateEveryRule(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
+        var subjects = RequestSubjects(request)
+        return decide(request, candidates: rules.indices, subjects: &subjects, onError: onError)
+    }
+
+    /// Matches the rules at `candidates` (ascending policy order) and decides.
+    private func decide<Candidates: Sequence<Int>>(
+        _ request: AuditRequest, candidates ruleIndices: Candidates, subjects: inout RequestSubjects,
+        onError: MatchErrorHandling
+    ) -> Verdict {
         var candidates: [Int] = []
         var recorded: [Rule] = []
         var errors: [EvaluationError] = []
         var failingRule: Rule?
 
-        for (index, rule) in rules.enumerated() where rule.applies(toMethod: request.method) {
-            guard let subject = subjects.subject(for: rule.field) else { continue }
+        for index in ruleIndices {
+            guard rules[index].applies(toMethod: request.method) else { continue }
+            guard let subject = subjects.subject(for: rules[index].field) else { continue }
             do {
-                guard try rule.pattern.matches(subject) else { continue }
+                guard try rules[index].pattern.matches(subject) else { continue }
             } catch {
-                errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
-                failingRule = failingRule ?? rule
+                errors.append(EvaluationError(ruleID: rules[index].id, reason: .matchFailed(error)))
+                failingRule = failingRule ?? rules[index]
                 continue
             }
-            if rule.action == .record { recorded.append(rule) } else { candidates.append(index) }
+            if rules[index].action == .record { recorded.append(rules[index]) } else { candidates.append(index) }
         }
         if onError == .block, let failingRule {
             return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
         }
 
-        for index in candidates.sorted(by: decidesBefore) {
+        if candidates.count > 1 { candidates.sort(by: decidesBefore) }
+        for index in candidates {
             let rule = rules[index]
             guard let action = rule.action.verdictAction else { continue }
             guard case .redirect(let template) = rule.action else {
@@ -69,11 +93,9 @@ extension Policy {
 
     /// Whether the rule at index `lhs` takes precedence over the rule at `rhs`.
     private func decidesBefore(_ lhs: Int, _ rhs: Int) -> Bool {
-        let left = rules[lhs]
-        let right = rules[rhs]
-        if left.priority != right.priority { return left.priority > right.priority }
-        let leftRank = left.action.tieRank ?? 0
-        let rightRank = right.action.tieRank ?? 0
+        if rules[lhs].priority != rules[rhs].priority { return rules[lhs].priority > rules[rhs].priority }
+        let leftRank = rules[lhs].action.tieRank ?? 0
+        let rightRank = rules[rhs].action.tieRank ?? 0
         if leftRank != rightRank { return leftRank > rightRank }
         return lhs < rhs
     }

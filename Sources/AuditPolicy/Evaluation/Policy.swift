@@ -17,6 +17,8 @@ public struct Policy: Sendable {
     public let warnings: [Diagnostic]
     /// The rule files read, in policy order.
     public let files: [String]
+    /// The rules filed by the tokens a request must carry for them to match.
+    let index: RuleIndex
 
     /// Loads every `.rules` file under `directory` (searched recursively, sorted by path).
     ///
@@ -40,15 +42,14 @@ public struct Policy: Sendable {
         let output = PolicyCompiler.compile(sources, limits: limits)
         let errors = output.diagnostics.filter(\.isError)
         guard errors.isEmpty else { throw .invalidPolicy(errors) }
-        self.rules = output.rules
-        self.warnings = output.diagnostics
-        self.files = sources.map(\.file)
+        self.init(rules: output.rules, warnings: output.diagnostics, files: sources.map(\.file))
     }
 
     init(rules: [Rule], warnings: [Diagnostic], files: [String]) {
         self.rules = rules
         self.warnings = warnings
         self.files = files
+        self.index = RuleIndex(rules: rules)
     }
 
     /// The rule with full id `id` (`category/name`), if any.

@@ -1,33 +1,29 @@
 import AuditRegex
 
-/// The match subjects of one request, built once per evaluation and shared by every rule.
+/// The match subjects of one request, built once per evaluation, each only when a rule asks for it.
 struct RequestSubjects {
-    let url: MatchSubject
-    let host: MatchSubject
-    let path: MatchSubject
-    let query: MatchSubject
-    let method: MatchSubject
     private let request: AuditRequest
+    private let parts: URLParts
+    private var url: MatchSubject?
+    private var host: MatchSubject?
+    private var path: MatchSubject?
+    private var query: MatchSubject?
+    private var method: MatchSubject?
     private var headers: [String: MatchSubject] = [:]
 
     init(_ request: AuditRequest) {
-        let parts = URLParts(request.url)
         self.request = request
-        url = MatchSubject(parts.normalized)
-        host = MatchSubject(parts.host)
-        path = MatchSubject(parts.requestPath)
-        query = MatchSubject(parts.query)
-        method = MatchSubject(request.method)
+        self.parts = URLParts(request.url)
     }
 
     /// The subject for `field`, or nil when the request has no such header.
     mutating func subject(for field: RequestField) -> MatchSubject? {
         switch field {
-        case .url: return url
-        case .host: return host
-        case .path: return path
-        case .query: return query
-        case .method: return method
+        case .url: return Self.cached(&url) { MatchSubject(bytes: parts.normalizedBytes) }
+        case .host: return Self.cached(&host) { MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange])) }
+        case .path: return Self.cached(&path) { MatchSubject(bytes: Array(parts.requestPathBytes)) }
+        case .query: return Self.cached(&query) { MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange])) }
+        case .method: return Self.cached(&method) { MatchSubject(request.method) }
         case .header(let name):
             if let cached = headers[name] { return cached }
             guard let value = request.headerValue(name) else { return nil }
@@ -35,5 +31,13 @@ struct RequestSubjects {
             headers[name] = subject
             return subject
         }
+    }
+
+    @inline(__always)
+    private static func cached(_ slot: inout MatchSubject?, _ make: () -> MatchSubject) -> MatchSubject {
+        if let subject = slot { return subject }
+        let subject = make()
+        slot = subject
+        return subject
     }
 }

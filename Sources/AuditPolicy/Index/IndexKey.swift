@@ -1,0 +1,125 @@
+/// Something a subject must contain for a rule to match, stated in terms of the subject's tokens.
+///
+/// A *token* is a maximal run of ASCII letters and digits in the subject, letters lower-cased.
+/// Every other byte (punctuation, control characters, any byte of a non-ASCII character) separates
+/// tokens. `https://Ads.Example.com/x_1` has the tokens `https`, `ads`, `example`, `com`, `x`, `1`.
+struct IndexKey: Hashable, Sendable, CustomStringConvertible {
+    /// How the key's text relates to a token of the subject.
+    enum Kind: UInt8, Sendable, CaseIterable {
+        /// The text is a whole token.
+        case token
+        /// The text is how some token starts (at most ``IndexKey/maximumAffixLength`` bytes).
+        case tokenPrefix
+        /// The text is how some token ends (at most ``IndexKey/maximumAffixLength`` bytes).
+        case tokenSuffix
+        /// The text occurs inside some token (at most ``IndexKey/maximumInfixLength`` bytes).
+        case infix
+    }
+
+    /// Prefix and suffix keys keep at most this many bytes of their text.
+    static let maximumAffixLength = 8
+    /// Infix keys keep at most this many bytes of their text.
+    static let maximumInfixLength = 5
+
+    let kind: Kind
+    /// Lower-case ASCII letters and digits.
+    let text: [UInt8]
+
+    var description: String {
+        let text = String(decoding: text, as: UTF8.self)
+        switch kind {
+        case .token: return text
+        case .tokenPrefix: return text + "…"
+        case .tokenSuffix: return "…" + text
+        case .infix: return "…" + text + "…"
+        }
+    }
+
+    /// How often the key is expected to be found in a request: lower is better. Whole tokens beat
+    /// affixes, which beat infixes; longer beats shorter; tokens that almost every URL carries
+    /// are nearly worthless.
+    var cost: Double {
+        let kindFactor: Double
+        switch kind {
+        case .token: kindFactor = 1
+        case .tokenPrefix, .tokenSuffix: kindFactor = 3
+        case .infix: kindFactor = 12
+        }
+        let byLength: [Double] = [1, 0.5, 0.3, 0.05, 0.02, 0.008, 0.004, 0.002]
+        let estimate = min(1, kindFactor * byLength[min(text.count, byLength.count - 1)])
+        return Self.isPartOfCommonToken(self) ? max(0.9, estimate) : estimate
+    }
+
+    /// Whether every request that carries a common token also carries this key.
+    private static func isPartOfCommonToken(_ key: IndexKey) -> Bool {
+        switch key.kind {
+        case .token: commonTokens.contains(key.text)
+        case .tokenPrefix: commonTokens.contains { $0.starts(with: key.text) }
+        case .tokenSuffix: commonTokens.contains { $0.reversed().starts(with: key.text.reversed()) }
+        case .infix:
+            commonTokens.contains { token in
+                token.count >= key.text.count
+                    && (0...(token.count - key.text.count)).contains {
+                        token[$0..<$0 + key.text.count].elementsEqual(key.text)
+                    }
+            }
+        }
+    }
+
+    /// Tokens found in a large share of all URLs.
+    static let commonTokens: Set<[UInt8]> = Set(
+        [
+            "http", "https", "www", "com", "net", "org", "html", "htm", "php", "js", "css", "png", "jpg", "gif",
+            "json", "api", "cdn", "static", "img", "images", "assets", "v1", "v2", "en", "us", "uk", "de", "io",
+            "index", "id", "ref", "utm", "source", "amp", "min", "co", "www2", "s", "a", "b", "c", "i", "t",
+        ].map { Array($0.utf8) })
+
+    /// A hash of kind and text that is never zero (zero marks an empty slot of ``KeyTable``).
+    ///
+    /// The kind enters only at the end, so a scan can hash a token once and read off the hash of
+    /// every prefix on the way.
+    static func hash<Bytes: Collection<UInt8>>(kind: Kind, text: Bytes) -> UInt64 {
+        var state = hashStart
+        for byte in text { state = hashStep(state, byte) }
+        return hashFinish(state, kind)
+    }
+
+    static let hashStart: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    @inline(__always) static func hashStep(_ state: UInt64, _ byte: UInt8) -> UInt64 {
+        (state ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+    }
+
+    @inline(__always) static func hashFinish(_ state: UInt64, _ kind: Kind) -> UInt64 {
+        let keyed = state ^ (UInt64(kind.rawValue) &* 0x9e37_79b9_7f4a_7c15)
+        let mixed = (keyed ^ (keyed >> 29)) &* 0xbf58_476d_1ce4_e5b9
+        let hash = mixed ^ (mixed >> 32)
+        return hash == 0 ? 1 : hash
+    }
+
+    var hashValue64: UInt64 { Self.hash(kind: kind, text: text) }
+}
+
+/// What a pattern needs, as a formula over keys: one key, or any one of several requirements.
+indirect enum Requirement: Equatable, Sendable {
+    /// The subject contains this key.
+    case key(IndexKey)
+    /// The subject meets at least one of these requirements.
+    case anyOf([Requirement])
+
+    /// The expected share of requests that meet the requirement (lower is better).
+    var cost: Double {
+        switch self {
+        case .key(let key): key.cost
+        case .anyOf(let requirements): min(1, requirements.reduce(0) { $0 + $1.cost })
+        }
+    }
+
+    /// Every key the formula mentions.
+    var keys: [IndexKey] {
+        switch self {
+        case .key(let key): [key]
+        case .anyOf(let requirements): requirements.flatMap(\.keys)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/// An immutable hash table from key hashes to the rules that need that key.
+///
+/// Open addressing over 64-bit key hashes, with the rule lists packed in one array. Two keys with
+/// the same 64-bit hash share a slot: that only adds candidates, which PCRE2 then rejects.
+final class KeyTable: Sendable {
+    private struct Slot {
+        var hash: UInt64 = 0
+        var start: Int32 = 0
+        var end: Int32 = 0
+    }
+
+    private let slots: ContiguousArray<Slot>
+    private let postings: ContiguousArray<Posting>
+
+    /// A rule filed under a key, and the hash of a second token the subject must have (0: none).
+    private struct Posting {
+        var rule: Int32
+        var confirmation: UInt64
+    }
+
+    /// One filing: key hash, rule, confirmation token hash (0 when none).
+    typealias Entry = (hash: UInt64, rule: Int32, confirmation: UInt64)
+    private let mask: Int
+    /// One bit per key hash (bits 0–20 of the hash pick the bit): most tokens of a request are no
+    /// key at all, and this 256 KiB filter says so without touching the table.
+    private let filter: ContiguousArray<UInt64>
+    private static let filterBits = 21
+
+    /// Builds the table from (key hash, rule index) pairs.
+    init(entries: [Entry]) {
+        let sorted = entries.sorted { ($0.hash, $0.rule) < ($1.hash, $1.rule) }
+        var distinct = 0
+        for index in sorted.indices where index == 0 || sorted[index].hash != sorted[index - 1].hash { distinct += 1 }
+        var capacity = 8
+        while capacity < distinct * 2 { capacity *= 2 }
+        var slots = ContiguousArray(repeating: Slot(), count: capacity)
+        var postings: ContiguousArray<Posting> = []
+        postings.reserveCapacity(sorted.count)
+        var index = 0
+        while index < sorted.count {
+            let hash = sorted[index].hash
+            let start = postings.count
+            while index < sorted.count, sorted[index].hash == hash {
+                if postings.count == start || postings[postings.count - 1].rule != sorted[index].rule {
+                    postings.append(Posting(rule: sorted[index].rule, confirmation: sorted[index].confirmation))
+                }
+                index += 1
+            }
+            var slot = Int(truncatingIfNeeded: hash) & (capacity - 1)
+            while slots[slot].hash != 0 { slot = (slot + 1) & (capacity - 1) }
+            slots[slot] = Slot(hash: hash, start: Int32(start), end: Int32(postings.count))
+        }
+        var filter = ContiguousArray<UInt64>(repeating: 0, count: (1 << Self.filterBits) / 64)
+        for slot in slots where slot.hash != 0 {
+            let bit = Int(truncatingIfNeeded: slot.hash >> 40) & ((1 << Self.filterBits) - 1)
+            filter[bit >> 6] |= 1 << UInt64(bit & 63)
+        }
+        self.filter = filter
+        self.slots = slots
+        self.postings = postings
+        self.mask = capacity - 1
+    }
+
+    /// Number of distinct keys.
+    var keyCount: Int { slots.count { $0.hash != 0 } }
+
+    /// Appends the rules filed under `hash` whose confirmation token is among `tokens`.
+    @inline(__always)
+    func collect(_ hash: UInt64, confirmedBy tokens: TokenHashes, into candidates: inout [Int32]) {
+        let bit = Int(truncatingIfNeeded: hash >> 40) & ((1 << Self.filterBits) - 1)
+        guard filter.withUnsafeBufferPointer({ $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }) else { return }
+        slots.withUnsafeBufferPointer { slots in
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while true {
+                let found = slots[slot]
+                if found.hash == hash {
+                    postings.withUnsafeBufferPointer { postings in
+                        for index in Int(found.start)..<Int(found.end) {
+                            let posting = postings[index]
+                            if posting.confirmation == 0 || tokens.contains(posting.confirmation) {
+                                candidates.append(posting.rule)
+                            }
+                        }
+                    }
+                    return
+                }
+                if found.hash == 0 { return }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+}

@@ -1,0 +1,412 @@
+/// A deliberately small reading of PCRE2 pattern syntax, enough to find what a match must contain.
+///
+/// The reader understands literals, escapes, character classes, anchors, groups, lookarounds,
+/// back-references and quantifiers. Anything else (verbs, callouts, conditionals, recursion, inline
+/// options other than a leading `(?i)`, `\g`, `\k`, `\G`, `\C`, extended mode) makes it give up, and
+/// the rule is then simply run for every request. Giving up is always safe; guessing never is.
+indirect enum PatternNode: Equatable {
+    /// One ASCII character matched literally (case folding is the caller's business).
+    case literal(UInt8)
+    /// One character from a set; `mayBeAlnum` is whether it can be an ASCII letter or digit.
+    case character(mayBeAlnum: Bool)
+    /// `^` or `\A`: nothing comes before this point.
+    case start
+    /// `$`, `\z` or `\Z`: nothing but a final newline comes after this point.
+    case end
+    /// Lookarounds, `\b`, `\B`, `\K`: they consume nothing.
+    case zeroWidth
+    /// A back-reference: any text, possibly empty.
+    case backReference
+    /// A group: one sequence of nodes per alternative.
+    case group([[PatternNode]])
+    /// A node repeated `min` to `max` times (`max` nil for unbounded).
+    case repeated(PatternNode, min: Int, max: Int?)
+}
+
+/// Reads a pattern into ``PatternNode`` alternatives, or nil when the pattern uses syntax the
+/// reader does not model.
+struct PatternSyntaxReader {
+    private let bytes: [UInt8]
+    private var position = 0
+    /// Whether letters may match case-insensitively (the rule's option or a leading `(?i)`).
+    private(set) var isCaseless: Bool
+
+    init(_ pattern: String, caseless: Bool) {
+        self.bytes = Array(pattern.utf8)
+        self.isCaseless = caseless
+    }
+
+    private struct GiveUp: Error {}
+
+    /// The top-level alternatives of the pattern, or nil when it cannot be modelled.
+    mutating func read() -> [[PatternNode]]? {
+        if bytes.starts(with: Array("(?i)".utf8)) {
+            isCaseless = true
+            position = 4
+        }
+        do {
+            let alternatives = try readAlternatives()
+            return position == bytes.count ? alternatives : nil
+        } catch {
+            return nil
+        }
+    }
+
+    private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+
+    private mutating func readAlternatives() throws(GiveUp) -> [[PatternNode]] {
+        var alternatives: [[PatternNode]] = [[]]
+        while let byte = current, byte != UInt8(ascii: ")") {
+            if byte == UInt8(ascii: "|") {
+                position += 1
+                alternatives.append([])
+                continue
+            }
+            let atom = try readAtom()
+            let node = try readQuantifier(applyingTo: atom)
+            alternatives[alternatives.count - 1].append(node)
+        }
+        return alternatives
+    }
+
+    private mutating func readAtom() throws(GiveUp) -> PatternNode {
+        guard let byte = current else { throw GiveUp() }
+        position += 1
+        switch byte {
+        case UInt8(ascii: "\\"): return try readEscape()
+        case UInt8(ascii: "["): return try readClass()
+        case UInt8(ascii: "("): return try readGroup()
+        case UInt8(ascii: "."): return .character(mayBeAlnum: true)
+        case UInt8(ascii: "^"): return .start
+        case UInt8(ascii: "$"): return .end
+        case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"), UInt8(ascii: "{"): throw GiveUp()
+        case 0x80...: return readNonASCII(leadByte: byte)
+        default: return .literal(byte)
+        }
+    }
+
+    /// A non-ASCII character written literally. Under caseless matching U+212A (Kelvin sign) and
+    /// U+017F (long s) match the ASCII letters k and s; every other non-ASCII character matches
+    /// only non-ASCII text.
+    private mutating func readNonASCII(leadByte: UInt8) -> PatternNode {
+        var scalar = UInt32(leadByte)
+        let extra: Int
+        switch leadByte {
+        case 0xC0..<0xE0: (scalar, extra) = (scalar & 0x1F, 1)
+        case 0xE0..<0xF0: (scalar, extra) = (scalar & 0x0F, 2)
+        default: (scalar, extra) = (scalar & 0x07, 3)
+        }
+        for _ in 0..<extra {
+            guard let next = current, next & 0xC0 == 0x80 else { break }
+            scalar = scalar << 6 | UInt32(next & 0x3F)
+            position += 1
+        }
+        return .character(mayBeAlnum: isCaseless && Self.foldsToASCII(scalar))
+    }
+
+    static func foldsToASCII(_ scalar: UInt32) -> Bool { scalar == 0x212A || scalar == 0x17F }
+
+    private mutating func readEscape() throws(GiveUp) -> PatternNode {
+        guard let byte = current else { throw GiveUp() }
+        position += 1
+        switch byte {
+        case UInt8(ascii: "d"), UInt8(ascii: "w"), UInt8(ascii: "S"), UInt8(ascii: "D"), UInt8(ascii: "H"),
+            UInt8(ascii: "V"), UInt8(ascii: "N"), UInt8(ascii: "X"):
+            return .character(mayBeAlnum: true)
+        case UInt8(ascii: "p"), UInt8(ascii: "P"):
+            try skipPropertyName()
+            return .character(mayBeAlnum: true)
+        case UInt8(ascii: "s"), UInt8(ascii: "W"), UInt8(ascii: "h"), UInt8(ascii: "v"), UInt8(ascii: "R"):
+            return .character(mayBeAlnum: false)
+        case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "f"), UInt8(ascii: "e"),
+            UInt8(ascii: "a"):
+            return .character(mayBeAlnum: false)
+        case UInt8(ascii: "b"), UInt8(ascii: "B"), UInt8(ascii: "K"): return .zeroWidth
+        case UInt8(ascii: "A"): return .start
+        case UInt8(ascii: "z"), UInt8(ascii: "Z"): return .end
+        case UInt8(ascii: "1")...UInt8(ascii: "9"):
+            while let next = current, next >= UInt8(ascii: "0"), next <= UInt8(ascii: "9") { position += 1 }
+            return .backReference
+        case UInt8(ascii: "x"): return try characterNode(try readHexEscape())
+        case UInt8(ascii: "Q"): return try readQuoted()
+        default:
+            // Escaped punctuation is that character; an escaped letter or digit not handled above
+            // means something this reader does not model.
+            guard byte < 0x80, !Self.isAlnum(byte) else { throw GiveUp() }
+            return .literal(byte)
+        }
+    }
+
+    /// `\Q…\E`: every character up to `\E` (or the end) is literal.
+    private mutating func readQuoted() throws(GiveUp) -> PatternNode {
+        var nodes: [PatternNode] = []
+        while let byte = current {
+            if byte == UInt8(ascii: "\\"), position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "E") {
+                position += 2
+                break
+            }
+            position += 1
+            nodes.append(byte < 0x80 ? .literal(byte) : readNonASCII(leadByte: byte))
+        }
+        return .group([nodes])
+    }
+
+    private mutating func readHexEscape() throws(GiveUp) -> UInt32 {
+        var value: UInt32 = 0
+        if current == UInt8(ascii: "{") {
+            position += 1
+            var digits = 0
+            while let byte = current, byte != UInt8(ascii: "}") {
+                guard let digit = Self.hexValue(byte), digits < 8 else { throw GiveUp() }
+                value = value << 4 | digit
+                digits += 1
+                position += 1
+            }
+            guard current == UInt8(ascii: "}"), digits > 0 else { throw GiveUp() }
+            position += 1
+            return value
+        }
+        for _ in 0..<2 {
+            guard let byte = current, let digit = Self.hexValue(byte) else { break }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    private func characterNode(_ scalar: UInt32) throws(GiveUp) -> PatternNode {
+        if scalar < 0x80 { return .literal(UInt8(scalar)) }
+        return .character(mayBeAlnum: isCaseless && Self.foldsToASCII(scalar))
+    }
+
+    private mutating func skipPropertyName() throws(GiveUp) {
+        guard let byte = current else { throw GiveUp() }
+        position += 1
+        guard byte == UInt8(ascii: "{") else { return }
+        while let next = current, next != UInt8(ascii: "}") { position += 1 }
+        guard current != nil else { throw GiveUp() }
+        position += 1
+    }
+
+    /// `[...]`: the only question asked of a class is whether it can match an ASCII letter or digit.
+    private mutating func readClass() throws(GiveUp) -> PatternNode {
+        var isNegated = false
+        if current == UInt8(ascii: "^") {
+            isNegated = true
+            position += 1
+        }
+        var members = Set<UInt8>()
+        var hasOtherMembers = false  // non-ASCII characters, \w, \d, POSIX classes, …
+        var isFirst = true
+        var previous: UInt8?
+        while let byte = current {
+            if byte == UInt8(ascii: "]"), !isFirst { break }
+            isFirst = false
+            position += 1
+            var member: UInt8?
+            switch byte {
+            case UInt8(ascii: "["):
+                if let next = current,
+                    next == UInt8(ascii: ":") || next == UInt8(ascii: ".") || next == UInt8(ascii: "=")
+                {
+                    guard let close = findPOSIXClassEnd(from: position + 1) else { throw GiveUp() }
+                    position = close
+                    hasOtherMembers = true
+                } else {
+                    member = byte
+                }
+            case UInt8(ascii: "\\"):
+                guard let escaped = current else { throw GiveUp() }
+                position += 1
+                switch escaped {
+                case UInt8(ascii: "d"): members.formUnion(UInt8(ascii: "0")...UInt8(ascii: "9"))
+                case UInt8(ascii: "n"): member = 0x0A
+                case UInt8(ascii: "t"): member = 0x09
+                case UInt8(ascii: "r"): member = 0x0D
+                case UInt8(ascii: "f"): member = 0x0C
+                case UInt8(ascii: "e"): member = 0x1B
+                case UInt8(ascii: "a"): member = 0x07
+                case UInt8(ascii: "s"), UInt8(ascii: "h"), UInt8(ascii: "v"):
+                    members.formUnion([0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20])
+                case UInt8(ascii: "x"):
+                    let scalar = try readHexEscape()
+                    if scalar < 0x80 { member = UInt8(scalar) } else { hasOtherMembers = true }
+                case UInt8(ascii: "p"), UInt8(ascii: "P"):
+                    try skipPropertyName()
+                    hasOtherMembers = true
+                case UInt8(ascii: "w"), UInt8(ascii: "W"), UInt8(ascii: "S"), UInt8(ascii: "D"), UInt8(ascii: "H"),
+                    UInt8(ascii: "V"):
+                    hasOtherMembers = true
+                default:
+                    guard escaped < 0x80, !Self.isAlnum(escaped) else { throw GiveUp() }
+                    member = escaped
+                }
+            case 0x80...:
+                _ = readNonASCII(leadByte: byte)
+                hasOtherMembers = true
+            default:
+                member = byte
+            }
+            guard let member else {
+                previous = nil
+                continue
+            }
+            // A range `a-z`. A range ending in an escape or '[' is not modelled.
+            if byte == UInt8(ascii: "-"), let start = previous, let end = current, end != UInt8(ascii: "]") {
+                guard end != UInt8(ascii: "\\"), end != UInt8(ascii: "[") else { throw GiveUp() }
+                position += 1
+                guard end >= start else { throw GiveUp() }
+                if end >= 0x80 {
+                    hasOtherMembers = true
+                    members.formUnion(start...0x7F)
+                    _ = readNonASCII(leadByte: end)
+                } else {
+                    members.formUnion(start...end)
+                }
+                previous = nil
+                continue
+            }
+            members.insert(member)
+            previous = member
+        }
+        guard current == UInt8(ascii: "]") else { throw GiveUp() }
+        position += 1
+        if isCaseless {
+            for letter in members where Self.isLetter(letter) { members.insert(letter ^ 0x20) }
+        }
+        let alnum = Self.alnumBytes
+        if isNegated {
+            return .character(mayBeAlnum: !alnum.isSubset(of: members))
+        }
+        let mayBeAlnum = !alnum.isDisjoint(with: members) || hasOtherMembers
+        return .character(mayBeAlnum: mayBeAlnum)
+    }
+
+    private func findPOSIXClassEnd(from start: Int) -> Int? {
+        var index = start
+        while index + 1 < bytes.count {
+            if bytes[index + 1] == UInt8(ascii: "]"), bytes[index] == bytes[start - 1] { return index + 2 }
+            index += 1
+        }
+        return nil
+    }
+
+    private mutating func readGroup() throws(GiveUp) -> PatternNode {
+        var isZeroWidth = false
+        if current == UInt8(ascii: "*") { throw GiveUp() }  // verbs
+        if current == UInt8(ascii: "?") {
+            position += 1
+            guard let kind = current else { throw GiveUp() }
+            position += 1
+            switch kind {
+            case UInt8(ascii: ":"), UInt8(ascii: ">"): break
+            case UInt8(ascii: "="), UInt8(ascii: "!"): isZeroWidth = true
+            case UInt8(ascii: "<"):
+                if current == UInt8(ascii: "=") || current == UInt8(ascii: "!") {
+                    position += 1
+                    isZeroWidth = true
+                } else {
+                    try skipName(until: UInt8(ascii: ">"))
+                }
+            case UInt8(ascii: "P"):
+                guard current == UInt8(ascii: "<") else { throw GiveUp() }
+                position += 1
+                try skipName(until: UInt8(ascii: ">"))
+            case UInt8(ascii: "'"): try skipName(until: UInt8(ascii: "'"))
+            case UInt8(ascii: "#"):
+                while let byte = current, byte != UInt8(ascii: ")") { position += 1 }
+                guard current != nil else { throw GiveUp() }
+                position += 1
+                return .zeroWidth
+            default: throw GiveUp()
+            }
+        }
+        let alternatives = try readAlternatives()
+        guard current == UInt8(ascii: ")") else { throw GiveUp() }
+        position += 1
+        return isZeroWidth ? .zeroWidth : .group(alternatives)
+    }
+
+    private mutating func skipName(until terminator: UInt8) throws(GiveUp) {
+        while let byte = current, byte != terminator {
+            guard Self.isAlnum(byte) || byte == UInt8(ascii: "_") else { throw GiveUp() }
+            position += 1
+        }
+        guard current == terminator else { throw GiveUp() }
+        position += 1
+    }
+
+    private mutating func readQuantifier(applyingTo atom: PatternNode) throws(GiveUp) -> PatternNode {
+        guard let byte = current else { return atom }
+        var bounds: (min: Int, max: Int?)
+        switch byte {
+        case UInt8(ascii: "*"): bounds = (0, nil)
+        case UInt8(ascii: "+"): bounds = (1, nil)
+        case UInt8(ascii: "?"): bounds = (0, 1)
+        case UInt8(ascii: "{"):
+            guard let parsed = readBraces() else { throw GiveUp() }
+            bounds = parsed
+            position -= 1  // readBraces consumed through '}'; the common advance below steps over it
+        default: return atom
+        }
+        position += 1
+        if let next = current, next == UInt8(ascii: "+") || next == UInt8(ascii: "?") { position += 1 }
+        switch atom {
+        case .start, .end, .zeroWidth: throw GiveUp()
+        default: break
+        }
+        if let max = bounds.max, max < bounds.min { throw GiveUp() }
+        if let next = current,
+            next == UInt8(ascii: "*") || next == UInt8(ascii: "+") || next == UInt8(ascii: "?")
+                || next == UInt8(ascii: "{")
+        {
+            throw GiveUp()
+        }
+        return .repeated(atom, min: bounds.min, max: bounds.max)
+    }
+
+    /// `{n}`, `{n,}` or `{n,m}` at the current position; nil for anything else (PCRE2 10.42 reads
+    /// other braces as literal text, a case the reader declines to model).
+    private mutating func readBraces() -> (min: Int, max: Int?)? {
+        var index = position + 1
+        func number() -> Int? {
+            var value = 0
+            var digits = 0
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                value = min(value * 10 + Int(bytes[index] - UInt8(ascii: "0")), 1_000_000)
+                digits += 1
+                index += 1
+            }
+            return digits > 0 ? value : nil
+        }
+        guard let low = number() else { return nil }
+        var high: Int? = low
+        if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
+            index += 1
+            high = number()
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "}") else { return nil }
+        position = index + 1
+        return (low, high)
+    }
+
+    static func isAlnum(_ byte: UInt8) -> Bool {
+        isLetter(byte) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+    }
+
+    static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+            || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+    }
+
+    private static let alnumBytes = Set((0..<UInt8(0x80)).filter(isAlnum))
+
+    private static func hexValue(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,251 @@
+/// Works out, conservatively, which tokens a subject must hold for a pattern to match.
+///
+/// The analysis only ever claims what every match implies: a literal run that every match
+/// contains, with a token boundary on a side when every character that can stand there is not an
+/// ASCII letter or digit (or is the start or end of the subject). When in doubt it claims less, and
+/// a pattern it can say nothing useful about gets no requirement at all.
+enum RequirementAnalysis {
+    /// Requirements costlier than this are not worth an index entry; the rule runs every time.
+    static let uselessCost = 0.95
+
+    /// What the index files a rule under: the cheapest requirement of its pattern and, when the
+    /// pattern also needs a second whole token, that token, checked before PCRE2 runs.
+    struct Filing: Equatable {
+        let requirement: Requirement
+        let confirmation: IndexKey?
+    }
+
+    /// The cheapest requirement found for `pattern`, or nil when there is none worth using.
+    ///
+    /// `cost` prices a key (by default ``IndexKey/cost``); the index raises the price of keys many
+    /// rules already use, so that rules spread over keys.
+    static func filing(
+        of pattern: String, caseInsensitive: Bool, cost: (IndexKey) -> Double = \.cost
+    ) -> Filing? {
+        var reader = PatternSyntaxReader(pattern, caseless: caseInsensitive)
+        guard let alternatives = reader.read() else { return nil }
+        return withoutActuallyEscaping(cost) { cost -> Filing? in
+            let analysis = Analysis(cost: cost)
+            guard alternatives.count == 1 else {
+                let requirement = analysis.requirement(ofAlternatives: alternatives, before: true, after: true)
+                guard let requirement, requirement.cost < uselessCost else { return nil }
+                return Filing(requirement: requirement, confirmation: nil)
+            }
+            let options = analysis.options(ofSequence: alternatives[0], before: true, after: true)
+                .sorted { analysis.price($0) < analysis.price($1) }
+            guard let requirement = options.first, requirement.cost < uselessCost else { return nil }
+            let confirmation = options.dropFirst().lazy.compactMap { option -> IndexKey? in
+                guard case .key(let key) = option, key.kind == .token, option != requirement else { return nil }
+                return key
+            }.first
+            return Filing(requirement: requirement, confirmation: confirmation)
+        }
+    }
+
+    /// The cheapest requirement found for `pattern` (see ``filing(of:caseInsensitive:cost:)``).
+    static func requirement(of pattern: String, caseInsensitive: Bool) -> Requirement? {
+        filing(of: pattern, caseInsensitive: caseInsensitive)?.requirement
+    }
+
+    private struct Analysis {
+        let cost: (IndexKey) -> Double
+
+        func price(_ requirement: Requirement) -> Double {
+            switch requirement {
+            case .key(let key): cost(key)
+            case .anyOf(let requirements): requirements.reduce(0) { $0 + price($1) }
+            }
+        }
+
+        /// One requirement per alternative, all needed; nil when any alternative has none.
+        /// `before` and `after`: whether the characters around the group may be letters or digits.
+        func requirement(ofAlternatives alternatives: [[PatternNode]], before: Bool, after: Bool)
+            -> Requirement?
+        {
+            var each: [Requirement] = []
+            for alternative in alternatives {
+                guard let requirement = requirement(ofSequence: alternative, before: before, after: after) else {
+                    return nil
+                }
+                each.append(requirement)
+            }
+            return each.count == 1 ? each[0] : .anyOf(each)
+        }
+
+        /// The cheapest single requirement of a sequence, every part of which every match goes through.
+        func requirement(ofSequence sequence: [PatternNode], before: Bool, after: Bool)
+            -> Requirement?
+        {
+            options(ofSequence: sequence, before: before, after: after).min { price($0) < price($1) }
+        }
+
+        /// Every requirement a sequence has; a match meets all of them.
+        func options(ofSequence sequence: [PatternNode], before: Bool, after: Bool) -> [Requirement] {
+            let nodes = RequirementAnalysis.flatten(sequence)
+            var options: [Requirement] = []
+            var index = 0
+            while index < nodes.count {
+                if case .literal = nodes[index] {
+                    var end = index
+                    var run: [UInt8] = []
+                    while end < nodes.count, case .literal(let byte) = nodes[end] {
+                        run.append(byte)
+                        end += 1
+                    }
+                    let leftBounded = !RequirementAnalysis.mayBeAlnum(before: index, in: nodes, outside: before)
+                    let rightBounded = !RequirementAnalysis.mayBeAlnum(after: end, in: nodes, outside: after)
+                    options += RequirementAnalysis.keys(in: run, leftBounded: leftBounded, rightBounded: rightBounded)
+                        .map(Requirement.key)
+                    index = end
+                    continue
+                }
+                switch nodes[index] {
+                case .group(let alternatives):
+                    let left = RequirementAnalysis.mayBeAlnum(before: index, in: nodes, outside: before)
+                    let right = RequirementAnalysis.mayBeAlnum(after: index + 1, in: nodes, outside: after)
+                    if let requirement = requirement(ofAlternatives: alternatives, before: left, after: right) {
+                        options.append(requirement)
+                    }
+                case .repeated(let node, let min, _) where min >= 1:
+                    // Repetitions: the inside is needed, but its neighbours can be copies of itself.
+                    if let requirement = requirement(ofSequence: [node], before: true, after: true) {
+                        options.append(requirement)
+                    }
+                default: break
+                }
+                index += 1
+            }
+            return options
+        }
+    }
+
+    /// Inlines groups with a single alternative that occur exactly once, so that `(foo)bar` is one
+    /// literal run `foobar`.
+    fileprivate static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
+        var flat: [PatternNode] = []
+        for node in nodes {
+            switch node {
+            case .group(let alternatives) where alternatives.count == 1: flat += flatten(alternatives[0])
+            case .repeated(let inner, 1, 1): flat += flatten([inner])
+            default: flat.append(node)
+            }
+        }
+        return flat
+    }
+
+    /// Whether the character just before position `index` of `nodes` may be a letter or digit.
+    fileprivate static func mayBeAlnum(before index: Int, in nodes: [PatternNode], outside: Bool) -> Bool {
+        var position = index - 1
+        while position >= 0 {
+            let edge = lastEdge(of: nodes[position])
+            if edge.mayBeAlnum { return true }
+            if !edge.isNullable { return false }
+            position -= 1
+        }
+        return outside
+    }
+
+    /// Whether the character just after position `index - 1` of `nodes` may be a letter or digit.
+    fileprivate static func mayBeAlnum(after index: Int, in nodes: [PatternNode], outside: Bool) -> Bool {
+        var position = index
+        while position < nodes.count {
+            let edge = firstEdge(of: nodes[position])
+            if edge.mayBeAlnum { return true }
+            if !edge.isNullable { return false }
+            position += 1
+        }
+        return outside
+    }
+
+    /// What a node can end with: whether its last character may be a letter or digit, and whether
+    /// it can match nothing at all (so the character before it counts too).
+    private static func lastEdge(of node: PatternNode) -> (mayBeAlnum: Bool, isNullable: Bool) {
+        switch node {
+        case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
+        case .character(let mayBeAlnum): (mayBeAlnum, false)
+        case .start: (false, false)  // nothing precedes the start of the subject
+        case .end, .zeroWidth: (false, true)
+        case .backReference: (true, true)
+        case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: true) })
+        case .repeated(let inner, let min, _):
+            { (edge: (mayBeAlnum: Bool, isNullable: Bool)) in (edge.mayBeAlnum, edge.isNullable || min == 0) }(
+                lastEdge(of: inner))
+        }
+    }
+
+    private static func firstEdge(of node: PatternNode) -> (mayBeAlnum: Bool, isNullable: Bool) {
+        switch node {
+        case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
+        case .character(let mayBeAlnum): (mayBeAlnum, false)
+        case .end: (false, false)  // only a final newline can follow
+        case .start, .zeroWidth: (false, true)
+        case .backReference: (true, true)
+        case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: false) })
+        case .repeated(let inner, let min, _):
+            { (edge: (mayBeAlnum: Bool, isNullable: Bool)) in (edge.mayBeAlnum, edge.isNullable || min == 0) }(
+                firstEdge(of: inner))
+        }
+    }
+
+    private static func sequenceEdge(_ nodes: [PatternNode], fromEnd: Bool) -> (mayBeAlnum: Bool, isNullable: Bool) {
+        var mayBeAlnum = false
+        for node in fromEnd ? nodes.reversed() : nodes {
+            let edge = fromEnd ? lastEdge(of: node) : firstEdge(of: node)
+            mayBeAlnum = mayBeAlnum || edge.mayBeAlnum
+            if !edge.isNullable { return (mayBeAlnum, false) }
+        }
+        return (mayBeAlnum, true)
+    }
+
+    private static func combine(_ edges: [(mayBeAlnum: Bool, isNullable: Bool)]) -> (mayBeAlnum: Bool, isNullable: Bool)
+    {
+        (edges.contains { $0.mayBeAlnum }, edges.contains { $0.isNullable })
+    }
+
+    /// The keys a literal run guarantees: one per letter-and-digit segment of the run.
+    static func keys(in run: [UInt8], leftBounded: Bool, rightBounded: Bool) -> [IndexKey] {
+        let lowered = run.map { PatternSyntaxReader.isLetter($0) ? $0 | 0x20 : $0 }
+        var keys: [IndexKey] = []
+        var start = 0
+        while start < lowered.count {
+            guard PatternSyntaxReader.isAlnum(lowered[start]) else {
+                start += 1
+                continue
+            }
+            var end = start
+            while end < lowered.count, PatternSyntaxReader.isAlnum(lowered[end]) { end += 1 }
+            let segment = Array(lowered[start..<end])
+            let startsToken = start > 0 || leftBounded
+            let endsToken = end < lowered.count || rightBounded
+            switch (startsToken, endsToken) {
+            case (true, true): keys.append(IndexKey(kind: .token, text: segment))
+            case (true, false):
+                keys.append(IndexKey(kind: .tokenPrefix, text: Array(segment.prefix(IndexKey.maximumAffixLength))))
+            case (false, true):
+                keys.append(IndexKey(kind: .tokenSuffix, text: Array(segment.suffix(IndexKey.maximumAffixLength))))
+            case (false, false):
+                keys.append(IndexKey(kind: .infix, text: rarestInfix(of: segment)))
+            }
+            start = end
+        }
+        return keys
+    }
+
+    /// The infix window of a long segment least likely to occur by chance: the one with the most
+    /// digits and uncommon letters.
+    private static func rarestInfix(of segment: [UInt8]) -> [UInt8] {
+        let length = IndexKey.maximumInfixLength
+        guard segment.count > length else { return segment }
+        let common = Set("etaoinsrhlcdu".utf8)
+        var best = 0
+        var bestScore = -1
+        for offset in 0...(segment.count - length) {
+            let score = segment[offset..<offset + length].filter { !common.contains($0) }.count
+            if score > bestScore {
+                best = offset
+                bestScore = score
+            }
+        }
+        return Array(segment[best..<best + length])
+    }
+}
