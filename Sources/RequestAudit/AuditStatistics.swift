@@ -14,6 +14,10 @@ public struct AuditStatistics: Sendable, Equatable {
     public var recordedByCategory: [String: Int] = [:]
     /// Requests per deciding rule (full id).
     public var decidedByRule: [String: Int] = [:]
+    /// Policy reloads that put a new policy in force.
+    public var reloads = 0
+    /// Policy reloads that failed (the previous policy stayed in force).
+    public var failedReloads = 0
 
     /// Empty counters.
     public init() {}

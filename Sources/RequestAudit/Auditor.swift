@@ -25,8 +25,14 @@ import Synchronization
 public final class Auditor: Sendable {
     /// The behaviour settings.
     public let configuration: AuditorConfiguration
-    /// The policy in force.
-    public let policy: Policy
+    /// The policy in force now; ``reloadPolicy(from:)`` replaces it.
+    ///
+    /// Each request is decided by the policy in force when it starts, and keeps that policy for its
+    /// redirect hops even if a reload happens while it is in flight.
+    public var policy: Policy { current.withLock { $0 } }
+
+    private let current: Mutex<Policy>
+    private let watcher = Mutex<Task<Void, Never>?>(nil)
 
     let hub = EventHub()
     let log: AuditLogWriter?
@@ -44,7 +50,7 @@ public final class Auditor: Sendable {
     /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened.
     public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
     {
-        self.policy = policy
+        self.current = Mutex(policy)
         self.configuration = configuration
         if let path = configuration.logPath {
             do {
@@ -55,12 +61,79 @@ public final class Auditor: Sendable {
         } else {
             log = nil
         }
-        let hopPolicy = policy
-        let onError = configuration.onMatchError
-        forwarder = Forwarder { hop in
-            let verdict = hopPolicy.evaluate(hop.auditRequest, onError: onError)
+        forwarder = Forwarder(hopVerdict: Self.hopVerdict(policy, onError: configuration.onMatchError))
+    }
+
+    /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
+    static func hopVerdict(_ policy: Policy, onError: MatchErrorHandling)
+        -> @Sendable (URLRequest) -> RequestAuditError?
+    {
+        { hop in
+            let verdict = policy.evaluate(hop.auditRequest, onError: onError)
             guard verdict.action == .block else { return nil }
             return .blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: hop.url?.absoluteString ?? "")
+        }
+    }
+
+    func hopVerdict(_ policy: Policy) -> @Sendable (URLRequest) -> RequestAuditError? {
+        Self.hopVerdict(policy, onError: configuration.onMatchError)
+    }
+
+    // MARK: Reloading
+
+    /// Loads the policy in `directory` and puts it in force, if it loads without errors.
+    ///
+    /// The new policy is compiled completely before it replaces the old one in a single step, so no
+    /// request is ever evaluated against a half-loaded policy. Requests already in flight finish
+    /// under the policy they started with. When the folder fails to load (any lint error), the
+    /// previous policy stays in force, ``AuditEvent/policyReloadFailed(_:)`` is published, and the
+    /// error is thrown.
+    ///
+    /// - Returns: the policy now in force.
+    /// - Throws: ``RequestAuditError/policyReload(_:)`` with every problem found.
+    @discardableResult
+    public func reloadPolicy(from directory: String) throws(RequestAuditError) -> Policy {
+        let loaded: Policy
+        do {
+            loaded = try Policy(directory: directory, limits: policy.rules.first?.pattern.limits ?? .default)
+        } catch {
+            let failure = PolicyReloadFailure(directory: directory, time: Date(), problems: error.lines)
+            hub.publish(.policyReloadFailed(failure))
+            counters.withLock { $0.failedReloads += 1 }
+            throw .policyReload(failure)
+        }
+        current.withLock { $0 = loaded }
+        counters.withLock { $0.reloads += 1 }
+        hub.publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
+        return loaded
+    }
+
+    /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every
+    /// `interval`), until ``stopWatchingPolicies()`` or ``shutdown()``. A change that fails to load
+    /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``.
+    public func watchPolicies(in directory: String, every interval: Duration = .seconds(1)) {
+        let fingerprint = PolicyFingerprint(directory: directory)
+        let task = Task.detached { [weak self] in
+            var last = fingerprint
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let now = PolicyFingerprint(directory: directory)
+                guard now != last else { continue }
+                last = now
+                _ = try? self?.reloadPolicy(from: directory)
+            }
+        }
+        watcher.withLock { previous in
+            previous?.cancel()
+            previous = task
+        }
+    }
+
+    /// Stops the watching started by ``watchPolicies(in:every:)``.
+    public func stopWatchingPolicies() {
+        watcher.withLock { task in
+            task?.cancel()
+            task = nil
         }
     }
 
@@ -141,6 +214,7 @@ public final class Auditor: Sendable {
             if isIdle { continuation.resume() }
         }
         forwarder.invalidate()
+        stopWatchingPolicies()
         hub.finish()
         do {
             try await log?.shutdown()
@@ -157,6 +231,8 @@ public final class Auditor: Sendable {
         /// Whole milliseconds, the precision the log keeps, so an event and its logged copy are equal.
         let time = Date().roundedToAuditLogPrecision
         let started = ContinuousClock.now
+        /// The policy the request was decided by; its redirect hops are checked against it too.
+        let policy: Policy
         let verdict: Verdict
         let snapshot: RequestSnapshot
         let decision: DecisionSnapshot
@@ -165,9 +241,11 @@ public final class Auditor: Sendable {
     /// Evaluates `request`, counts it, and publishes ``AuditEvent/started(_:)``.
     func decide(_ request: URLRequest) -> Decision {
         let auditRequest = request.auditRequest
+        let policy = self.policy  // one snapshot per request, kept for its redirect hops
         let (verdict, nanoseconds) = policy.evaluateTimed(auditRequest, onError: configuration.onMatchError)
         let redaction = configuration.redaction
         let decision = Decision(
+            policy: policy,
             verdict: verdict,
             snapshot: redaction.snapshot(of: auditRequest, bodyBytes: request.httpBody?.count),
             decision: DecisionSnapshot(

@@ -27,6 +27,8 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     case anotherAuditorInstalled
     /// The audit log could not be opened or written.
     case auditLog(String)
+    /// ``Auditor/reloadPolicy(from:)`` found problems; the previous policy stays in force.
+    case policyReload(PolicyReloadFailure)
 
     /// The `URLError` code a refused request fails with.
     public static let refusalCode = URLError.Code.resourceUnavailable
@@ -45,6 +47,9 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
             "another Auditor is installed; uninstall it first"
         case .auditLog(let reason):
             reason
+        case .policyReload(let failure):
+            "policy reload from \(failure.directory) failed; the previous policy stays in force:\n"
+                + failure.problems.joined(separator: "\n")
         }
     }
 
@@ -54,7 +59,7 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
         switch self {
         case .blocked(_, _, let url), .warningDeclined(_, _, let url):
             if let failing = URL(string: url) { userInfo[NSURLErrorFailingURLErrorKey] = failing }
-        case .anotherAuditorInstalled, .auditLog:
+        case .anotherAuditorInstalled, .auditLog, .policyReload:
             break
         }
         return URLError(Self.refusalCode, userInfo: userInfo)

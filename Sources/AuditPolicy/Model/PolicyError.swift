@@ -26,4 +26,7 @@ public enum PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
             result.description
         }
     }
+
+    /// The error as one line per problem.
+    public var lines: [String] { description.split(separator: "\n").map(String.init) }
 }

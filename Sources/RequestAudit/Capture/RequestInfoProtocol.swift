@@ -150,7 +150,9 @@ public final class RequestInfoProtocol: URLProtocol {
         let redaction = auditor.configuration.redaction
         let this = Reference(self)
         let cookies = Forwarder.CookieJar(callerConfiguration)
-        let task = auditor.forwarder.start(outgoing, cookies: cookies) { result in
+        let task = auditor.forwarder.start(outgoing, cookies: cookies, hopVerdict: auditor.hopVerdict(decision.policy))
+        {
+            result in
             let delivery = this.value.delivery(of: result)
             auditor.finish(
                 decision, warning: warning,

@@ -11,13 +11,17 @@ public enum AuditEvent: Sendable, Codable, Equatable {
     /// This subscriber's buffer was full and `count` events were dropped for it since the last
     /// notice. Other subscribers and the audit log are not affected.
     case dropped(count: Int)
+    /// A new policy was loaded and is in force for requests that start from now on.
+    case policyReloaded(PolicyReloaded)
+    /// A policy reload failed; the previous policy stays in force.
+    case policyReloadFailed(PolicyReloadFailure)
 
     /// The id of the request the event is about, or nil for ``dropped(count:)``.
     public var requestID: UUID? {
         switch self {
         case .started(let started): started.id
         case .finished(let record): record.id
-        case .dropped: nil
+        case .dropped, .policyReloaded, .policyReloadFailed: nil
         }
     }
 }
@@ -44,4 +48,24 @@ public struct AuditWarning: Sendable {
     public var rule: String
     /// The warn rule's message.
     public var message: String?
+}
+
+/// A policy reload that put a new policy in force.
+public struct PolicyReloaded: Sendable, Codable, Equatable {
+    /// The folder read.
+    public var directory: String
+    /// When the new policy took effect.
+    public var time: Date
+    /// Rules in the new policy.
+    public var rules: Int
+}
+
+/// A policy reload that failed: the previous policy stays in force.
+public struct PolicyReloadFailure: Sendable, Codable, Equatable, Error {
+    /// The folder read.
+    public var directory: String
+    /// When the reload was tried.
+    public var time: Date
+    /// Every problem found, compiler-style (`file:line:column: error: message`).
+    public var problems: [String]
 }

@@ -17,6 +17,8 @@ final class Forwarder: Sendable {
         var redirects: [URL] = []
         var blockedHop: (url: URL, refusal: RequestAuditError)?
         var cookies: CookieJar?
+        /// This request's own check of redirect hops (the policy it started under).
+        var hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
     }
 
     /// The caller session's cookie storage and policy, applied to every hop as its own session would.
@@ -107,7 +109,9 @@ final class Forwarder: Sendable {
     /// Starts `request` (already marked); `completion` gets the whole body at once. Cookies of
     /// redirect hops go to and come from `cookies`.
     func start(
-        _ request: URLRequest, cookies: CookieJar?, completion: @escaping @Sendable (Result) -> Void
+        _ request: URLRequest, cookies: CookieJar?,
+        hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)? = nil,
+        completion: @escaping @Sendable (Result) -> Void
     ) -> URLSessionDataTask {
         let recorder = recorder
         let identifier = TaskIdentifier()
@@ -116,7 +120,7 @@ final class Forwarder: Sendable {
             completion(Result(data: data, response: response, error: error, trace: trace))
         }
         identifier.value = task.taskIdentifier
-        recorder.begin(task.taskIdentifier, cookies: cookies)
+        recorder.begin(task.taskIdentifier, cookies: cookies, hopVerdict: hopVerdict)
         task.resume()
         return task
     }
@@ -144,8 +148,10 @@ private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable
         self.hopVerdict = hopVerdict
     }
 
-    func begin(_ identifier: Int, cookies: Forwarder.CookieJar?) {
-        traces.withLock { $0[identifier] = Forwarder.Trace(cookies: cookies) }
+    func begin(
+        _ identifier: Int, cookies: Forwarder.CookieJar?, hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
+    ) {
+        traces.withLock { $0[identifier] = Forwarder.Trace(cookies: cookies, hopVerdict: hopVerdict) }
     }
 
     func takeTrace(for identifier: Int) -> Forwarder.Trace {
@@ -158,7 +164,8 @@ private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let refusal = hopVerdict(request)
+        let check = traces.withLock { $0[task.taskIdentifier]?.hopVerdict } ?? hopVerdict
+        let refusal = check(request)
         let cookies = traces.withLock { traces -> Forwarder.CookieJar? in
             guard let url = request.url else { return nil }
             if let refusal {

@@ -1,0 +1,64 @@
+import AuditPolicy
+import AuditRegex
+
+/// Feeds arbitrary bytes as a request (method, URL, one header) to the bundled policies plus a few
+/// hostile patterns. Indexed and exhaustive evaluation must agree; nothing may crash or hang.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    let lines = text.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+    let request: AuditRequest
+    switch lines.count {
+    case 1: request = AuditRequest(method: "GET", url: lines[0])
+    case 2: request = AuditRequest(method: lines[0], url: lines[1])
+    default: request = AuditRequest(method: lines[0], url: lines[1], headers: [.init(name: "X-Test", value: lines[2])])
+    }
+    let indexed = policy.evaluate(request)
+    let exhaustive = policy.evaluateEveryRule(request)
+    if exhaustive.errors.isEmpty && indexed != exhaustive {
+        fatalError("index changed a verdict for \(request.url): \(indexed) vs \(exhaustive)")
+    }
+    _ = request.normalizedURL
+    _ = request.host
+    return 0
+}
+
+let policy: Policy = {
+    let directory =
+        CommandLine.arguments.dropFirst().first { $0.hasPrefix("-policies=") }
+        .map { String($0.dropFirst("-policies=".count)) } ?? "policies"
+    var sources = (try? PolicySource.files(in: directory, withExtension: "rules")) ?? []
+    sources.append(
+        PolicySource(
+            file: "hostile.rules",
+            text: """
+                [block]
+                nested (a+)+$
+                alternation ^https?://([a-z]+|[a-z0-9]+)*\\.example$
+                backref (\\w+)\\1\\1
+                [record] field=header:x-test
+                any .
+                [warn] field=host case=sensitive
+                kelvin \u{212A}it
+                """))
+    do {
+        return try Policy(sources: sources, limits: MatchLimits(matchLimit: 20_000, depthLimit: 2_000))
+    } catch {
+        fatalError("the fuzz policy does not load: \(error)")
+    }
+}()
+
+// SwiftPM links an executable's entry point as `FuzzRequests_main`; hand control to libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+) -> CInt
+
+@_cdecl("FuzzRequests_main")
+public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    var count = argc
+    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+    return runFuzzerDriver(&count, &arguments, fuzzRequest)
+}
