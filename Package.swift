@@ -37,7 +37,8 @@ let package = Package(
         .testTarget(name: "AuditPolicyTests", dependencies: ["AuditPolicy"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(name: "AuditReportTests", dependencies: ["AuditReport"], exclude: ["Fixtures"]),
-        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit"]),
+        .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),
+        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLoadDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -46,8 +46,9 @@ public struct Redaction: Sendable, Hashable {
         if let schemeEnd = text.range(of: "://") {
             let authorityEnd = text[schemeEnd.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
             let authority = text[schemeEnd.upperBound..<authorityEnd]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                text.replaceSubrange(text.index(after: colon)..<at, with: Self.hiddenValue)
+            // User info is credentials (`user:password@`, or a token alone as `token@`): all of it goes.
+            if let at = authority.lastIndex(of: "@") {
+                text.replaceSubrange(authority.startIndex..<at, with: Self.hiddenValue)
             }
         }
         guard let questionMark = text.firstIndex(of: "?") else { return text }
@@ -65,6 +66,23 @@ public struct Redaction: Sendable, Hashable {
 }
 
 extension Redaction {
+    /// `text` with every `http://` or `https://` URL in it redacted as by ``redact(url:)``; a URL
+    /// ends at whitespace, a quote, `)`, `>` or the end of the text.
+    public func redact(text: String) -> String {
+        var output = ""
+        var rest = text[...]
+        while let start = rest.range(of: "http://") ?? rest.range(of: "https://") {
+            let httpStart = rest.range(of: "http://")?.lowerBound ?? rest.endIndex
+            let httpsStart = rest.range(of: "https://")?.lowerBound ?? rest.endIndex
+            let urlStart = min(httpStart, httpsStart, start.lowerBound)
+            output += rest[..<urlStart]
+            let urlEnd = rest[urlStart...].firstIndex { $0.isWhitespace || "\"')>".contains($0) } ?? rest.endIndex
+            output += redact(url: String(rest[urlStart..<urlEnd]))
+            rest = rest[urlEnd...]
+        }
+        return output + rest
+    }
+
     /// The snapshot of `request` that events, logs and reports keep: URL and headers redacted.
     public func snapshot(of request: AuditRequest, bodyBytes: Int?) -> RequestSnapshot {
         RequestSnapshot(

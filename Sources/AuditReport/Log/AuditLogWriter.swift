@@ -160,11 +160,22 @@ public final class AuditLogWriter: Sendable {
                 throw .cannotOpen(path: path, reason: "cannot create the file")
             }
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else {
+        guard let handle = FileHandle(forUpdatingAtPath: path) else {
             throw .cannotOpen(path: path, reason: "cannot open the file for writing")
         }
         do {
-            let size = try handle.seekToEnd()
+            var size = try handle.seekToEnd()
+            // A process killed mid-write leaves a torn last line without its newline. End it, so the
+            // torn line stays one bad line the reader skips instead of spoiling the next record.
+            if size > 0 {
+                try handle.seek(toOffset: size - 1)
+                let last = try handle.read(upToCount: 1)
+                try handle.seekToEnd()
+                if last != Data([0x0A]) {
+                    try handle.write(contentsOf: Data([0x0A]))
+                    size += 1
+                }
+            }
             return (handle, Int(size))
         } catch {
             throw .cannotOpen(path: path, reason: "\(error)")

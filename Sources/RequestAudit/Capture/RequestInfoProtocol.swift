@@ -136,7 +136,8 @@ public final class RequestInfoProtocol: URLProtocol {
             decision, warning: warning,
             outcome: OutcomeSnapshot(
                 kind: isDelivered ? kind : .cancelled,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: decision), error: .init(error)
+                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                error: .init(error, redaction: auditor.configuration.redaction)
             )
         )
         if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
@@ -163,7 +164,7 @@ public final class RequestInfoProtocol: URLProtocol {
                     forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
                     finalURL: result.response?.url.map { redaction.redact(url: $0.absoluteString) },
                     redirects: result.trace.redirects.map { redaction.redact(url: $0.absoluteString) },
-                    error: delivery.error.map(OutcomeSnapshot.ErrorSnapshot.init)
+                    error: delivery.error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
                 )
             )
             this.value.relay(delivery, result, cookies: cookies)

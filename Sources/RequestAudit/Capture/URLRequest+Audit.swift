@@ -42,9 +42,11 @@ extension URLRequest {
 }
 
 extension OutcomeSnapshot.ErrorSnapshot {
-    /// A plain-value copy of `error`.
-    init(_ error: Error) {
+    /// A plain-value copy of `error`; URLs in its description (a refusal names the URL) are redacted.
+    init(_ error: Error, redaction: Redaction) {
         let nsError = error as NSError
-        self.init(domain: nsError.domain, code: nsError.code, description: nsError.localizedDescription)
+        self.init(
+            domain: nsError.domain, code: nsError.code,
+            description: redaction.redact(text: nsError.localizedDescription))
     }
 }
