@@ -21,7 +21,8 @@ try auditor.install(into: sessionConfiguration)
 let session = URLSession(configuration: sessionConfiguration)
 await withTaskGroup(of: Void.self) { group in
     for number in 0..<count {
-        group.addTask { _ = try? await session.data(from: URL(string: "\(arguments[3])/get?n=\(number)")!) }
+        guard let url = URL(string: "\(arguments[3])/get?n=\(number)") else { exit(64) }
+        group.addTask { _ = try? await session.data(from: url) }
         if number % 32 == 31 { await group.next() }
     }
 }
