@@ -3,7 +3,7 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build --show-bin-path)
 
-.PHONY: test demo build deps
+.PHONY: test demo build deps test-tsan test-asan bench fuzz
 
 ## Install libpcre2-dev with apt-get when pkg-config cannot find libpcre2-8.
 deps:
@@ -28,3 +28,27 @@ demo: build
 	@$(BIN)/audit replay policies/traffic/browsing-session.har policies/traffic/requests.txt \
 		--policies policies --log reports/audit.jsonl --start 2026-11-20T10:30:00Z
 	@$(BIN)/audit report reports/audit.jsonl --out reports --policies policies
+
+## The concurrency and interception tests under ThreadSanitizer / AddressSanitizer (own build folders).
+test-tsan: deps
+	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=thread --scratch-path .build-tsan \
+		--filter 'InterceptionTests|DecisionTests|IndexDifferentialTests'
+
+test-asan: deps
+	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build-asan
+
+## The benchmarks (Benchmarks/, on demand, never part of `make test`): prints the table of ratios.
+## Needs ../shared/bench-data (override with BENCH_DATA=…); installs Hyperscan and nginx if missing.
+BENCH_DATA ?= $(abspath ../shared/bench-data)
+bench: deps
+	@command -v nginx >/dev/null && pkg-config --exists libhs || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhyperscan-dev nginx-light >/dev/null)
+	cd Benchmarks && $(SWIFT) build -c release
+	$(SWIFT) build -c release --product audit
+	cd Benchmarks && .build/release/audit-bench all --data $(BENCH_DATA) --audit $(abspath .build/release/audit)
+
+## Fuzz both harnesses for FUZZ_SECONDS each (default 600) with libFuzzer and AddressSanitizer.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	Fuzz/run.sh rule-files $(FUZZ_SECONDS)
+	Fuzz/run.sh requests $(FUZZ_SECONDS)

@@ -42,9 +42,41 @@ public enum PolicyLinter {
         // A test naming a rule that failed to compile is not a second error.
         let rulesCompiled = !output.diagnostics.contains(where: \.isError)
         diagnostics += policy.lintTests(testSources, checkingRuleIDs: rulesCompiled)
+        diagnostics += probeWarnings(output.rules)
         return LintReport(
             diagnostics: diagnostics.sorted(), ruleFiles: ruleSources.map(\.file),
             testFiles: testSources.map(\.file), ruleCount: output.rules.count
         )
+    }
+
+    /// Long, repetitive URLs of the kind that make backtracking patterns explode.
+    static let probes: [(description: String, subject: MatchSubject)] = [
+        ("'https://aaaa…!' (4,000 a's)", MatchSubject("https://" + String(repeating: "a", count: 4_000) + "!")),
+        ("'https://x.test/a.a.a.…!'", MatchSubject("https://x.test/" + String(repeating: "a.", count: 2_000) + "!")),
+        ("'https://x.test/a-a-…!'", MatchSubject("https://x.test/" + String(repeating: "a-", count: 2_000) + "!")),
+        ("'https://x.test////…!'", MatchSubject("https://x.test/" + String(repeating: "/", count: 4_000) + "!")),
+        (
+            "'https://x.test/?a=b&a=b&…!'",
+            MatchSubject("https://x.test/?" + String(repeating: "a=b&", count: 1_000) + "!")
+        ),
+    ]
+
+    /// A warning for each rule whose pattern gives up on a probe: real requests like the probe
+    /// would fail closed (or, with `--on-error pass`, skip the rule).
+    static func probeWarnings(_ rules: [Rule]) -> [Diagnostic] {
+        rules.compactMap { rule in
+            for probe in probes {
+                do {
+                    _ = try rule.pattern.matches(probe.subject)
+                } catch {
+                    let limit = (error as? PatternError) == .depthLimitExceeded ? "depth limit" : "match limit"
+                    return Diagnostic(
+                        .warning, at: rule.location,
+                        "pattern hits the \(limit) on the probe URL \(probe.description): requests like it "
+                            + "fail closed (blocked) unless --on-error pass; rewrite nested quantifiers such as (a+)+")
+                }
+            }
+            return nil
+        }
     }
 }
