@@ -3,11 +3,11 @@ import Foundation
 import RequestAudit
 
 @main
-struct AuditBench: ParsableCommand {
+struct AuditBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit-bench",
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
-        subcommands: [Decisions.self], defaultSubcommand: Decisions.self)
+        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self], defaultSubcommand: All.self)
 }
 
 struct DataOptions: ParsableArguments {
@@ -28,7 +28,7 @@ struct Decisions: ParsableCommand {
         let requests = try data.requests(count: options.urls)
         var results: [DecisionBenchmark.Result] = []
         for set in sets {
-            let (name, sources, sample) = try ruleSet(set, data: data)
+            let (name, sources, sample) = try Self.ruleSet(set, data: data)
             let start = now()
             let policy = try Policy(sources: sources)
             let loadSeconds = Double(now() - start) / 1e9
@@ -58,7 +58,7 @@ struct Decisions: ParsableCommand {
         print(DecisionTable(results: results).markdown)
     }
 
-    func ruleSet(_ set: String, data: BenchData) throws -> (String, [PolicySource], Int) {
+    static func ruleSet(_ set: String, data: BenchData) throws -> (String, [PolicySource], Int) {
         switch set {
         case "1k": ("rules-1k", [try data.blockingPolicySource("rules-1k.txt")], 2_000)
         case "10k": ("rules-10k", [try data.blockingPolicySource("rules-10k.txt")], 300)
@@ -106,5 +106,140 @@ struct IndexSummary {
         text =
             "\(stats.byToken) by token, \(stats.byTokenAffix) by token start/end, \(stats.byInfix) by infix, "
             + "\(stats.alwaysRun) always run; busiest keys: \(busiest)"
+    }
+}
+
+/// Loads one rule set and prints "RULES SECONDS PEAK_BYTES" (run in a fresh process by `all`).
+struct LoadOne: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "load-one", shouldDisplay: false)
+    @OptionGroup var options: DataOptions
+    @Argument var set: String
+
+    func run() throws {
+        let (_, sources, _) = try Decisions.ruleSet(set, data: BenchData(directory: options.data))
+        let start = now()
+        let policy = try Policy(sources: sources)
+        let seconds = Double(now() - start) / 1e9
+        print("\(policy.rules.count) \(seconds) \(peakResidentBytes())")
+    }
+}
+
+/// Summarizes a log as `audit report` does and prints "RECORDS SECONDS PEAK_BYTES".
+struct ReportOne: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "report-one", shouldDisplay: false)
+    @Argument var log: String
+    @Argument var output: String
+
+    func run() throws {
+        let start = now()
+        let writer = ReportWriter()
+        let summary = try writer.summarize([log])
+        _ = try writer.write(summary, formats: ReportWriter.Format.allCases, to: output)
+        print("\(summary.totalRequests) \(Double(now() - start) / 1e9) \(peakResidentBytes())")
+    }
+}
+
+/// Every benchmark, one table.
+struct All: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Runs every benchmark and prints the table.")
+    @OptionGroup var options: DataOptions
+    @Option(help: "The audit binary to time for reports.") var audit = "../.build/release/audit"
+    @Option(help: "Requests per interception round.") var interceptionRequests = 3_200
+
+    func run() async throws {
+        let data = BenchData(directory: options.data)
+        let requests = try data.requests(count: options.urls)
+        print("# RequestAudit benchmarks\n")
+        print(
+            "Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; \(requests.count) URLs from urls-bench.txt.\n"
+        )
+
+        print("## 1. Decisions (engine vs the naive PCRE2-JIT loop over the same compiled rules)\n")
+        var decisions: [DecisionBenchmark.Result] = []
+        var policies: [String: Policy] = [:]
+        for set in ["1k", "10k", "all", "regex", "mix"] {
+            let (name, sources, sample) = try Decisions.ruleSet(set, data: data)
+            let start = now()
+            let policy = try Policy(sources: sources)
+            let loadSeconds = Double(now() - start) / 1e9
+            if set == "1k" || set == "10k" { policies[set] = policy }
+            decisions.append(
+                try DecisionBenchmark(
+                    name: name, policy: policy, loadSeconds: loadSeconds, requests: requests, naiveSample: sample
+                ).run())
+            print("  \(name) done", to: &standardError)
+        }
+        print(DecisionTable(results: decisions).markdown + "\n")
+        print("Verdicts and recorded sets of engine and naive loop were identical on every sampled URL.\n")
+
+        print("## 2. Against Hyperscan 5.4 (same regexes, same normalized URLs)\n")
+        print("| rules | Hyperscan compile | Hyperscan ns/URL | engine ns/URL | engine ÷ Hyperscan |")
+        print("|---|---:|---:|---:|---:|")
+        let subjects = requests.map { Array($0.normalizedURL.utf8) }
+        for (set, file, index) in [("1k", "rules-1k.txt", 0), ("10k", "rules-10k.txt", 1)] {
+            let hyperscan = try HyperscanBenchmark(name: set, patterns: try data.lines(file), subjects: subjects).run()
+            let engine = decisions[index].engineNanosecondsPerURL
+            print(
+                "| rules-\(set) (\(hyperscan.patterns) compiled, \(hyperscan.rejected) rejected) | "
+                    + String(format: "%.1f s", hyperscan.compileSeconds) + " | "
+                    + "\(formatNanoseconds(hyperscan.nanosecondsPerURL)) | \(formatNanoseconds(engine)) | "
+                    + String(format: "%.2f×", engine / hyperscan.nanosecondsPerURL) + " |")
+        }
+
+        print("\n## 3. Policy load (fresh process each)\n")
+        print("| rules | count | load time | peak RSS |")
+        print("|---|---:|---:|---:|")
+        for set in ["10k", "all", "mix"] {
+            let fields = try runSelf(["load-one", set, "--data", options.data]).split(separator: " ")
+            guard fields.count == 3, let seconds = Double(fields[1]), let bytes = Int(fields[2]) else {
+                throw BenchError("load-one \(set) printed \(fields)")
+            }
+            print("| \(set) | \(fields[0]) | " + String(format: "%.2f s", seconds) + " | \(bytes / 1_048_576) MB |")
+        }
+
+        print("\n## 4. Interception overhead (local nginx, 1 KiB file, rules-10k policy, audit log on)\n")
+        let interception = try await InterceptionBenchmark(
+            policy: policies["10k"] ?? Policy(parsing: ""), requests: interceptionRequests
+        ).run()
+        print("| session | p50 | p99 | requests/s |")
+        print("|---|---:|---:|---:|")
+        for result in interception {
+            print(
+                "| \(result.label) | \(formatNanoseconds(Double(result.p50))) | \(formatNanoseconds(Double(result.p99))) | "
+                    + String(format: "%.0f", result.requestsPerSecond) + " |")
+        }
+        if interception.count == 4 {
+            for (direct, audited) in [(interception[0], interception[1]), (interception[2], interception[3])] {
+                print(
+                    "\n\(audited.label) vs \(direct.label): p50 "
+                        + String(format: "%+.1f %%", (Double(audited.p50) / Double(direct.p50) - 1) * 100)
+                        + ", requests/s "
+                        + String(format: "%+.1f %%", (audited.requestsPerSecond / direct.requestsPerSecond - 1) * 100))
+            }
+        }
+
+        print("\n## 5. Reports over generated logs\n")
+        print("| events | log size | `audit report` time | peak RSS (same code, fresh process) |")
+        print("|---:|---:|---:|---:|")
+        let folder = NSTemporaryDirectory() + "audit-bench-report-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for count in [100_000, 1_000_000] {
+            let log = folder + "/audit-\(count).jsonl"
+            try writeSyntheticLog(count: count, to: log)
+            let size = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
+            let start = now()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: audit)
+            process.arguments = ["report", log, "--out", folder + "/out-\(count)"]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            let seconds = Double(now() - start) / 1e9
+            guard process.terminationStatus == 0 else { throw BenchError("audit report failed on \(log)") }
+            let fields = try runSelf(["report-one", log, folder + "/again-\(count)"]).split(separator: " ")
+            let peak = fields.count == 3 ? (Int(fields[2]) ?? 0) / 1_048_576 : 0
+            print("| \(count) | \(size / 1_048_576) MB | " + String(format: "%.2f s", seconds) + " | \(peak) MB |")
+        }
     }
 }
