@@ -195,7 +195,7 @@ struct PatternSyntaxReader {
             isNegated = true
             position += 1
         }
-        var members = Set<UInt8>()
+        var members = ASCIISet()
         var hasOtherMembers = false  // non-ASCII characters, \w, \d, POSIX classes, …
         var isFirst = true
         var previous: UInt8?
@@ -219,7 +219,7 @@ struct PatternSyntaxReader {
                 guard let escaped = current else { throw GiveUp() }
                 position += 1
                 switch escaped {
-                case UInt8(ascii: "d"): members.formUnion(UInt8(ascii: "0")...UInt8(ascii: "9"))
+                case UInt8(ascii: "d"): members.insert(UInt8(ascii: "0")...UInt8(ascii: "9"))
                 case UInt8(ascii: "n"): member = 0x0A
                 case UInt8(ascii: "t"): member = 0x09
                 case UInt8(ascii: "r"): member = 0x0D
@@ -227,7 +227,8 @@ struct PatternSyntaxReader {
                 case UInt8(ascii: "e"): member = 0x1B
                 case UInt8(ascii: "a"): member = 0x07
                 case UInt8(ascii: "s"), UInt8(ascii: "h"), UInt8(ascii: "v"):
-                    members.formUnion([0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20])
+                    members.insert(0x09...0x0D)
+                    members.insert(0x20)
                 case UInt8(ascii: "x"):
                     let scalar = try readHexEscape()
                     if scalar < 0x80 { member = UInt8(scalar) } else { hasOtherMembers = true }
@@ -258,10 +259,10 @@ struct PatternSyntaxReader {
                 guard end >= start else { throw GiveUp() }
                 if end >= 0x80 {
                     hasOtherMembers = true
-                    members.formUnion(start...0x7F)
+                    members.insert(start...0x7F)
                     _ = readNonASCII(leadByte: end)
                 } else {
-                    members.formUnion(start...end)
+                    members.insert(start...end)
                 }
                 previous = nil
                 continue
@@ -271,14 +272,11 @@ struct PatternSyntaxReader {
         }
         guard current == UInt8(ascii: "]") else { throw GiveUp() }
         position += 1
-        if isCaseless {
-            for letter in members where Self.isLetter(letter) { members.insert(letter ^ 0x20) }
-        }
-        let alnum = Self.alnumBytes
+        if isCaseless { members.addOtherCases() }
         if isNegated {
-            return .character(mayBeAlnum: !alnum.isSubset(of: members))
+            return .character(mayBeAlnum: !members.containsAllAlnums)
         }
-        let mayBeAlnum = !alnum.isDisjoint(with: members) || hasOtherMembers
+        let mayBeAlnum = members.containsAnyAlnum || hasOtherMembers
         return .character(mayBeAlnum: mayBeAlnum)
     }
 
@@ -399,8 +397,6 @@ struct PatternSyntaxReader {
             || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
     }
 
-    private static let alnumBytes = Set((0..<UInt8(0x80)).filter(isAlnum))
-
     private static func hexValue(_ byte: UInt8) -> UInt32? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
@@ -409,4 +405,37 @@ struct PatternSyntaxReader {
         default: nil
         }
     }
+}
+
+/// A set of ASCII characters as 128 bits.
+struct ASCIISet {
+    private var low: UInt64 = 0
+    private var high: UInt64 = 0
+
+    mutating func insert(_ byte: UInt8) {
+        guard byte < 0x80 else { return }
+        if byte < 64 { low |= 1 << UInt64(byte) } else { high |= 1 << UInt64(byte - 64) }
+    }
+
+    mutating func insert(_ range: ClosedRange<UInt8>) {
+        for byte in range where byte < 0x80 { insert(byte) }
+    }
+
+    func contains(_ byte: UInt8) -> Bool {
+        byte < 64 ? low & (1 << UInt64(byte)) != 0 : byte < 0x80 && high & (1 << UInt64(byte - 64)) != 0
+    }
+
+    /// Adds the other case of every letter.
+    mutating func addOtherCases() {
+        // Letters sit at 0x41–0x5A and 0x61–0x7A, both in `high` (bits 1–26 and 33–58).
+        let upper = (high >> 1) & 0x3FF_FFFF
+        let lower = (high >> 33) & 0x3FF_FFFF
+        high |= (upper | lower) << 1 | (upper | lower) << 33
+    }
+
+    private static let digits: UInt64 = 0x3FF << 48
+    private static let letters: UInt64 = 0x3FF_FFFF << 1 | 0x3FF_FFFF << 33
+
+    var containsAllAlnums: Bool { low & Self.digits == Self.digits && high & Self.letters == Self.letters }
+    var containsAnyAlnum: Bool { low & Self.digits != 0 || high & Self.letters != 0 }
 }
