@@ -31,7 +31,7 @@ demo: build
 
 ## The concurrency and interception tests under ThreadSanitizer / AddressSanitizer (own build folders).
 test-tsan: deps
-	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=thread --scratch-path .build-tsan \
+	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=thread -Xswiftc -DAUDIT_TSAN --scratch-path .build-tsan \
 		--filter 'InterceptionTests|DecisionTests|IndexDifferentialTests'
 
 test-asan: deps

@@ -22,8 +22,9 @@ let package = Package(
         ),
         .target(name: "AuditRegex", dependencies: ["CPCRE2"]),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex"]),
-        .target(name: "AuditReport", dependencies: ["AuditPolicy"]),
-        .target(name: "RequestAudit", dependencies: ["AuditReport", "AuditPolicy"]),
+        .target(name: "AuditLocking"),
+        .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
+        .target(name: "RequestAudit", dependencies: ["AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(
             name: "AuditCommands",
             dependencies: [
@@ -38,7 +39,7 @@ let package = Package(
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(name: "AuditReportTests", dependencies: ["AuditReport"], exclude: ["Fixtures"]),
         .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),
-        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLoadDriver"]),
+        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLocking", "AuditLoadDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
+import AuditLocking
 import AuditPolicy
 import AuditReport
-import Synchronization
 
 /// Counters of an auditor since it was created: a value snapshot.
 public struct AuditStatistics: Sendable, Equatable {

@@ -1,7 +1,7 @@
+import AuditLocking
 import AuditPolicy
 import AuditReport
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -31,14 +31,14 @@ public final class Auditor: Sendable {
     /// redirect hops even if a reload happens while it is in flight.
     public var policy: Policy { current.withLock { $0 } }
 
-    private let current: Mutex<Policy>
-    private let watcher = Mutex<Task<Void, Never>?>(nil)
+    private let current: Locked<Policy>
+    private let watcher = Locked<Task<Void, Never>?>(nil)
 
     let hub = EventHub()
     let log: AuditLogWriter?
     let forwarder: Forwarder
-    private let counters = Mutex(AuditStatistics())
-    private let inFlight = Mutex(InFlight())
+    private let counters = Locked(AuditStatistics())
+    private let inFlight = Locked(InFlight())
 
     private struct InFlight {
         var count = 0
@@ -50,7 +50,7 @@ public final class Auditor: Sendable {
     /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened.
     public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
     {
-        self.current = Mutex(policy)
+        self.current = Locked(policy)
         self.configuration = configuration
         if let path = configuration.logPath {
             do {
@@ -288,10 +288,10 @@ public final class Auditor: Sendable {
 
     /// Resumes a continuation with the first answer given; later answers are ignored.
     private final class FirstAnswer: Sendable {
-        private let continuation: Mutex<CheckedContinuation<WarningResolution, Never>?>
+        private let continuation: Locked<CheckedContinuation<WarningResolution, Never>?>
 
         init(_ continuation: CheckedContinuation<WarningResolution, Never>) {
-            self.continuation = Mutex(continuation)
+            self.continuation = Locked(continuation)
         }
 
         func answer(_ resolution: WarningResolution) {

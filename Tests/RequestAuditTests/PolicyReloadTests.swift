@@ -1,8 +1,8 @@
+import AuditLocking
 import AuditPolicy
 import AuditReport
 import Foundation
 import RequestAudit
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -152,9 +152,9 @@ extension InterceptionTests {
         func inFlightKeepsPolicy() async throws {
             // Version 1 warns about the redirect and lets its hop to /get through; version 2 blocks /get.
             let folder = try PolicyFolder("[warn]\nhop /redirect/\n")
-            let reloaded = Mutex(false)
+            let reloaded = Locked(false)
             let path = folder.path
-            let auditorBox = Mutex<Auditor?>(nil)
+            let auditorBox = Locked<Auditor?>(nil)
             let (auditor, session) = try folder.auditor { configuration in
                 configuration.warningHandler = { _ in
                     // The request is decided and waiting; switch policies before it is forwarded.

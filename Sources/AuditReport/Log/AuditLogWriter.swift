@@ -1,6 +1,6 @@
+import AuditLocking
 import Dispatch
 import Foundation
-import Synchronization
 
 /// When the audit log is rotated.
 public struct LogRotation: Sendable, Hashable {
@@ -46,7 +46,7 @@ public final class AuditLogWriter: Sendable {
         var written = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let queue = DispatchQueue(label: "RequestAudit.AuditLogWriter")
 
     /// Opens (or creates, with `permissions`) the log at `path` for appending.
@@ -57,7 +57,7 @@ public final class AuditLogWriter: Sendable {
         self.rotation = rotation
         self.permissions = permissions
         let (handle, size) = try Self.open(path, permissions: permissions)
-        state = Mutex(State(handle: handle, size: size))
+        state = Locked(State(handle: handle, size: size))
     }
 
     /// Queues `record` for writing.

@@ -1,7 +1,7 @@
+import AuditLocking
 import AuditPolicy
 import AuditReport
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -20,12 +20,12 @@ import Synchronization
 /// is decided in `canInit` and, unless refused, left to the system loader so its body is never lost.
 public final class RequestInfoProtocol: URLProtocol {
     // `URLProtocol` is not Sendable (and Linux marks the conformance unavailable); every mutable field
-    // of this class is in `state`, guarded by a Mutex, so it crosses tasks inside `Reference`.
+    // of this class is in `state`, guarded by a lock (`Locked`, a Mutex), so it crosses tasks inside `Reference`.
 
     /// The installed auditor.
-    static let active = Mutex<Auditor?>(nil)
+    static let active = Locked<Auditor?>(nil)
 
-    private let state = Mutex(LoadState())
+    private let state = Locked(LoadState())
 
     /// Whether this protocol handles `request`: http(s), not already forwarded, an auditor installed,
     /// and, for a request whose body may be invisible here, a verdict that refuses it.
@@ -79,7 +79,7 @@ public final class RequestInfoProtocol: URLProtocol {
         Task.detached { await this.value.run(auditor, callerConfiguration: callerConfiguration) }
     }
 
-    /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a Mutex)
+    /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a `Locked` Mutex)
     /// and `client`/`request`/`task` are set once by Foundation before `startLoading`.
     private struct Reference: @unchecked Sendable {
         let value: RequestInfoProtocol

@@ -1,4 +1,4 @@
-import Synchronization
+import AuditLocking
 
 /// One subscriber's events: an `AsyncSequence` with its own bounded buffer.
 ///
@@ -58,7 +58,7 @@ final class SubscriberBuffer: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)

@@ -1,4 +1,4 @@
-import Synchronization
+import AuditLocking
 
 /// Fans events out to subscribers, each with its own bounded buffer, without ever waiting.
 final class EventHub: Sendable {
@@ -11,7 +11,7 @@ final class EventHub: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A new subscription whose buffer holds `bufferSize` events. A subscription that is no longer
     /// referenced is forgotten.

@@ -1,5 +1,5 @@
+import AuditLocking
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -141,7 +141,7 @@ final class Forwarder: Sendable {
 
 /// The forwarding session's delegate: records redirect hops per task and refuses blocked hops.
 private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable {
-    private let traces = Mutex<[Int: Forwarder.Trace]>([:])
+    private let traces = Locked<[Int: Forwarder.Trace]>([:])
     private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
 
     init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
