@@ -137,7 +137,7 @@ struct InterceptionBenchmark {
 /// Writes a synthetic audit log of `count` records in the log's own format (varied hosts,
 /// verdicts, rules, statuses; one record every 10 ms).
 func writeSyntheticLog(count: Int, to path: String) throws {
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     guard let handle = FileHandle(forWritingAtPath: path) else { throw BenchError("cannot write \(path)") }
     defer { try? handle.close() }
     var buffer = Data()

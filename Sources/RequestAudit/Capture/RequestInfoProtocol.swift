@@ -26,6 +26,8 @@ public final class RequestInfoProtocol: URLProtocol {
     static let active = Locked<Auditor?>(nil)
 
     private let state = Locked(LoadState())
+    /// The caller session's work queue, where the client is told of results (see CallerSession).
+    private let clientQueue = Locked<DispatchQueue?>(nil)
 
     /// Whether this protocol handles `request`: http(s), not already forwarded, an auditor installed,
     /// and, for a request whose body may be invisible here, a verdict that refuses it.
@@ -69,6 +71,8 @@ public final class RequestInfoProtocol: URLProtocol {
     public override func startLoading() {
         guard state.withLock({ $0.start() }) else { return }
         let callerConfiguration = CallerSession.configuration(of: task)
+        let queue = CallerSession.workQueue(of: task)
+        clientQueue.withLock { $0 = queue }
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
             let this = Reference(self)
@@ -140,7 +144,14 @@ public final class RequestInfoProtocol: URLProtocol {
                 error: .init(error, redaction: auditor.configuration.redaction)
             )
         )
-        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
+        if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
+    }
+
+    /// Runs `message` on the caller session's work queue (or here when it is unknown).
+    private func tellClient(_ message: @escaping @Sendable (RequestInfoProtocol) -> Void) {
+        let this = Reference(self)
+        guard let queue = clientQueue.withLock({ $0 }) else { return message(self) }
+        queue.async { message(this.value) }
     }
 
     private func forward(
@@ -199,14 +210,20 @@ public final class RequestInfoProtocol: URLProtocol {
     private func relay(_ delivery: Delivery, _ result: Forwarder.Result, cookies: Forwarder.CookieJar?) {
         guard delivery.isDelivered else { return }
         if let error = delivery.error {
-            client?.urlProtocol(self, didFailWithError: error)
+            let failure = SendableError(error)
+            tellClient { this in this.client?.urlProtocol(this, didFailWithError: failure.error) }
             return
         }
         guard let response = result.response else { return }
         if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
-        client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
-        if let data = result.data, !data.isEmpty { client?.urlProtocol(self, didLoad: data) }
-        client?.urlProtocolDidFinishLoading(self)
+        let data = result.data
+        let snapshot = Forwarder.Result(data: data, response: response, error: nil, trace: result.trace)
+        tellClient { this in
+            guard let response = snapshot.response else { return }
+            this.client?.urlProtocol(this, didReceive: response, cacheStoragePolicy: .notAllowed)
+            if let data = snapshot.data, !data.isEmpty { this.client?.urlProtocol(this, didLoad: data) }
+            this.client?.urlProtocolDidFinishLoading(this)
+        }
     }
 
     private func forwardUnaudited(_ callerConfiguration: URLSessionConfiguration?) {
@@ -221,4 +238,11 @@ public final class RequestInfoProtocol: URLProtocol {
         state.withLock { $0.forwarding(task) }?.cancel()
         task.resume()
     }
+}
+
+/// An error handed to the caller's queue. `@unchecked`: errors from URLSession and RequestAudit are
+/// immutable values once made.
+private struct SendableError: @unchecked Sendable {
+    let error: Error
+    init(_ error: Error) { self.error = error }
 }
