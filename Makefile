@@ -35,7 +35,8 @@ test-tsan: deps
 		--filter 'InterceptionTests|DecisionTests|IndexDifferentialTests'
 
 test-asan: deps
-	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build-asan
+	LSAN_OPTIONS=suppressions=$(abspath Tests/lsan-suppressions.txt) \
+		Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build-asan
 
 ## The benchmarks (Benchmarks/, on demand, never part of `make test`): prints the table of ratios.
 ## Needs ../shared/bench-data (override with BENCH_DATA=…); installs Hyperscan and nginx if missing.

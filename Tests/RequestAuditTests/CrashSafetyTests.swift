@@ -28,6 +28,29 @@ extension InterceptionTests {
             (FileManager.default.contents(atPath: path) ?? Data()).count { $0 == 0x0A }
         }
 
+        @Test("16 workers sending 4,000 requests back to back all get their responses (client told on its queue)")
+        func sixteenWayLoad() async throws {
+            // Calling the URLProtocolClient off the session's work queue raced with its task registry
+            // and crashed under this kind of load (found by the interception benchmark).
+            let audited = try AuditedSession()
+            let completed = try await withThrowingTaskGroup(of: Int.self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var count = 0
+                        for number in 0..<250 {
+                            let (data, _) = try await audited.session.data(
+                                from: HTTPBin.url(.get(query: "w=\(worker)&n=\(number)")))
+                            if !data.isEmpty { count += 1 }
+                        }
+                        return count
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(completed == 4_000)
+            #expect(try await audited.finish().count == 4_000)
+        }
+
         @Test("SIGKILL during 1,000 audited requests leaves only whole records and at most one torn line")
         func killMidway() async throws {
             let folder = try PolicyFolder("[record]\nall .\n[block]\nodd /get[?]n=[0-9]*[13579]$\n")
