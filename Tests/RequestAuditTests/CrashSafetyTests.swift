@@ -28,10 +28,12 @@ extension InterceptionTests {
             (FileManager.default.contents(atPath: path) ?? Data()).count { $0 == 0x0A }
         }
 
-        @Test("16 workers sending 4,000 requests back to back all get their responses (client told on its queue)")
+        @Test("16 workers sending 4,000 requests back to back all get their responses")
         func sixteenWayLoad() async throws {
             // Calling the URLProtocolClient off the session's work queue raced with its task registry
-            // and crashed under this kind of load (found by the interception benchmark).
+            // and crashed under 16-way load in the interception benchmark (nginx, ~40,000 requests).
+            // Against httpbin this test did not reproduce that crash with the fix reverted (3 runs);
+            // it pins that heavy parallel load completes, and `make bench` is the reproducer.
             let audited = try AuditedSession()
             let completed = try await withThrowingTaskGroup(of: Int.self) { group in
                 for worker in 0..<16 {
