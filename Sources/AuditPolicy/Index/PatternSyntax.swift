@@ -421,10 +421,6 @@ struct ASCIISet {
         for byte in range where byte < 0x80 { insert(byte) }
     }
 
-    func contains(_ byte: UInt8) -> Bool {
-        byte < 64 ? low & (1 << UInt64(byte)) != 0 : byte < 0x80 && high & (1 << UInt64(byte - 64)) != 0
-    }
-
     /// Adds the other case of every letter.
     mutating func addOtherCases() {
         // Letters sit at 0x41–0x5A and 0x61–0x7A, both in `high` (bits 1–26 and 33–58).

@@ -42,11 +42,6 @@ enum RequirementAnalysis {
         }
     }
 
-    /// The cheapest requirement found for `pattern` (see ``filing(of:caseInsensitive:cost:)``).
-    static func requirement(of pattern: String, caseInsensitive: Bool) -> Requirement? {
-        filing(of: pattern, caseInsensitive: caseInsensitive)?.requirement
-    }
-
     private struct Analysis {
         let cost: (IndexKey) -> Double
 
