@@ -7,7 +7,7 @@ struct AuditBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit-bench",
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
-        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self], defaultSubcommand: All.self)
+        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self], defaultSubcommand: All.self)
 }
 
 struct DataOptions: ParsableArguments {
@@ -137,6 +137,15 @@ struct ReportOne: ParsableCommand {
         _ = try writer.write(summary, formats: ReportWriter.Format.allCases, to: output)
         print("\(summary.totalRequests) \(Double(now() - start) / 1e9) \(peakResidentBytes())")
     }
+}
+
+/// Writes the synthetic log the report benchmark reads, for profiling `audit report` by hand.
+struct WriteLog: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "write-log", shouldDisplay: false)
+    @Argument var count: Int
+    @Argument var path: String
+
+    func run() throws { try writeSyntheticLog(count: count, to: path) }
 }
 
 /// Every benchmark, one table.

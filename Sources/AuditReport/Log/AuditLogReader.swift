@@ -38,14 +38,18 @@ public enum AuditLogReader {
         }
         let decoder = AuditLogCoding.decoder()
         var problems: [AuditLogProblem] = []
-        var buffer = Data()
+        var buffer: [UInt8] = []
         var lineNumber = 0
 
-        func decodeLine(_ line: Data, terminated: Bool) throws {
+        func decodeLine(_ line: ArraySlice<UInt8>, terminated: Bool) throws {
             lineNumber += 1
             guard !line.isEmpty else { return }
+            if let record = AuditLogLineDecoder.decode(line) {
+                try body(record)
+                return
+            }
             do {
-                try body(try decoder.decode(AuditRecord.self, from: line))
+                try body(try decoder.decode(AuditRecord.self, from: Data(line)))
             } catch let error as DecodingError {
                 problems.append(
                     AuditLogProblem(
@@ -56,18 +60,18 @@ public enum AuditLogReader {
         }
 
         var bytesRead = 0
-        while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
             bytesRead += chunk.count
             onBytesRead?(bytesRead)
-            buffer.append(chunk)
-            var start = buffer.startIndex
+            buffer.append(contentsOf: chunk)
+            var start = 0
             while let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 try decodeLine(buffer[start..<newline], terminated: true)
-                start = buffer.index(after: newline)
+                start = newline + 1
             }
-            buffer = Data(buffer[start...])
+            buffer.removeFirst(start)
         }
-        if !buffer.isEmpty { try decodeLine(buffer, terminated: false) }
+        if !buffer.isEmpty { try decodeLine(buffer[...], terminated: false) }
         if let decompressor {
             decompressor.waitUntilExit()
             if decompressor.terminationStatus != 0 {

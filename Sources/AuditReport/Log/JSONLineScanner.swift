@@ -1,0 +1,314 @@
+/// A forward-only reader of one JSON value held in UTF-8 bytes, for the audit log's fast path.
+///
+/// Every read returns nil (and stops) when the bytes are not what was asked for, so a caller can
+/// give up on the line and leave it to Foundation's `JSONDecoder`, which says what is wrong.
+/// Strings are validated as UTF-8 and unescaped exactly as JSON says.
+struct JSONLineScanner {
+    private let bytes: ArraySlice<UInt8>
+    private var position: Int
+    private var skipDepth = 0
+
+    /// A scanner at the start of `bytes`.
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        self.position = bytes.startIndex
+    }
+
+    /// Whether only whitespace is left.
+    mutating func isAtEnd() -> Bool {
+        skipWhitespace()
+        return position == bytes.endIndex
+    }
+
+    private mutating func skipWhitespace() {
+        while position < bytes.endIndex {
+            switch bytes[position] {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func peek() -> UInt8? {
+        skipWhitespace()
+        return position < bytes.endIndex ? bytes[position] : nil
+    }
+
+    private mutating func consume(_ byte: UInt8) -> Bool {
+        guard peek() == byte else { return false }
+        position += 1
+        return true
+    }
+
+    /// Reads `null` if it comes next.
+    mutating func consumeNull() -> Bool {
+        guard peek() == UInt8(ascii: "n"), bytes[position...].starts(with: "null".utf8) else { return false }
+        position += 4
+        return true
+    }
+
+    /// Reads an object whose keys of interest are the cases of `Field`, calling `field` with each
+    /// one met; `field` must read the value and return false to give up. Other keys' values are
+    /// skipped (as `JSONDecoder` ignores unknown keys). A key of interest seen twice, or written
+    /// with escapes, gives up too.
+    mutating func readObject<Field: JSONFields>(
+        _: Field.Type, _ field: (inout JSONLineScanner, Field) -> Bool
+    ) -> Bool {
+        guard consume(UInt8(ascii: "{")) else { return false }
+        if consume(UInt8(ascii: "}")) { return true }
+        var seen: UInt64 = 0
+        repeat {
+            guard let key = readPlainKey(), consume(UInt8(ascii: ":")) else { return false }
+            guard let index = Field.keys.firstIndex(where: { spells(key, $0) }), let known = Field(rawValue: index)
+            else {
+                guard skipValue() else { return false }
+                continue
+            }
+            guard seen & (1 << index) == 0, field(&self, known) else { return false }
+            seen |= 1 << index
+        } while consume(UInt8(ascii: ","))
+        return consume(UInt8(ascii: "}"))
+    }
+
+    private func spells(_ key: Range<Int>, _ name: [UInt8]) -> Bool {
+        guard key.count == name.count else { return false }
+        var index = key.lowerBound
+        for byte in name {
+            guard bytes[index] == byte else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Reads an array, calling `element` for each element; `element` returns false to give up.
+    mutating func readArray(_ element: (inout JSONLineScanner) -> Bool) -> Bool {
+        guard consume(UInt8(ascii: "[")) else { return false }
+        if consume(UInt8(ascii: "]")) { return true }
+        repeat {
+            guard element(&self) else { return false }
+        } while consume(UInt8(ascii: ","))
+        return consume(UInt8(ascii: "]"))
+    }
+
+    /// Reads an array of strings.
+    mutating func readStringArray() -> [String]? {
+        var strings: [String] = []
+        let isArray = readArray { scanner in
+            guard let string = scanner.readString() else { return false }
+            strings.append(string)
+            return true
+        }
+        return isArray ? strings : nil
+    }
+
+    private mutating func readPlainKey() -> Range<Int>? {
+        guard consume(UInt8(ascii: "\"")) else { return nil }
+        let start = position
+        while position < bytes.endIndex {
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                return start..<position - 1
+            case UInt8(ascii: "\\"), 0..<0x20: return nil
+            default: position += 1
+            }
+        }
+        return nil
+    }
+
+    /// Reads a string, unescaping it; nil for anything that is not a valid JSON string.
+    mutating func readString() -> String? {
+        guard consume(UInt8(ascii: "\"")) else { return nil }
+        let start = position
+        var isASCII = true
+        while position < bytes.endIndex {
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                let content = bytes[start..<position - 1]
+                // ASCII is valid UTF-8 as it stands; only other bytes need checking.
+                return isASCII ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
+            case UInt8(ascii: "\\"): return readEscapedString(from: start)
+            case 0..<0x20: return nil
+            case 0x80...:
+                isASCII = false
+                position += 1
+            default: position += 1
+            }
+        }
+        return nil
+    }
+
+    private mutating func readEscapedString(from start: Int) -> String? {
+        var unescaped = Array(bytes[start..<position])
+        while position < bytes.endIndex {
+            let byte = bytes[position]
+            position += 1
+            switch byte {
+            case UInt8(ascii: "\""): return String(validating: unescaped, as: UTF8.self)
+            case 0..<0x20: return nil
+            case UInt8(ascii: "\\"):
+                guard position < bytes.endIndex else { return nil }
+                let escape = bytes[position]
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escape)
+                case UInt8(ascii: "b"): unescaped.append(0x08)
+                case UInt8(ascii: "f"): unescaped.append(0x0C)
+                case UInt8(ascii: "n"): unescaped.append(0x0A)
+                case UInt8(ascii: "r"): unescaped.append(0x0D)
+                case UInt8(ascii: "t"): unescaped.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard let scalar = readUnicodeEscape() else { return nil }
+                    unescaped.append(contentsOf: String(Character(scalar)).utf8)
+                default: return nil
+                }
+            default: unescaped.append(byte)
+            }
+        }
+        return nil
+    }
+
+    /// The scalar of `XXXX` (after `\u`), joining a surrogate pair written as two escapes.
+    private mutating func readUnicodeEscape() -> Unicode.Scalar? {
+        guard let high = readHex4() else { return nil }
+        guard (0xD800..<0xDC00).contains(high) else { return Unicode.Scalar(high) }
+        guard bytes[position...].starts(with: #"\u"#.utf8) else { return nil }
+        position += 2
+        guard let low = readHex4(), (0xDC00..<0xE000).contains(low) else { return nil }
+        return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+    }
+
+    private mutating func readHex4() -> UInt32? {
+        guard bytes.endIndex - position >= 4 else { return nil }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let digit = Self.hexValue(bytes[position]) else { return nil }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    /// Reads a plain integer (optional minus, digits, no fraction or exponent) that fits `Int`.
+    mutating func readInt() -> Int? {
+        let isNegative = consume(UInt8(ascii: "-"))
+        guard let magnitude = readDigits(), magnitude <= UInt64(Int.max) else { return nil }
+        return isNegative ? -Int(magnitude) : Int(magnitude)
+    }
+
+    /// Reads a plain non-negative integer that fits `UInt64`.
+    mutating func readUInt64() -> UInt64? { readDigits() }
+
+    private mutating func readDigits() -> UInt64? {
+        skipWhitespace()
+        let start = position
+        var value: UInt64 = 0
+        while position < bytes.endIndex, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+            position += 1
+        }
+        guard position > start, position - start == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        guard position == bytes.endIndex || !Self.continuesNumber(bytes[position]) else { return nil }
+        return value
+    }
+
+    /// Reads a JSON number as a `Double`.
+    mutating func readDouble() -> Double? {
+        skipWhitespace()
+        let start = position
+        if position < bytes.endIndex, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        let integerStart = position
+        skipDigits()
+        guard position > integerStart, position - integerStart == 1 || bytes[integerStart] != UInt8(ascii: "0") else {
+            return nil
+        }
+        if position < bytes.endIndex, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            let fractionStart = position
+            skipDigits()
+            guard position > fractionStart else { return nil }
+        }
+        if position < bytes.endIndex, bytes[position] | 0x20 == UInt8(ascii: "e") {
+            position += 1
+            if position < bytes.endIndex, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            let exponentStart = position
+            skipDigits()
+            guard position > exponentStart else { return nil }
+        }
+        guard let text = String(validating: bytes[start..<position], as: UTF8.self), let value = Double(text),
+            value.isFinite
+        else { return nil }
+        return value
+    }
+
+    private mutating func skipDigits() {
+        while position < bytes.endIndex, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+            position += 1
+        }
+    }
+
+    private static func continuesNumber(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: ".") || byte | 0x20 == UInt8(ascii: "e")
+            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+    }
+
+    /// Skips any JSON value (for keys the record does not know, which `JSONDecoder` ignores too);
+    /// gives up past 64 levels of nesting rather than recurse without end.
+    mutating func skipValue() -> Bool {
+        guard skipDepth < 64, let next = peek() else { return false }
+        skipDepth += 1
+        defer { skipDepth -= 1 }
+        switch next {
+        case UInt8(ascii: "{"): return readObject(NoFields.self) { _, _ in false }
+        case UInt8(ascii: "["): return readArray { $0.skipValue() }
+        case UInt8(ascii: "\""): return readString() != nil
+        case UInt8(ascii: "t"): return consumeLiteral("true")
+        case UInt8(ascii: "f"): return consumeLiteral("false")
+        case UInt8(ascii: "n"): return consumeNull()
+        default: return readDouble() != nil
+        }
+    }
+
+    private mutating func consumeLiteral(_ literal: String) -> Bool {
+        guard bytes[position...].starts(with: literal.utf8) else { return false }
+        position += literal.utf8.count
+        return true
+    }
+}
+
+/// The keys an object is read for: one case per key, spelled as the case's name, numbered from 0
+/// in order (at most 64).
+protocol JSONFields: CaseIterable, RawRepresentable<Int> {
+    /// Each case's name as UTF-8 bytes, indexed by raw value; declare as `static let keys = keyBytes()`.
+    static var keys: [[UInt8]] { get }
+}
+
+extension JSONFields {
+    /// Each case's name as UTF-8 bytes, in raw-value order.
+    static func keyBytes() -> [[UInt8]] {
+        allCases.sorted { $0.rawValue < $1.rawValue }.map { Array("\($0)".utf8) }
+    }
+}
+
+/// An object read only to be skipped.
+private struct NoFields: JSONFields {
+    static let keys: [[UInt8]] = []
+    static var allCases: [NoFields] { [] }
+    let rawValue: Int
+    init?(rawValue: Int) { nil }
+}

@@ -1,0 +1,167 @@
+import AuditPolicy
+import Foundation
+import Testing
+
+@testable import AuditReport
+
+/// A small deterministic generator, so a failure names a record that can be made again.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Strings that exercise JSON escaping and UTF-8: quotes, backslashes, control characters,
+/// slashes, accents, CJK, emoji (a surrogate pair in `\u` form) and combining marks.
+private let awkwardPieces = [
+    "plain", "with \"quotes\"", #"back\slash"#, "tab\there", "new\nline", "nul\u{0}byte", "bell\u{7}", "a/b/c",
+    "caf\u{E9}", "\u{65E5}\u{672C}", "\u{1F600}", "e\u{301}", "https://x.test/p?q=1&r=%20", "", "\u{7F}\u{80}",
+]
+
+private func awkwardString(_ random: inout SplitMix64) -> String {
+    (0..<Int.random(in: 1...3, using: &random)).map { _ in awkwardPieces.randomElement(using: &random) ?? "" }
+        .joined()
+}
+
+private func optional<T>(_ value: T, _ random: inout SplitMix64) -> T? { Bool.random(using: &random) ? value : nil }
+
+private func randomRecord(_ random: inout SplitMix64) -> AuditRecord {
+    let verdict = Verdict.Action.allCases.randomElement(using: &random) ?? .pass
+    let recordedCount = Int.random(in: 0...3, using: &random)
+    let decision = DecisionSnapshot(
+        verdict: verdict, rule: optional(awkwardString(&random), &random),
+        category: optional(awkwardString(&random), &random), message: optional(awkwardString(&random), &random),
+        redirect: optional(awkwardString(&random), &random),
+        recorded: (0..<recordedCount).map { _ in awkwardString(&random) },
+        recordedCategories: (0..<recordedCount).map { _ in awkwardString(&random) },
+        errors: (0..<Int.random(in: 0...2, using: &random)).map { _ in awkwardString(&random) },
+        nanoseconds: UInt64.random(in: 0...UInt64.max, using: &random))
+    let request = RequestSnapshot(
+        method: ["GET", "POST", "PUT"].randomElement(using: &random) ?? "GET", url: awkwardString(&random),
+        host: awkwardString(&random),
+        headers: (0..<Int.random(in: 0...3, using: &random)).map { _ in
+            RequestSnapshot.Header(name: awkwardString(&random), value: awkwardString(&random))
+        },
+        bodyBytes: optional(Int.random(in: -5...Int.max, using: &random), &random))
+    let error = OutcomeSnapshot.ErrorSnapshot(
+        domain: awkwardString(&random), code: Int.random(in: Int.min...Int.max, using: &random),
+        description: awkwardString(&random))
+    let outcome = OutcomeSnapshot(
+        kind: [.response, .failure, .blocked, .warningDeclined, .cancelled, .systemLoader, .replayed].randomElement(
+            using: &random) ?? .response,
+        status: optional(Int.random(in: 100...599, using: &random), &random),
+        bytes: optional(Int.random(in: 0...Int.max, using: &random), &random),
+        durationMilliseconds: [0, 0.1, 2.5, 1e-7, 123_456.789, Double.random(in: 0...1e6, using: &random)]
+            .randomElement(using: &random) ?? 0,
+        forwardedURL: optional(awkwardString(&random), &random), finalURL: optional(awkwardString(&random), &random),
+        redirects: (0..<Int.random(in: 0...2, using: &random)).map { _ in awkwardString(&random) },
+        error: optional(error, &random))
+    let warning = WarningResolution(
+        decision: Bool.random(using: &random) ? .proceed : .cancel,
+        decidedBy: [.handler, .timeout, .default].randomElement(using: &random) ?? .default)
+    // Times from 1970 to 2100, including leap days, at whole milliseconds as the log keeps them.
+    let milliseconds = Int64.random(in: 0...4_102_444_800_000, using: &random)
+    return AuditRecord(
+        id: UUID(), time: Date(timeIntervalSince1970: Double(milliseconds) / 1_000), request: request,
+        decision: decision, warning: optional(warning, &random), outcome: outcome)
+}
+
+private func slowDecode(_ line: String) -> Result<AuditRecord, Error> {
+    Result { try AuditLogCoding.decoder().decode(AuditRecord.self, from: Data(line.utf8)) }
+}
+
+private func fastDecode(_ line: String) -> AuditRecord? { AuditLogLineDecoder.decode(ArraySlice(line.utf8)) }
+
+@Suite struct AuditLogLineDecoderTests {
+    @Test("every line the writer writes is read on the fast path, exactly as JSONDecoder reads it")
+    func writerLinesMatchJSONDecoder() throws {
+        var random = SplitMix64(state: 2026)
+        for _ in 0..<2_000 {
+            let record = randomRecord(&random)
+            let line = try record.jsonLine()
+            let fast = fastDecode(line)
+            #expect(fast != nil, "fast path declined \(line)")
+            #expect(fast == (try slowDecode(line).get()), "\(line)")
+            #expect(fast == record)
+        }
+    }
+
+    @Test(
+        "lines outside the writer's own form are left to JSONDecoder, which reads or rejects them",
+        arguments: [
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00+01:00","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00.123456Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"id":"ID","time":"2026-02-30T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1.0,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"schema":2,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"sch\u0065ma":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"id":"not-a-uuid","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC}"#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT} x"#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT,"#,
+            #"  { "schema" : 1 , "id" : "ID" , "time" : "2026-11-21T10:00:00Z" , "request" : REQ , "decision" : DEC , "outcome" : OUT }  "#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":{"method":"GET","url":"https://a.test/\ud83d\ude00\u00e9\u0041\b\f\n\r\t\"\\\/","host":"a.test","headers":[]},"decision":DEC,"outcome":OUT}"#,
+            #"{"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":{"method":"GET","url":"\ud83d","host":"a.test","headers":[]},"decision":DEC,"outcome":OUT}"#,
+            #"{"extra":{"a":[1,2.5e3,true,false,null,{"b":"c"}]},"schema":1,"id":"ID","time":"2026-11-21T10:00:00Z","request":REQ,"decision":DEC,"outcome":OUT,"warning":null}"#,
+        ]
+    )
+    func otherFormsMatchJSONDecoder(template: String) throws {
+        let line =
+            template
+            .replacingOccurrences(of: "ID", with: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+            .replacingOccurrences(
+                of: "REQ", with: #"{"method":"GET","url":"https://a.test/","host":"a.test","headers":[]}"#
+            )
+            .replacingOccurrences(
+                of: "DEC",
+                with: #"{"verdict":"pass","recorded":[],"recordedCategories":[],"errors":[],"nanoseconds":5}"#
+            )
+            .replacingOccurrences(of: "OUT", with: #"{"kind":"response","durationMilliseconds":1,"redirects":[]}"#)
+        let path = try temporaryLogPath()
+        try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        let (records, problems) = try AuditLogReader.read(atPath: path)
+        switch slowDecode(line) {
+        case .success(let expected):
+            #expect(records == [expected])
+            #expect(problems.isEmpty)
+        case .failure:
+            #expect(records.isEmpty)
+            #expect(problems.count == 1)
+        }
+        if let fast = fastDecode(line) { #expect(fast == (try slowDecode(line).get())) }
+        if line.contains(#"\ud83d\ude00"#) {
+            #expect(records.first?.request.url == "https://a.test/\u{1F600}\u{E9}A\u{8}\u{C}\n\r\t\"\\/")
+        }
+    }
+
+    @Test("the fast path reads the writer's times to the millisecond, across leap years and centuries")
+    func times() {
+        let cases: [(String, Double)] = [
+            ("1970-01-01T00:00:00.000Z", 0), ("2000-02-29T23:59:59.999Z", 951_868_799.999),
+            ("2100-03-01T00:00:00Z", 4_107_542_400), ("1969-12-31T23:59:59.500Z", -0.5),
+            ("2026-11-21T19:53:12.565Z", 1_795_290_792.565),
+        ]
+        for (text, seconds) in cases {
+            #expect(AuditLogLineDecoder.time(text) == Date(timeIntervalSince1970: seconds), "\(text)")
+        }
+        #expect(AuditLogLineDecoder.time("2025-02-29T00:00:00Z") == nil)
+        #expect(AuditLogLineDecoder.time("2026-11-21T24:00:00Z") == nil)
+    }
+
+    @Test("a value nested 100,000 deep under an unknown key is a skipped line, not a crash")
+    func deepNesting() throws {
+        let line =
+            try sampleRecord(1).jsonLine().dropLast() + #","deep":"# + String(repeating: "[", count: 100_000)
+            + String(repeating: "]", count: 100_000) + "}"
+        let path = try temporaryLogPath()
+        try Data((line + "\n" + sampleRecord(2).jsonLine() + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        let (records, problems) = try AuditLogReader.read(atPath: path)
+        #expect(records.count == 1)
+        #expect(problems.map(\.line) == [1])
+    }
+}
