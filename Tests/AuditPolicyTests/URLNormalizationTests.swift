@@ -12,6 +12,14 @@ import Testing
         ("https://a.test/%7Euser/../x?q=A%20B", "https://a.test/%7Euser/../x?q=A%20B"),
         ("https://a.test?x=1#f", "https://a.test?x=1"),
         ("not a url#frag", "not a url"),
+        ("https://a.test:/x", "https://a.test/x"),
+        ("HTTP://A.test:80?q=1", "http://a.test?q=1"),
+        ("WSS://A.test:443/s", "wss://a.test/s"),
+        ("ftp://Files.test:21/f", "ftp://files.test/f"),
+        ("https://B\u{DC}CHER.Example:443/Pfad", "https://b\u{FC}cher.example/Pfad"),
+        ("https://B\u{DC}CHER.Example:8443/", "https://b\u{FC}cher.example:8443/"),
+        ("https://[::1]x/p", "https://[::1]/p"),
+        ("h://x", "h://x"),
     ]
 
     @Test(

@@ -3,7 +3,7 @@ import AuditRegex
 /// The match subjects of one request, built once per evaluation, each only when a rule asks for it.
 struct RequestSubjects {
     private let request: AuditRequest
-    private let parts: URLParts
+    private var lazyParts: URLParts?
     private var url: MatchSubject?
     private var host: MatchSubject?
     private var path: MatchSubject?
@@ -13,16 +13,50 @@ struct RequestSubjects {
 
     init(_ request: AuditRequest) {
         self.request = request
-        self.parts = URLParts(request.url)
+    }
+
+    /// The URL split and normalized, made on first use: most requests are decided without it.
+    private var parts: URLParts {
+        mutating get {
+            if let parts = lazyParts { return parts }
+            let parts = URLParts(request.url)
+            lazyParts = parts
+            return parts
+        }
+    }
+
+    /// Calls `body` with the URL's raw UTF-8 bytes and returns true, if they are all ASCII;
+    /// otherwise returns false without calling it.
+    func withASCIIURLBytes(_ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        var url = request.url
+        return url.withUTF8 { bytes in
+            guard TokenScanner.isASCII(bytes) else { return false }
+            body(bytes)
+            return true
+        }
     }
 
     /// The subject for `field`, or nil when the request has no such header.
     mutating func subject(for field: RequestField) -> MatchSubject? {
         switch field {
-        case .url: return Self.cached(&url) { MatchSubject(bytes: parts.normalizedBytes) }
-        case .host: return Self.cached(&host) { MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange])) }
-        case .path: return Self.cached(&path) { MatchSubject(bytes: Array(parts.requestPathBytes)) }
-        case .query: return Self.cached(&query) { MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange])) }
+        case .url:
+            if let url { return url }
+            url = MatchSubject(bytes: parts.normalizedBytes)
+            return url
+        case .host:
+            if let host { return host }
+            let parts = parts
+            host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange]))
+            return host
+        case .path:
+            if let path { return path }
+            path = MatchSubject(bytes: Array(parts.requestPathBytes))
+            return path
+        case .query:
+            if let query { return query }
+            let parts = parts
+            query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
+            return query
         case .method: return Self.cached(&method) { MatchSubject(request.method) }
         case .header(let name):
             if let cached = headers[name] { return cached }

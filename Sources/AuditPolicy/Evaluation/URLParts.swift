@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A URL split the way policies see it, without Foundation's rewriting: only the scheme and host
 /// are changed (lower-cased) and the default port dropped; everything else is kept as sent.
 ///
@@ -19,8 +25,9 @@ struct URLParts: Sendable {
     }
 
     private init(bytes all: UnsafeBufferPointer<UInt8>) {
-        let bytes = UnsafeBufferPointer(rebasing: all[..<(all.firstIndex(of: UInt8(ascii: "#")) ?? all.count)])
-        guard let separator = Self.firstSchemeSeparator(in: bytes), Self.isScheme(bytes[..<separator]) else {
+        let end = Self.firstIndex(of: UInt8(ascii: "#"), in: all, from: 0, to: all.count) ?? all.count
+        let bytes = UnsafeBufferPointer(rebasing: all[..<end])
+        guard let separator = Self.firstSchemeSeparator(in: bytes), Self.isScheme(bytes, to: separator) else {
             normalizedBytes = Array(bytes)
             hostRange = 0..<0
             pathRange = 0..<0
@@ -35,34 +42,56 @@ struct URLParts: Sendable {
             authorityEnd += 1
         }
         var hostStart = restStart
-        if let at = bytes[restStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 }
+        if let at = Self.lastIndex(of: UInt8(ascii: "@"), in: bytes, from: restStart, to: authorityEnd) {
+            hostStart = at + 1
+        }
         var hostEnd = authorityEnd
         var portStart = authorityEnd
         if hostStart < authorityEnd, bytes[hostStart] == UInt8(ascii: "["),
-            let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]"))
+            let close = Self.firstIndex(of: UInt8(ascii: "]"), in: bytes, from: hostStart, to: authorityEnd)
         {
             hostEnd = close + 1
             if hostEnd < authorityEnd, bytes[hostEnd] == UInt8(ascii: ":") { portStart = hostEnd + 1 }
-        } else if let colon = bytes[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
+        } else if let colon = Self.lastIndex(of: UInt8(ascii: ":"), in: bytes, from: hostStart, to: authorityEnd) {
             hostEnd = colon
             portStart = colon + 1
         }
+        let keepsPort =
+            portStart < authorityEnd
+            && !Self.isDefaultPort(
+                UnsafeBufferPointer(rebasing: bytes[portStart..<authorityEnd]),
+                scheme: UnsafeBufferPointer(rebasing: bytes[..<separator]))
 
-        var normalized: [UInt8] = []
-        normalized.reserveCapacity(bytes.count)
-        for byte in bytes[..<separator] { normalized.append(Self.lowered(byte)) }
-        normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[separator..<hostStart]))
-        let lowerHostStart = normalized.count
-        Self.appendLowercased(UnsafeBufferPointer(rebasing: bytes[hostStart..<hostEnd]), to: &normalized)
-        let lowerHostEnd = normalized.count
-        let port = UnsafeBufferPointer(rebasing: bytes[portStart..<authorityEnd])
-        if !port.isEmpty, !Self.isDefaultPort(port, scheme: UnsafeBufferPointer(rebasing: bytes[..<separator])) {
-            normalized.append(UInt8(ascii: ":"))
-            normalized.append(contentsOf: port)
+        var normalized: [UInt8]
+        let lowerHostStart = hostStart
+        let lowerHostEnd: Int
+        if Self.isASCII(bytes, from: hostStart, to: hostEnd) {
+            // Lower-casing ASCII keeps every byte where it is: copy, then fix scheme and host.
+            let dropped = keepsPort ? 0 : authorityEnd - hostEnd
+            normalized = Array(unsafeUninitializedCapacity: bytes.count - dropped) { output, count in
+                _ = UnsafeMutableBufferPointer(rebasing: output[0..<hostEnd]).initialize(
+                    fromContentsOf: UnsafeBufferPointer(rebasing: bytes[0..<hostEnd]))
+                _ = UnsafeMutableBufferPointer(rebasing: output[hostEnd..<(bytes.count - dropped)]).initialize(
+                    fromContentsOf: UnsafeBufferPointer(rebasing: bytes[(hostEnd + dropped)...]))
+                for index in 0..<separator { output[index] = Self.lowered(bytes[index]) }
+                for index in hostStart..<hostEnd { output[index] = Self.lowered(bytes[index]) }
+                count = bytes.count - dropped
+            }
+            lowerHostEnd = hostEnd
+        } else {
+            normalized = []
+            normalized.reserveCapacity(bytes.count)
+            for byte in bytes[..<separator] { normalized.append(Self.lowered(byte)) }
+            normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[separator..<hostStart]))
+            normalized.append(contentsOf: String(decoding: bytes[hostStart..<hostEnd], as: UTF8.self).lowercased().utf8)
+            lowerHostEnd = normalized.count
+            if keepsPort { normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[hostEnd..<authorityEnd])) }
+            normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[authorityEnd...]))
         }
-        let pathStart = normalized.count
-        normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[authorityEnd...]))
-        let questionMark = normalized[pathStart...].firstIndex(of: UInt8(ascii: "?"))
+        let pathStart = normalized.count - (bytes.count - authorityEnd)
+        let questionMark = normalized.withUnsafeBufferPointer {
+            Self.firstIndex(of: UInt8(ascii: "?"), in: $0, from: pathStart, to: $0.count)
+        }
         pathRange = pathStart..<(questionMark ?? normalized.count)
         queryRange = questionMark.map { ($0 + 1)..<normalized.count } ?? normalized.count..<normalized.count
         if lowerHostEnd - lowerHostStart >= 2, normalized[lowerHostStart] == UInt8(ascii: "["),
@@ -84,45 +113,82 @@ struct URLParts: Sendable {
     }
 
     private static func isDefaultPort(_ port: UnsafeBufferPointer<UInt8>, scheme: UnsafeBufferPointer<UInt8>) -> Bool {
-        let defaultPort: String
-        switch String(decoding: scheme, as: UTF8.self).lowercased() {
-        case "http", "ws": defaultPort = "80"
-        case "https", "wss": defaultPort = "443"
-        case "ftp": defaultPort = "21"
-        default: return false
+        let defaultPort: StaticString
+        if spells(scheme, "http") || spells(scheme, "ws") {
+            defaultPort = "80"
+        } else if spells(scheme, "https") || spells(scheme, "wss") {
+            defaultPort = "443"
+        } else if spells(scheme, "ftp") {
+            defaultPort = "21"
+        } else {
+            return false
         }
-        return port.elementsEqual(defaultPort.utf8)
+        return defaultPort.withUTF8Buffer { port.elementsEqual($0) }
     }
 
-    private static func firstSchemeSeparator(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard bytes.count >= 3 else { return nil }
-        for index in 0..<(bytes.count - 2)
-        where bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/")
-            && bytes[index + 2] == UInt8(ascii: "/")
-        {
-            return index
+    /// Whether `bytes`, lower-cased, are `word` (lower-case ASCII).
+    private static func spells(_ bytes: UnsafeBufferPointer<UInt8>, _ word: StaticString) -> Bool {
+        word.withUTF8Buffer { word in
+            bytes.count == word.count && zip(bytes, word).allSatisfy { lowered($0) == $1 }
+        }
+    }
+
+    private static func firstIndex(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
+        -> Int?
+    {
+        guard start < end, let base = bytes.baseAddress,
+            let found = memchr(base + start, Int32(byte), end - start)
+        else { return nil }
+        return start + (UnsafeRawPointer(found) - UnsafeRawPointer(base + start))
+    }
+
+    private static func lastIndex(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
+        -> Int?
+    {
+        var index = end
+        while index > start {
+            index -= 1
+            if bytes[index] == byte { return index }
         }
         return nil
     }
 
-    private static func isScheme(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
-        guard let first = bytes.first, isLetter(first) else { return false }
-        return bytes.allSatisfy {
-            isLetter($0) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "+")
-                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Bool {
+        var index = start
+        while index < end {
+            if bytes[index] >= 0x80 { return false }
+            index += 1
         }
+        return true
+    }
+
+    private static func firstSchemeSeparator(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count >= 3 else { return nil }
+        var index = 0
+        while index < bytes.count - 2 {
+            if bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
+                bytes[index + 2] == UInt8(ascii: "/")
+            {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func isScheme(_ bytes: UnsafeBufferPointer<UInt8>, to end: Int) -> Bool {
+        guard end > 0, isLetter(bytes[0]) else { return false }
+        for index in 1..<end {
+            let byte = bytes[index]
+            guard
+                isLetter(byte) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            else { return false }
+        }
+        return true
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
 
     private static func lowered(_ byte: UInt8) -> UInt8 { byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte }
-
-    /// Lower-cases a host: ASCII by bytes, anything else by Unicode's rules as `String` does.
-    private static func appendLowercased(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        if bytes.allSatisfy({ $0 < 0x80 }) {
-            for byte in bytes { output.append(lowered(byte)) }
-        } else {
-            output.append(contentsOf: String(decoding: bytes, as: UTF8.self).lowercased().utf8)
-        }
-    }
 }

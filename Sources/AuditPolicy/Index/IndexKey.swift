@@ -97,7 +97,50 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         return hash == 0 ? 1 : hash
     }
 
-    var hashValue64: UInt64 { Self.hash(kind: kind, text: text) }
+    /// The key's hash. A whole-token key uses ``tokenHash(_:_:_:)``, which reads eight bytes at a
+    /// time; a suffix key hashes its text last byte first, so a scan can hash a token backwards once
+    /// and read off the hash of every suffix on the way.
+    var hashValue64: UInt64 {
+        switch kind {
+        case .token: text.withUnsafeBufferPointer { Self.tokenHash($0, 0, $0.count) }
+        case .tokenSuffix: Self.hash(kind: kind, text: text.reversed())
+        case .tokenPrefix, .infix: Self.hash(kind: kind, text: text)
+        }
+    }
+
+    /// The hash of the token `bytes[start..<end]` (not empty), lower-cased: every byte of a token
+    /// is an ASCII letter or digit, and setting bit 5 lower-cases a letter and leaves a digit as it
+    /// is, so eight bytes are lower-cased and mixed in at once. The last one to eight bytes are
+    /// read with one load too, shifted and masked, whenever the buffer has eight bytes.
+    @inline(__always)
+    static func tokenHash(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
+        let raw = UnsafeRawBufferPointer(bytes)
+        let lowerCaseBits: UInt64 = 0x2020_2020_2020_2020
+        var state = hashStart ^ (UInt64(end - start) &* 0x9e37_79b9_7f4a_7c15)
+        var offset = start
+        while end - offset > 8 {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) | lowerCaseBits
+            state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
+            state ^= state >> 31
+            offset += 8
+        }
+        let rest = end - offset
+        let restMask: UInt64 = rest == 8 ? ~0 : (1 << UInt64(8 * rest)) - 1
+        var word: UInt64
+        if bytes.count >= 8 {
+            // The eight bytes from `base` hold the rest of the token, `offset - base` bytes in.
+            let base = min(offset, bytes.count - 8)
+            let loaded = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))
+            word = (loaded >> UInt64(8 * (offset - base))) & restMask
+        } else {
+            word = 0
+            for index in 0..<rest { word |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
+        }
+        word |= lowerCaseBits & restMask
+        state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
+        state ^= state >> 31
+        return hashFinish(state, .token)
+    }
 }
 
 /// What a pattern needs, as a formula over keys: one key, or any one of several requirements.

@@ -20,6 +20,12 @@ struct RuleIndex: Sendable {
         let suffixLengths: UInt32
         let infixLengths: UInt32
         let hasTokenKeys: Bool
+        /// Which (first, second) byte pairs of a token some prefix key allows, and likewise for
+        /// the last two bytes and suffix keys, and for each position and infix keys: most tokens
+        /// start no affix key at all, and these 8 KiB sets say so without hashing or probing.
+        let prefixGate: BytePairSet
+        let suffixGate: BytePairSet
+        let infixGate: BytePairSet
         /// Number of rules filed per kind of key (a rule with several alternatives counts once,
         /// under the kind of its first key).
         let rulesByKind: [IndexKey.Kind: Int]
@@ -28,9 +34,13 @@ struct RuleIndex: Sendable {
 
         init(
             field: RequestField, table: KeyTable, alwaysRun: [Int32], all: [Int32], prefixLengths: UInt32,
-            suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, rulesByKind: [IndexKey.Kind: Int],
+            suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, prefixGate: BytePairSet,
+            suffixGate: BytePairSet, infixGate: BytePairSet, rulesByKind: [IndexKey.Kind: Int],
             busiestKeys: [(key: String, rules: Int)]
         ) {
+            self.prefixGate = prefixGate
+            self.suffixGate = suffixGate
+            self.infixGate = infixGate
             self.busiestKeys = busiestKeys
             self.field = field
             self.table = table
@@ -65,6 +75,9 @@ struct RuleIndex: Sendable {
         var suffixLengths: UInt32 = 0
         var infixLengths: UInt32 = 0
         var hasTokenKeys = false
+        var prefixGate = BytePairSet()
+        var suffixGate = BytePairSet()
+        var infixGate = BytePairSet()
         var rulesByKind: [IndexKey.Kind: Int] = [:]
         var rulesByKey: [IndexKey: Int] = [:]
         for member in members {
@@ -86,16 +99,24 @@ struct RuleIndex: Sendable {
                 let bit = UInt32(1) << UInt32(key.text.count)
                 switch key.kind {
                 case .token: hasTokenKeys = true
-                case .tokenPrefix: prefixLengths |= bit
-                case .tokenSuffix: suffixLengths |= bit
-                case .infix: infixLengths |= bit
+                case .tokenPrefix:
+                    prefixLengths |= bit
+                    prefixGate.insert(key.text[0], then: key.text.count > 1 ? key.text[1] : nil)
+                case .tokenSuffix:
+                    suffixLengths |= bit
+                    let last = key.text.count - 1
+                    suffixGate.insert(key.text[last], then: last > 0 ? key.text[last - 1] : nil)
+                case .infix:
+                    infixLengths |= bit
+                    infixGate.insert(key.text[0], then: key.text.count > 1 ? key.text[1] : nil)
                 }
             }
         }
         return FieldGroup(
             field: field, table: KeyTable(entries: entries), alwaysRun: alwaysRun, all: members,
             prefixLengths: prefixLengths, suffixLengths: suffixLengths, infixLengths: infixLengths,
-            hasTokenKeys: hasTokenKeys, rulesByKind: rulesByKind,
+            hasTokenKeys: hasTokenKeys, prefixGate: prefixGate, suffixGate: suffixGate, infixGate: infixGate,
+            rulesByKind: rulesByKind,
             busiestKeys: rulesByKey.sorted { ($0.value, $1.key.description) > ($1.value, $0.key.description) }
                 .prefix(10).map { ($0.key.description, $0.value) })
     }
@@ -104,8 +125,15 @@ struct RuleIndex: Sendable {
     func candidates(for subjects: inout RequestSubjects) -> [Int32] {
         var candidates: [Int32] = []
         for group in groups {
+            // An ASCII URL's tokens include every token of its normalized form (normalizing only
+            // lower-cases scheme and host and drops a default port and the fragment, each set off
+            // by separators), so its raw bytes can be scanned without building the normalized copy:
+            // more candidates at worst, never fewer. PCRE2 still matches the normalized URL.
+            if group.field == .url, subjects.withASCIIURLBytes({ group.collect(in: $0, into: &candidates) }) {
+                continue
+            }
             guard let subject = subjects.subject(for: group.field) else { continue }
-            group.collect(in: subject, into: &candidates)
+            subject.bytes.withUnsafeBufferPointer { group.collect(in: $0, into: &candidates) }
         }
         candidates.sort()
         var unique = 0
@@ -119,39 +147,25 @@ struct RuleIndex: Sendable {
 }
 
 extension RuleIndex.FieldGroup {
-    /// Appends the rules of this group that `subject` may match.
-    func collect(in subject: MatchSubject, into candidates: inout [Int32]) {
+    /// Appends the rules of this group that a subject made of `bytes` may match.
+    func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32]) {
         candidates.append(contentsOf: alwaysRun)
-        subject.bytes.withUnsafeBufferPointer { bytes in
+        do {
             // First every token's hash (rules filed with a second token are checked against these),
             // then the lookups.
             var tokens = TokenHashes(capacity: bytes.count / 4 + 4)
-            var start = 0
-            let count = bytes.count
-            while start < count {
-                let byte = bytes[start]
-                guard Self.isAlnum(byte) else {
-                    // U+212A (E2 84 AA) and U+017F (C5 BF) match k and s caselessly; tokens cannot
-                    // see that, so every rule of the field runs.
-                    if byte >= 0xC5, Self.isASCIIFoldingCharacter(bytes, at: start) {
-                        candidates.append(contentsOf: all)
-                        return
-                    }
-                    start += 1
-                    continue
-                }
-                var end = start + 1
-                var state = IndexKey.hashStep(IndexKey.hashStart, Self.lowered(byte))
-                while end < count, Self.isAlnum(bytes[end]) {
-                    state = IndexKey.hashStep(state, Self.lowered(bytes[end]))
-                    end += 1
-                }
-                tokens.append(IndexKey.hashFinish(state, .token), start: start, end: end)
-                start = end
+            let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
+                tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
             }
-            for token in tokens.tokens {
-                if hasTokenKeys { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
-                if prefixLengths | suffixLengths | infixLengths != 0 {
+            guard isTokenizable else {
+                candidates.append(contentsOf: all)
+                return
+            }
+            if hasTokenKeys {
+                for token in tokens.tokens { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
+            }
+            if prefixLengths | suffixLengths | infixLengths != 0 {
+                for token in tokens.tokens {
                     collectAffixes(bytes, Int(token.start), Int(token.end), tokens, into: &candidates)
                 }
             }
@@ -164,7 +178,9 @@ extension RuleIndex.FieldGroup {
     ) {
         let length = end - start
         let affixLength = min(length, IndexKey.maximumAffixLength)
-        if prefixLengths != 0 {
+        if prefixLengths != 0,
+            prefixGate.contains(Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
+        {
             var state = IndexKey.hashStart
             for offset in 0..<affixLength {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[start + offset]))
@@ -173,44 +189,37 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if suffixLengths != 0 {
-            for suffixLength in 1...affixLength where suffixLengths & (1 << UInt32(suffixLength)) != 0 {
-                table.collect(
-                    hash(.tokenSuffix, bytes, end - suffixLength, end), confirmedBy: tokens, into: &candidates)
+        if suffixLengths != 0,
+            suffixGate.contains(Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
+        {
+            // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
+            var state = IndexKey.hashStart
+            for offset in 1...affixLength {
+                state = IndexKey.hashStep(state, Self.lowered(bytes[end - offset]))
+                if suffixLengths & (1 << UInt32(offset)) != 0 {
+                    table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: tokens, into: &candidates)
+                }
             }
         }
         if infixLengths != 0 {
-            for infixLength in 1...min(length, IndexKey.maximumInfixLength)
-            where infixLengths & (1 << UInt32(infixLength)) != 0 {
-                for offset in start...(end - infixLength) {
-                    table.collect(
-                        hash(.infix, bytes, offset, offset + infixLength), confirmedBy: tokens, into: &candidates)
+            for offset in start..<end
+            where infixGate.contains(
+                Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)
+            {
+                var state = IndexKey.hashStart
+                for infixLength in 1...min(end - offset, IndexKey.maximumInfixLength) {
+                    state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixLength - 1]))
+                    if infixLengths & (1 << UInt32(infixLength)) != 0 {
+                        table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: tokens, into: &candidates)
+                    }
                 }
             }
         }
     }
 
     @inline(__always)
-    private func hash(_ kind: IndexKey.Kind, _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
-        var state = IndexKey.hashStart
-        for index in start..<end { state = IndexKey.hashStep(state, Self.lowered(bytes[index])) }
-        return IndexKey.hashFinish(state, kind)
-    }
-
-    @inline(__always)
-    static func isAlnum(_ byte: UInt8) -> Bool {
-        (byte &- UInt8(ascii: "0") < 10) || ((byte | 0x20) &- UInt8(ascii: "a") < 26)
-    }
-
-    @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
-    }
-
-    /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at `index`.
-    static func isASCIIFoldingCharacter(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
-        if bytes[index] == 0xC5 { return index + 1 < bytes.count && bytes[index + 1] == 0xBF }
-        return bytes[index] == 0xE2 && index + 2 < bytes.count && bytes[index + 1] == 0x84 && bytes[index + 2] == 0xAA
     }
 }
 
@@ -238,5 +247,28 @@ struct TokenHashes {
     func contains(_ hash: UInt64) -> Bool {
         guard summary & (1 << (hash >> 58)) != 0 else { return false }
         return tokens.contains { $0.hash == hash }
+    }
+}
+
+/// A set of byte pairs (a byte, then the byte after it or 0 for none): 65,536 bits in 8 KiB, small
+/// enough to stay in the processor's first-level cache.
+struct BytePairSet: Sendable {
+    private var words = [UInt64](repeating: 0, count: 1_024)
+
+    /// Adds (`first`, `second`); with `second` nil, `first` followed by anything or nothing.
+    mutating func insert(_ first: UInt8, then second: UInt8?) {
+        guard let second else {
+            for next in 0...255 { insert(first, then: UInt8(next)) }
+            return
+        }
+        let bit = Int(first) << 8 | Int(second)
+        words[bit >> 6] |= 1 << UInt64(bit & 63)
+    }
+
+    /// Whether (`first`, `second`) was added.
+    @inline(__always)
+    func contains(_ first: UInt8, then second: UInt8) -> Bool {
+        let bit = Int(first) << 8 | Int(second)
+        return words.withUnsafeBufferPointer { $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
     }
 }

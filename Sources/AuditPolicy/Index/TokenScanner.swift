@@ -1,0 +1,119 @@
+/// Finds the tokens of a subject (see ``IndexKey``) eight bytes at a time.
+///
+/// Each block of 64 bytes becomes a 64-bit mask of its letters and digits, computed with word
+/// arithmetic rather than a test and a branch per byte; tokens are then read off the mask's
+/// edges, so the work per byte is a few instructions and the branches are per token.
+enum TokenScanner {
+    /// Calls `body(start, end)` for each token of `bytes`, in order.
+    ///
+    /// Returns false, having stopped, when `bytes` hold U+212A (Kelvin sign, E2 84 AA) or U+017F
+    /// (long s, C5 BF): PCRE2 matches those caselessly against `k` and `s`, which tokens cannot
+    /// express, so the caller must run every rule.
+    @inline(__always)
+    static func forEachToken(in bytes: UnsafeBufferPointer<UInt8>, _ body: (Int, Int) -> Void) -> Bool {
+        let count = bytes.count
+        var tokenStart = 0
+        var isInToken = false
+        var blockStart = 0
+        while blockStart < count {
+            let blockLength = min(64, count - blockStart)
+            guard let mask = alnumMask(bytes, from: blockStart, length: blockLength) else { return false }
+            // Where a token starts, and where one ends (the first byte after it; bits past a short
+            // block's end are clear in `mask`, so a token running to the end ends there). Starts
+            // and ends alternate, so pairing them in order needs no test per byte.
+            let before = mask << 1 | (isInToken ? 1 : 0)
+            var starts = mask & ~before
+            var ends = ~mask & before
+            if isInToken, ends != 0 {
+                body(tokenStart, blockStart + ends.trailingZeroBitCount)
+                ends &= ends - 1
+                isInToken = false
+            }
+            while starts != 0 {
+                let start = blockStart + starts.trailingZeroBitCount
+                starts &= starts - 1
+                if ends != 0 {
+                    body(start, blockStart + ends.trailingZeroBitCount)
+                    ends &= ends - 1
+                } else {
+                    tokenStart = start
+                    isInToken = true
+                }
+            }
+            blockStart += blockLength
+        }
+        if isInToken { body(tokenStart, count) }
+        return true
+    }
+
+    /// Whether every byte is below 0x80.
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var highBits: UInt64 = 0
+        var offset = 0
+        while bytes.count - offset >= 8 {
+            highBits |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            highBits |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return highBits & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` ≤ 64; higher bits clear).
+    /// Nil when a Kelvin sign or long s starts in the block.
+    @inline(__always)
+    private static func alnumMask(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64? {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var mask: UInt64 = 0
+        var offset = 0
+        while offset < length {
+            let word: UInt64
+            if length - offset >= 8 {
+                word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start + offset, as: UInt64.self))
+            } else {
+                var partial: UInt64 = 0
+                for index in 0..<(length - offset) { partial |= UInt64(bytes[start + offset + index]) << (8 * index) }
+                word = partial
+            }
+            if word & 0x8080_8080_8080_8080 != 0,
+                hasASCIIFoldingCharacter(bytes, from: start + offset, to: min(start + offset + 8, bytes.count))
+            {
+                return nil
+            }
+            mask |= alnumBits(word) << UInt64(offset)
+            offset += 8
+        }
+        return mask
+    }
+
+    /// The letters and digits of the eight bytes of `word` (first byte lowest) as eight bits.
+    @inline(__always)
+    static func alnumBits(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let low7 = word & (0x7F * ones)
+        // For bytes below 0x80, adding (0x80 - lo) sets the high bit when byte >= lo, and adding
+        // (0x7F - hi) sets it when byte > hi; no byte sum carries into the next byte.
+        let digits = (low7 &+ (0x80 - 0x30) * ones) & ~(low7 &+ (0x7F - 0x39) * ones)
+        let folded = low7 | (0x20 * ones)
+        let letters = (folded &+ (0x80 - 0x61) * ones) & ~(folded &+ (0x7F - 0x7A) * ones)
+        let high = (digits | letters) & ~word & (0x80 * ones)
+        // Gather the eight high bits into the low byte.
+        return ((high >> 7) &* 0x0102_0408_1020_4080) >> 56
+    }
+
+    /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end`.
+    private static func hasASCIIFoldingCharacter(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
+        -> Bool
+    {
+        for index in start..<end {
+            if bytes[index] == 0xC5, index + 1 < bytes.count, bytes[index + 1] == 0xBF { return true }
+            if bytes[index] == 0xE2, index + 2 < bytes.count, bytes[index + 1] == 0x84, bytes[index + 2] == 0xAA {
+                return true
+            }
+        }
+        return false
+    }
+}

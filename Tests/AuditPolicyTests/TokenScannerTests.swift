@@ -1,0 +1,83 @@
+import Testing
+
+@testable import AuditPolicy
+
+/// The tokens of `bytes` read one byte at a time: the definition the word-at-a-time scanner must meet.
+private func tokensByteByByte(_ bytes: [UInt8]) -> [Range<Int>]? {
+    for index in bytes.indices {
+        if bytes[index] == 0xC5, index + 1 < bytes.count, bytes[index + 1] == 0xBF { return nil }
+        if bytes[index] == 0xE2, index + 2 < bytes.count, bytes[index + 1] == 0x84, bytes[index + 2] == 0xAA {
+            return nil
+        }
+    }
+    func isAlnum(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+    }
+    var tokens: [Range<Int>] = []
+    var start: Int?
+    for index in bytes.indices {
+        if isAlnum(bytes[index]) {
+            if start == nil { start = index }
+        } else if let tokenStart = start {
+            tokens.append(tokenStart..<index)
+            start = nil
+        }
+    }
+    if let start { tokens.append(start..<bytes.count) }
+    return tokens
+}
+
+private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
+    var tokens: [Range<Int>] = []
+    let isTokenizable = bytes.withUnsafeBufferPointer { buffer in
+        TokenScanner.forEachToken(in: buffer) { tokens.append($0..<$1) }
+    }
+    return isTokenizable ? tokens : nil
+}
+
+@Suite struct TokenScannerTests {
+    @Test("the word-at-a-time scanner finds exactly the tokens a byte-by-byte reading finds")
+    func scannerMatchesDefinition() {
+        // Bytes around every class boundary, high bytes, and the lead bytes of K and ſ.
+        let alphabet: [UInt8] =
+            Array("09azAZ/@[`{:._-%~".utf8) + [0x00, 0x1F, 0x2F, 0x3A, 0x40, 0x5B, 0x60, 0x7B, 0x7F, 0x80, 0xC5, 0xBF]
+            + [0xE2, 0x84, 0xAA, 0xFF, 0xDF, 0xE0]
+        var random = SystemRandomNumberGenerator()
+        for length in 0...200 {
+            for _ in 0..<40 {
+                let bytes = (0..<length).map { _ in alphabet.randomElement(using: &random) ?? 0 }
+                #expect(scannedTokens(bytes) == tokensByteByByte(bytes), "\(bytes)")
+            }
+        }
+    }
+
+    @Test("a Kelvin sign or long s anywhere, across word and block edges, makes the scanner give up")
+    func foldingCharactersAnywhere() {
+        for sequence in [[UInt8(0xE2), 0x84, 0xAA], [0xC5, 0xBF]] {
+            for position in 0..<140 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 150)
+                bytes.replaceSubrange(position..<position + sequence.count, with: sequence)
+                #expect(scannedTokens(bytes) == nil, "at \(position)")
+            }
+        }
+    }
+
+    @Test("a token hashes the same wherever it sits in the subject and in whatever case")
+    func tokenHashIsPositionIndependent() {
+        for text in ["a", "ab", "ads", "doubleclick", "abcdefgh", "abcdefghi", "x1y2z3w4v5u6t7s8r9", "0"] {
+            let expected = IndexKey(kind: .token, text: Array(text.utf8)).hashValue64
+            for before in 0..<12 {
+                for after in 0..<12 {
+                    let bytes =
+                        Array(String(repeating: "/", count: before).utf8) + Array(text.uppercased().utf8)
+                        + Array(String(repeating: "?", count: after).utf8)
+                    let hash = bytes.withUnsafeBufferPointer {
+                        IndexKey.tokenHash($0, before, before + text.utf8.count)
+                    }
+                    #expect(hash == expected, "\(text) after \(before), before \(after)")
+                }
+            }
+        }
+    }
+}
