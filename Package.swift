@@ -20,8 +20,8 @@ let package = Package(
             pkgConfig: "libpcre2-8",
             providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
         ),
-        .target(name: "AuditRegex", dependencies: ["CPCRE2"]),
-        .target(name: "AuditPolicy", dependencies: ["AuditRegex"]),
+        .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking"]),
+        .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking"]),
         .target(name: "AuditLocking"),
         .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
         .target(name: "RequestAudit", dependencies: ["AuditReport", "AuditPolicy", "AuditLocking"]),

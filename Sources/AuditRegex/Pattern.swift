@@ -1,8 +1,9 @@
 /// A compiled PCRE2 regular expression, safe to share between threads.
 ///
-/// The pattern is compiled in UTF mode with PCRE2's invalid-UTF support and JIT-compiled when the
-/// platform supports it. Matching never mutates the compiled program, and each match uses its own
-/// match data, so one `Pattern` may be used from many tasks at once.
+/// The pattern is compiled in UTF mode with PCRE2's invalid-UTF support, and JIT-compiled on its
+/// first match when the platform supports it (so a large policy loads fast and pays for machine
+/// code only for the rules it uses). Matching never changes what the pattern matches, and each
+/// match uses its own match data, so one `Pattern` may be used from many tasks at once.
 ///
 /// ```swift
 /// let pattern = try Pattern(#"^https://search\.rival\.com/search\?q=([^&]*)"#)
@@ -33,6 +34,8 @@ public struct Pattern: Sendable {
     public var captureGroupCount: Int { code.captureGroupCount }
 
     /// Whether matching runs JIT-compiled machine code (false when the JIT is unavailable).
+    ///
+    /// Asking JIT-compiles the pattern if no match has done so yet.
     public var isJITCompiled: Bool { code.isJITCompiled }
 
     /// Whether the pattern matches anywhere in `subject`.

@@ -10,7 +10,7 @@ enum RequirementAnalysis {
 
     /// What the index files a rule under: the cheapest requirement of its pattern and, when the
     /// pattern also needs a second whole token, that token, checked before PCRE2 runs.
-    struct Filing: Equatable {
+    struct Filing: Equatable, Sendable {
         let requirement: Requirement
         let confirmation: IndexKey?
     }
@@ -31,8 +31,11 @@ enum RequirementAnalysis {
                 guard let requirement, requirement.cost < uselessCost else { return nil }
                 return Filing(requirement: requirement, confirmation: nil)
             }
+            // Each option priced once (a price looks keys up in the index's counts), then ordered by
+            // price, ties kept in the order found.
             let options = analysis.options(ofSequence: alternatives[0], before: true, after: true)
-                .sorted { analysis.price($0) < analysis.price($1) }
+                .enumerated().map { (price: analysis.price($0.element), order: $0.offset, option: $0.element) }
+                .sorted { ($0.price, $0.order) < ($1.price, $1.order) }.map(\.option)
             guard let requirement = options.first, requirement.cost < uselessCost else { return nil }
             let confirmation = options.dropFirst().lazy.compactMap { option -> IndexKey? in
                 guard case .key(let key) = option, key.kind == .token, option != requirement else { return nil }

@@ -1,4 +1,6 @@
+import AuditLocking
 import AuditRegex
+import Dispatch
 
 /// Files a policy's rules under the tokens a request must carry for them to match, so that an
 /// evaluation runs PCRE2 only for the few rules that can match.
@@ -80,12 +82,7 @@ struct RuleIndex: Sendable {
         var infixGate = BytePairSet()
         var rulesByKind: [IndexKey.Kind: Int] = [:]
         var rulesByKey: [IndexKey: Int] = [:]
-        for member in members {
-            let pattern = rules[Int(member)].pattern
-            // A key shared by many rules makes all of them run whenever it turns up: price it up.
-            let filing = RequirementAnalysis.filing(
-                of: pattern.source, caseInsensitive: pattern.isCaseInsensitive
-            ) { key in key.cost * (1 + Double(rulesByKey[key, default: 0])) }
+        for (member, filing) in zip(members, filings(of: members, rules: rules)) {
             guard let filing else {
                 alwaysRun.append(member)
                 continue
@@ -117,8 +114,46 @@ struct RuleIndex: Sendable {
             prefixLengths: prefixLengths, suffixLengths: suffixLengths, infixLengths: infixLengths,
             hasTokenKeys: hasTokenKeys, prefixGate: prefixGate, suffixGate: suffixGate, infixGate: infixGate,
             rulesByKind: rulesByKind,
-            busiestKeys: rulesByKey.sorted { ($0.value, $1.key.description) > ($1.value, $0.key.description) }
-                .prefix(10).map { ($0.key.description, $0.value) })
+            busiestKeys: busiest(rulesByKey))
+    }
+
+    /// Each member's filing, in order.
+    ///
+    /// A key shared by many rules makes all of them run whenever it turns up, so a key is priced up
+    /// by how many rules already use it. Large groups are cut into a fixed number of slices filed
+    /// at once on the processor's cores, each pricing keys by the rules of its own slice: the
+    /// filings are the same on every machine.
+    private static func filings(of members: [Int32], rules: [Rule]) -> [RequirementAnalysis.Filing?] {
+        @Sendable func file(_ slice: ArraySlice<Int32>) -> [RequirementAnalysis.Filing?] {
+            var rulesByKey: [IndexKey: Int] = [:]
+            return slice.map { member in
+                let pattern = rules[Int(member)].pattern
+                let filing = RequirementAnalysis.filing(
+                    of: pattern.source, caseInsensitive: pattern.isCaseInsensitive
+                ) { key in key.cost * (1 + Double(rulesByKey[key, default: 0])) }
+                for key in filing?.requirement.keys ?? [] { rulesByKey[key, default: 0] += 1 }
+                return filing
+            }
+        }
+        let sliceCount = members.count >= 4_096 ? 8 : 1
+        guard sliceCount > 1 else { return file(members[...]) }
+        let slices = Locked([[RequirementAnalysis.Filing?]](repeating: [], count: sliceCount))
+        DispatchQueue.concurrentPerform(iterations: sliceCount) { slice in
+            let range = (members.count * slice / sliceCount)..<(members.count * (slice + 1) / sliceCount)
+            let filed = file(members[range])
+            slices.withLock { $0[slice] = filed }
+        }
+        return slices.withLock { $0.flatMap { $0 } }
+    }
+
+    /// The ten keys shared by the most rules, most first, ties by name. Only keys tied with the
+    /// tenth count are named and compared by name: naming 100,000 keys would cost more than the
+    /// rest of the index.
+    private static func busiest(_ rulesByKey: [IndexKey: Int]) -> [(key: String, rules: Int)] {
+        let counts = rulesByKey.values.sorted(by: >)
+        guard let tenth = counts.prefix(10).last else { return [] }
+        return rulesByKey.filter { $0.value >= tenth }.map { (key: $0.key.description, rules: $0.value) }
+            .sorted { ($0.rules, $1.key) > ($1.rules, $0.key) }.prefix(10).map { $0 }
     }
 
     /// The indices of every rule that may match, ascending and without repeats.
@@ -149,11 +184,11 @@ struct RuleIndex: Sendable {
 extension RuleIndex.FieldGroup {
     /// Appends the rules of this group that a subject made of `bytes` may match.
     func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32]) {
-        candidates.append(contentsOf: alwaysRun)
+        if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
         do {
             // First every token's hash (rules filed with a second token are checked against these),
             // then the lookups.
-            var tokens = TokenHashes(capacity: bytes.count / 4 + 4)
+            var tokens = TokenHashes(capacity: bytes.count / 2 + 1)
             let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
                 tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
             }
@@ -166,14 +201,26 @@ extension RuleIndex.FieldGroup {
             }
             if prefixLengths | suffixLengths | infixLengths != 0 {
                 for token in tokens.tokens {
-                    collectAffixes(bytes, Int(token.start), Int(token.end), tokens, into: &candidates)
+                    let start = Int(token.start)
+                    let end = Int(token.end)
+                    let isLong = end - start > 1
+                    guard
+                        infixLengths != 0
+                            || (prefixLengths != 0
+                                && prefixGate.contains(
+                                    Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start + 1]) : 0))
+                            || (suffixLengths != 0
+                                && suffixGate.contains(
+                                    Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
+                    else { continue }
+                    collectAffixes(bytes, start, end, tokens, into: &candidates)
                 }
             }
         }
     }
 
     private func collectAffixes(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ tokens: TokenHashes,
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ tokens: borrowing TokenHashes,
         into candidates: inout [Int32]
     ) {
         let length = end - start

@@ -49,7 +49,12 @@ extension StringProtocol {
     /// Whether the text is a valid rule id or category: letters, digits, `.`, `_`, `-`, starting
     /// with a letter or digit.
     var isValidName: Bool {
-        guard let first, first.isASCII, first.isLetter || first.isNumber else { return false }
-        return allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+        func isLetterOrDigit(_ byte: UInt8) -> Bool {
+            (byte | 0x20) &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10
+        }
+        guard let first = utf8.first, isLetterOrDigit(first) else { return false }
+        return utf8.allSatisfy {
+            isLetterOrDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
     }
 }

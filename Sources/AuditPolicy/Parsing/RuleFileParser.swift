@@ -1,4 +1,12 @@
+import AuditLocking
 import AuditRegex
+import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Turns one `.rules` file into compiled rules, collecting every problem with its location.
 ///
@@ -22,6 +30,20 @@ struct RuleFileParser {
 
     private var category: String
     private var section = SectionState.none
+    /// Rules read but not yet compiled: patterns are compiled together at the end, on every core.
+    private var pending: [PendingRule] = []
+
+    /// A rule line as read, waiting for its pattern to be compiled.
+    private struct PendingRule: Sendable {
+        let name: Substring
+        let patternText: String
+        let isCaseInsensitive: Bool
+        let section: Section?
+        let category: String
+        let line: Int
+        let patternColumn: Int
+        let idLocation: SourceLocation
+    }
 
     init(source: SourceText, limits: MatchLimits) {
         self.source = source
@@ -57,6 +79,27 @@ struct RuleFileParser {
             }
         }
         closeSection()
+        let patterns = Self.compile(pending, limits: limits)
+        for (rule, pattern) in zip(pending, patterns) { finish(rule, pattern) }
+        pending = []
+    }
+
+    /// Each rule's pattern compiled, in order; large files are split among the processor's cores.
+    private static func compile(_ rules: [PendingRule], limits: MatchLimits) -> [Result<Pattern, PatternError>] {
+        @Sendable func compile(_ rule: PendingRule) -> Result<Pattern, PatternError> {
+            Result { () throws(PatternError) in
+                try Pattern(rule.patternText, caseInsensitive: rule.isCaseInsensitive, limits: limits)
+            }
+        }
+        let chunkCount = min(ProcessorCount.active, rules.count / 512)
+        guard chunkCount > 1 else { return rules.map(compile) }
+        let chunks = Locked([[Result<Pattern, PatternError>]](repeating: [], count: chunkCount))
+        DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
+            let range = (rules.count * chunk / chunkCount)..<(rules.count * (chunk + 1) / chunkCount)
+            let compiled = rules[range].map(compile)
+            chunks.withLock { $0[chunk] = compiled }
+        }
+        return chunks.withLock { $0.flatMap { $0 } }
     }
 
     private mutating func parseDirective(_ scanner: inout LineScanner, line: Int) {
@@ -104,34 +147,43 @@ struct RuleFileParser {
             return
         }
         let current: Section? = if case .open(let open, _) = section { open } else { nil }
+        pending.append(
+            PendingRule(
+                name: name, patternText: patternText, isCaseInsensitive: current?.isCaseInsensitive ?? true,
+                section: current, category: category, line: line, patternColumn: patternColumn,
+                idLocation: idLocation))
+    }
+
+    /// Reports the pattern's error, or checks the compiled rule and keeps it.
+    private mutating func finish(_ rule: PendingRule, _ compiled: Result<Pattern, PatternError>) {
         let pattern: Pattern
-        do {
-            pattern = try Pattern(patternText, caseInsensitive: current?.isCaseInsensitive ?? true, limits: limits)
-        } catch {
-            if case .invalidPattern(let message, let column) = error {
-                self.error(at: location(line, patternColumn + column - 1), "invalid pattern: \(message)")
-            } else {
-                self.error(at: location(line, patternColumn), "invalid pattern: \(error)")
-            }
+        switch compiled {
+        case .success(let compiled): pattern = compiled
+        case .failure(.invalidPattern(let message, let column)):
+            error(at: location(rule.line, rule.patternColumn + column - 1), "invalid pattern: \(message)")
+            return
+        case .failure(let error):
+            self.error(at: location(rule.line, rule.patternColumn), "invalid pattern: \(error)")
             return
         }
-        guard let current, name.isValidName, category.isValidName else { return }
+        let name = rule.name
+        guard let current = rule.section, name.isValidName, rule.category.isValidName else { return }
         if case .redirect(let target) = current.action, let group = target.highestGroup,
             group > pattern.captureGroupCount
         {
             let groups =
                 pattern.captureGroupCount == 1 ? "1 capture group" : "\(pattern.captureGroupCount) capture groups"
             error(
-                at: location(line, patternColumn),
+                at: location(rule.line, rule.patternColumn),
                 "redirect target uses $\(group) but the pattern of '\(name)' has \(groups)"
             )
             return
         }
         rules.append(
             Rule(
-                id: "\(category)/\(name)", category: category, name: String(name), action: current.action,
+                id: "\(rule.category)/\(name)", category: rule.category, name: String(name), action: current.action,
                 pattern: pattern, field: current.field, methods: current.methods, priority: current.priority,
-                message: current.message, tags: current.tags, location: idLocation
+                message: current.message, tags: current.tags, location: rule.idLocation
             )
         )
     }
@@ -150,4 +202,15 @@ struct RuleFileParser {
     private mutating func error(at location: SourceLocation, _ message: String) {
         diagnostics.append(Diagnostic(.error, at: location, message))
     }
+}
+
+/// How many processors this process may run on.
+enum ProcessorCount {
+    static let active: Int = {
+        #if canImport(Glibc)
+            return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        #else
+            return max(1, Int(sysconf(_SC_NPROCESSORS_ONLN)))
+        #endif
+    }()
 }

@@ -1,5 +1,5 @@
 /// A section header's action and options, applied to every rule line under it.
-struct Section {
+struct Section: Sendable {
     var action: RuleAction
     var message: String?
     var field: RequestField = .url
