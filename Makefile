@@ -32,7 +32,7 @@ demo: build
 ## The concurrency and interception tests under ThreadSanitizer / AddressSanitizer (own build folders).
 test-tsan: deps
 	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=thread -Xswiftc -DAUDIT_TSAN --scratch-path .build-tsan \
-		--filter 'InterceptionTests|DecisionTests|IndexDifferentialTests'
+		--filter 'InterceptionTests|DecisionTests|IndexDifferentialTests|LazyJITTests|ParallelCompileTests'
 
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(abspath Tests/lsan-suppressions.txt) \

@@ -73,6 +73,9 @@ final class PCRE2Code: @unchecked Sendable {
         return jitState.load(ordering: .acquiring) == JITState.jitCompiled
     }
 
+    /// Whether the JIT compiler has run (for tests).
+    var hasTriedJIT: Bool { jitState.load(ordering: .acquiring) != JITState.notCompiled }
+
     /// JIT-compiles the program unless that was done or tried; every match calls this first.
     @inline(__always)
     private func prepareForMatching() {

@@ -82,13 +82,14 @@ import Testing
         return url
     }
 
-    static func policy(seed: UInt64, rules count: Int) throws -> Policy {
+    static func policy(seed: UInt64, rules count: Int, urlOnly: Bool = false) throws -> Policy {
         var random = Generator(state: seed)
         var text = ""
         for number in 0..<count {
             if number % 50 == 0 {
                 let action = random.pick(["block", "allow", "warn", "record", "block"])
-                let field = random.pick(["url", "url", "url", "host", "path", "query", "header:x-test"])
+                let field =
+                    urlOnly ? "url" : random.pick(["url", "url", "url", "host", "path", "query", "header:x-test"])
                 let caseOption = random.pick(["insensitive", "sensitive"])
                 text += "[\(action)] field=\(field) case=\(caseOption) priority=\(random.below(3))\n"
             }
@@ -111,6 +112,16 @@ import Testing
             let indexed = policy.evaluate(request)
             let exhaustive = policy.evaluateEveryRule(request)
             #expect(indexed == exhaustive, "\(request.url)")
+        }
+    }
+
+    @Test("a field with enough rules to be filed in slices on every core gives the same verdicts")
+    func slicedFilingSameVerdicts() throws {
+        let policy = try Self.policy(seed: 9, rules: 5_000, urlOnly: true)
+        var random = Generator(state: 99)
+        for _ in 0..<300 {
+            let request = AuditRequest(url: Self.url(&random))
+            #expect(policy.evaluate(request) == policy.evaluateEveryRule(request), "\(request.url)")
         }
     }
 
