@@ -153,6 +153,23 @@ private func fastDecode(_ line: String) -> AuditRecord? { AuditLogLineDecoder.de
         #expect(AuditLogLineDecoder.time("2026-11-21T24:00:00Z") == nil)
     }
 
+    @Test("a log of many megabytes is read in order across read boundaries, bad lines at their own numbers")
+    func manyMegabytes() throws {
+        let count = 12_000
+        let lines = try (0..<count).map { index -> String in
+            index == 7_001 ? "{\"schema\":" : index == 9_000 ? "" : try sampleRecord(index).jsonLine()
+        }
+        let torn = String(try sampleRecord(count).jsonLine().prefix(60))
+        let path = try temporaryLogPath()
+        try Data((lines.joined(separator: "\n") + "\n" + torn).utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0 > 4 << 20)
+        let (records, problems) = try AuditLogReader.read(atPath: path)
+        let expected = (0..<count).filter { $0 != 7_001 && $0 != 9_000 }
+        #expect(records.compactMap(\.outcome.bytes) == expected)
+        #expect(problems.map(\.line) == [7_002, count + 1])
+        #expect(problems.map(\.isTornLastLine) == [false, true])
+    }
+
     @Test("a value nested 100,000 deep under an unknown key is a skipped line, not a crash")
     func deepNesting() throws {
         let line =

@@ -185,36 +185,34 @@ extension RuleIndex.FieldGroup {
     /// Appends the rules of this group that a subject made of `bytes` may match.
     func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32]) {
         if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
-        do {
-            // First every token's hash (rules filed with a second token are checked against these),
-            // then the lookups.
-            var tokens = TokenHashes(capacity: bytes.count / 2 + 1)
-            let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
-                tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
-            }
-            guard isTokenizable else {
-                candidates.append(contentsOf: all)
-                return
-            }
-            if hasTokenKeys {
-                for token in tokens.tokens { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
-            }
-            if prefixLengths | suffixLengths | infixLengths != 0 {
-                for token in tokens.tokens {
-                    let start = Int(token.start)
-                    let end = Int(token.end)
-                    let isLong = end - start > 1
-                    guard
-                        infixLengths != 0
-                            || (prefixLengths != 0
-                                && prefixGate.contains(
-                                    Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start + 1]) : 0))
-                            || (suffixLengths != 0
-                                && suffixGate.contains(
-                                    Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
-                    else { continue }
-                    collectAffixes(bytes, start, end, tokens, into: &candidates)
-                }
+        // First every token's hash (rules filed with a second token are checked against these),
+        // then the lookups.
+        var tokens = TokenHashes(capacity: bytes.count / 2 + 1)
+        let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
+            tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
+        }
+        guard isTokenizable else {
+            candidates.append(contentsOf: all)
+            return
+        }
+        if hasTokenKeys {
+            for token in tokens.tokens { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
+        }
+        if prefixLengths | suffixLengths | infixLengths != 0 {
+            for token in tokens.tokens {
+                let start = Int(token.start)
+                let end = Int(token.end)
+                let isLong = end - start > 1
+                guard
+                    infixLengths != 0
+                        || (prefixLengths != 0
+                            && prefixGate.contains(
+                                Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start + 1]) : 0))
+                        || (suffixLengths != 0
+                            && suffixGate.contains(
+                                Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
+                else { continue }
+                collectAffixes(bytes, start, end, tokens, into: &candidates)
             }
         }
     }

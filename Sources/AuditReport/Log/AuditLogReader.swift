@@ -1,3 +1,4 @@
+import AuditLocking
 import Foundation
 
 /// A line of an audit log that is not a valid record.
@@ -38,14 +39,14 @@ public enum AuditLogReader {
         }
         let decoder = AuditLogCoding.decoder()
         var problems: [AuditLogProblem] = []
-        var buffer: [UInt8] = []
         var lineNumber = 0
 
-        func decodeLine(_ line: ArraySlice<UInt8>, terminated: Bool) throws {
+        /// Hands one line to `body`: the fast decoder's record, or `JSONDecoder`'s verdict on it.
+        func deliver(_ line: ArraySlice<UInt8>, decoded: AuditRecord?, terminated: Bool) throws {
             lineNumber += 1
             guard !line.isEmpty else { return }
-            if let record = AuditLogLineDecoder.decode(line) {
-                try body(record)
+            if let decoded {
+                try body(decoded)
                 return
             }
             do {
@@ -59,19 +60,26 @@ public enum AuditLogReader {
             }
         }
 
+        // While `body` gets the records of one megabyte, the next megabyte is decoded on the other
+        // cores; records still reach `body` one at a time, in order, on this thread.
+        var leftover: [UInt8] = []
+        var previous: LineBatch?
         var bytesRead = 0
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
             bytesRead += chunk.count
             onBytesRead?(bytesRead)
-            buffer.append(contentsOf: chunk)
-            var start = 0
-            while let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                try decodeLine(buffer[start..<newline], terminated: true)
-                start = newline + 1
-            }
-            buffer.removeFirst(start)
+            let batch = LineBatch(leftover + chunk)
+            leftover = batch.leftover
+            batch.startDecoding()
+            defer { batch.waitForDecoding() }
+            try previous?.forEachLine { try deliver($0, decoded: $1, terminated: true) }
+            batch.waitForDecoding()
+            previous = batch
         }
-        if !buffer.isEmpty { try decodeLine(buffer[...], terminated: false) }
+        try previous?.forEachLine { try deliver($0, decoded: $1, terminated: true) }
+        if !leftover.isEmpty {
+            try deliver(leftover[...], decoded: AuditLogLineDecoder.decode(leftover[...]), terminated: false)
+        }
         if let decompressor {
             decompressor.waitUntilExit()
             if decompressor.terminationStatus != 0 {
@@ -120,6 +128,83 @@ public enum AuditLogReader {
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
         @unknown default: "\(error)"
+        }
+    }
+}
+
+/// The complete lines of one read from a log, decoded in the background by the fast decoder.
+private final class LineBatch: @unchecked Sendable {
+    // @unchecked: `bytes`, `lineRanges` and `leftover` are set in `init` and never change;
+    // `decoded` is written by the decoding work only and read only after `waitForDecoding()` has
+    // seen it finish.
+    private let bytes: [UInt8]
+    private let lineRanges: [Range<Int>]
+    /// The bytes after the last newline, which the next read completes.
+    let leftover: [UInt8]
+    private let decoded = Locked<[[AuditRecord?]]>([[], []])
+    private let finished = DispatchSemaphore(value: 0)
+    private var isDecoding = false
+
+    init(_ bytes: [UInt8]) {
+        var lineRanges: [Range<Int>] = []
+        var start = 0
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            while start < buffer.count,
+                let found = memchr(base + start, Int32(UInt8(ascii: "\n")), buffer.count - start)
+            {
+                let newline = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+                lineRanges.append(start..<newline)
+                start = newline + 1
+            }
+        }
+        self.bytes = bytes
+        self.lineRanges = lineRanges
+        self.leftover = Array(bytes[start...])
+    }
+
+    /// Decodes every line on the other cores (each line's record, or nil for `JSONDecoder`).
+    func startDecoding() {
+        isDecoding = true
+        DispatchQueue.global().async { [self] in
+            let parts = 2
+            DispatchQueue.concurrentPerform(iterations: parts) { part in
+                let ranges = lineRanges[(lineRanges.count * part / parts)..<(lineRanges.count * (part + 1) / parts)]
+                guard let first = ranges.first, let last = ranges.last else { return }
+                // Each part reads its own copy, so the two never share (and contend for) one
+                // array's reference count.
+                let own = Array(bytes[first.lowerBound..<last.upperBound])
+                let records = ranges.map { range in
+                    AuditLogLineDecoder.decode(
+                        own[(range.lowerBound - first.lowerBound)..<(range.upperBound - first.lowerBound)])
+                }
+                decoded.withLock { $0[part] = records }
+            }
+            finished.signal()
+        }
+    }
+
+    /// Waits until `startDecoding()`'s work is done (at once if it never started or was waited for).
+    func waitForDecoding() {
+        guard isDecoding else { return }
+        finished.wait()
+        isDecoding = false
+    }
+
+    /// Calls `body` with each complete line, in order, and its record from the fast decoder (nil:
+    /// not decoded); call after `waitForDecoding()`. The line is passed lazily: a decoded record
+    /// rarely needs it.
+    func forEachLine(_ body: (ArraySlice<UInt8>, AuditRecord?) throws -> Void) throws {
+        let parts = decoded.withLock { parts in
+            defer { parts = [] }
+            return parts
+        }
+        var index = 0
+        for part in parts {
+            for record in part {
+                try body(bytes[lineRanges[index]], record)
+                index += 1
+            }
         }
     }
 }
