@@ -12,14 +12,16 @@ final class KeyTable: Sendable {
     private let slots: ContiguousArray<Slot>
     private let postings: ContiguousArray<Posting>
 
-    /// A rule filed under a key, and the hash of a second token the subject must have (0: none).
+    /// A rule filed under a key, and the hashes of up to two more tokens the subject must have
+    /// (0: none).
     private struct Posting {
         var rule: Int32
         var confirmation: UInt64
+        var secondConfirmation: UInt64
     }
 
-    /// One filing: key hash, rule, confirmation token hash (0 when none).
-    typealias Entry = (hash: UInt64, rule: Int32, confirmation: UInt64)
+    /// One filing: key hash, rule, and the hashes of up to two confirmation tokens (0 when none).
+    typealias Entry = (hash: UInt64, rule: Int32, confirmation: UInt64, secondConfirmation: UInt64)
     private let mask: Int
     /// One bit per key hash (bits 40 and up of the hash pick the bit): most tokens of a request are
     /// no key at all, and this filter says so without touching the table. About 16 bits per key
@@ -44,7 +46,10 @@ final class KeyTable: Sendable {
             let start = postings.count
             while index < sorted.count, sorted[index].hash == hash {
                 if postings.count == start || postings[postings.count - 1].rule != sorted[index].rule {
-                    postings.append(Posting(rule: sorted[index].rule, confirmation: sorted[index].confirmation))
+                    postings.append(
+                        Posting(
+                            rule: sorted[index].rule, confirmation: sorted[index].confirmation,
+                            secondConfirmation: sorted[index].secondConfirmation))
                 }
                 index += 1
             }
@@ -69,7 +74,7 @@ final class KeyTable: Sendable {
     /// Number of distinct keys.
     var keyCount: Int { slots.count { $0.hash != 0 } }
 
-    /// Appends the rules filed under `hash` whose confirmation token is among `tokens`.
+    /// Appends the rules filed under `hash` whose confirmation tokens are among `tokens`.
     @inline(__always)
     func collect(_ hash: UInt64, confirmedBy tokens: borrowing TokenHashes, into candidates: inout [Int32]) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
@@ -82,7 +87,11 @@ final class KeyTable: Sendable {
                     postings.withUnsafeBufferPointer { postings in
                         for index in Int(found.start)..<Int(found.end) {
                             let posting = postings[index]
-                            if posting.confirmation == 0 || tokens.contains(posting.confirmation) {
+                            if posting.confirmation == 0
+                                || (tokens.contains(posting.confirmation)
+                                    && (posting.secondConfirmation == 0
+                                        || tokens.contains(posting.secondConfirmation)))
+                            {
                                 candidates.append(posting.rule)
                             }
                         }

@@ -9,10 +9,11 @@ enum RequirementAnalysis {
     static let uselessCost = 0.95
 
     /// What the index files a rule under: the cheapest requirement of its pattern and, when the
-    /// pattern also needs a second whole token, that token, checked before PCRE2 runs.
+    /// pattern also needs other whole tokens, up to two of them (the cheapest), checked before PCRE2
+    /// runs.
     struct Filing: Equatable, Sendable {
         let requirement: Requirement
-        let confirmation: IndexKey?
+        let confirmations: [IndexKey]
     }
 
     /// The cheapest requirement found for `pattern`, or nil when there is none worth using.
@@ -29,7 +30,7 @@ enum RequirementAnalysis {
             guard alternatives.count == 1 else {
                 let requirement = analysis.requirement(ofAlternatives: alternatives, before: true, after: true)
                 guard let requirement, requirement.cost < uselessCost else { return nil }
-                return Filing(requirement: requirement, confirmation: nil)
+                return Filing(requirement: requirement, confirmations: [])
             }
             // Each option priced once (a price looks keys up in the index's counts), then ordered by
             // price, ties kept in the order found.
@@ -37,11 +38,12 @@ enum RequirementAnalysis {
                 .enumerated().map { (price: analysis.price($0.element), order: $0.offset, option: $0.element) }
                 .sorted { ($0.price, $0.order) < ($1.price, $1.order) }.map(\.option)
             guard let requirement = options.first, requirement.cost < uselessCost else { return nil }
-            let confirmation = options.dropFirst().lazy.compactMap { option -> IndexKey? in
-                guard case .key(let key) = option, key.kind == .token, option != requirement else { return nil }
-                return key
-            }.first
-            return Filing(requirement: requirement, confirmation: confirmation)
+            var confirmations: [IndexKey] = []
+            for option in options.dropFirst() where confirmations.count < 2 && option != requirement {
+                guard case .key(let key) = option, key.kind == .token, !confirmations.contains(key) else { continue }
+                confirmations.append(key)
+            }
+            return Filing(requirement: requirement, confirmations: confirmations)
         }
     }
 

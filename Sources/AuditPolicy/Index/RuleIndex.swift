@@ -88,11 +88,16 @@ struct RuleIndex: Sendable {
                 continue
             }
             let keys = filing.requirement.keys
-            let confirmation = filing.confirmation?.hashValue64 ?? 0
+            let confirmations = filing.confirmations.map(\.hashValue64)
             rulesByKind[keys[0].kind, default: 0] += 1
             for key in keys {
                 rulesByKey[key, default: 0] += 1
-                entries.append((key.hashValue64, member, keys.count == 1 ? confirmation : 0))
+                let isSingle = keys.count == 1
+                entries.append(
+                    KeyTable.Entry(
+                        hash: key.hashValue64, rule: member,
+                        confirmation: isSingle && confirmations.count > 0 ? confirmations[0] : 0,
+                        secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0))
                 let bit = UInt32(1) << UInt32(key.text.count)
                 switch key.kind {
                 case .token: hasTokenKeys = true
