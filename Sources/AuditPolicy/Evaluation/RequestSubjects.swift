@@ -40,22 +40,16 @@ struct RequestSubjects {
     mutating func subject(for field: RequestField) -> MatchSubject? {
         switch field {
         case .url:
-            if let url { return url }
-            url = MatchSubject(bytes: parts.normalizedBytes)
+            if url == nil { url = MatchSubject(bytes: parts.normalizedBytes) }
             return url
         case .host:
-            if let host { return host }
-            let parts = parts
-            host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange]))
+            if host == nil { host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange])) }
             return host
         case .path:
-            if let path { return path }
-            path = MatchSubject(bytes: Array(parts.requestPathBytes))
+            if path == nil { path = MatchSubject(bytes: Array(parts.requestPathBytes)) }
             return path
         case .query:
-            if let query { return query }
-            let parts = parts
-            query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
+            if query == nil { query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange])) }
             return query
         case .method: return Self.cached(&method) { MatchSubject(request.method) }
         case .header(let name):

@@ -100,7 +100,7 @@ enum AuditLogLineDecoder {
                     guard byte == UInt8(ascii: "-") else { return nil }
                     continue
                 }
-                guard let digit = hexDigit(byte) else { return nil }
+                guard let digit = JSONLineScanner.hexValue(byte) else { return nil }
                 if digits < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
                 digits += 1
             }
@@ -111,15 +111,6 @@ enum AuditLogLineDecoder {
                     byte(high, 6), byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3),
                     byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)
                 ))
-        }
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 

@@ -190,7 +190,8 @@ struct JSONLineScanner {
         return value
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt32? {
+    /// The value of a hexadecimal digit (either case), or nil.
+    static func hexValue(_ byte: UInt8) -> UInt32? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
         case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
