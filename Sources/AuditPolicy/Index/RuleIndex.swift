@@ -200,6 +200,7 @@ extension RuleIndex.FieldGroup {
             candidates.append(contentsOf: all)
             return
         }
+        tokens.seal()
         if hasTokenKeys {
             for token in tokens.tokens { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
         }
@@ -273,8 +274,10 @@ extension RuleIndex.FieldGroup {
     }
 }
 
-/// The tokens of one subject: their hashes and where they are, plus a 64-bit summary that answers
-/// most "does the subject have this token?" questions without a search.
+/// The tokens of one subject: their hashes and where they are, a 64-bit summary that answers most
+/// "does the subject have this token?" questions without a search, and, for subjects with many
+/// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
+/// it hundreds of times).
 struct TokenHashes {
     struct Token {
         let hash: UInt64
@@ -284,6 +287,8 @@ struct TokenHashes {
 
     private(set) var tokens: [Token] = []
     private var summary: UInt64 = 0
+    /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); empty for few tokens.
+    private var set: [UInt64] = []
 
     init(capacity: Int) { tokens.reserveCapacity(capacity) }
 
@@ -292,11 +297,33 @@ struct TokenHashes {
         summary |= 1 << (hash >> 58)
     }
 
+    /// Builds the hash set when the tokens are too many for a linear search; call once all are in.
+    mutating func seal() {
+        guard tokens.count > 16 else { return }
+        var capacity = 32
+        while capacity < tokens.count * 2 { capacity *= 2 }
+        set = [UInt64](repeating: 0, count: capacity)
+        for token in tokens {
+            var slot = Int(truncatingIfNeeded: token.hash) & (capacity - 1)
+            while set[slot] != 0, set[slot] != token.hash { slot = (slot + 1) & (capacity - 1) }
+            set[slot] = token.hash
+        }
+    }
+
     /// Whether some token has hash `hash`.
     @inline(__always)
     func contains(_ hash: UInt64) -> Bool {
         guard summary & (1 << (hash >> 58)) != 0 else { return false }
-        return tokens.contains { $0.hash == hash }
+        guard !set.isEmpty else { return tokens.contains { $0.hash == hash } }
+        return set.withUnsafeBufferPointer { set in
+            let mask = set.count - 1
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while true {
+                if set[slot] == hash { return true }
+                if set[slot] == 0 { return false }
+                slot = (slot + 1) & mask
+            }
+        }
     }
 }
 
