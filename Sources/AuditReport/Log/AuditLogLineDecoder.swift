@@ -25,10 +25,10 @@ enum AuditLogLineDecoder {
                 schema = scanner.readInt()
                 return schema != nil
             case .id:
-                id = scanner.readString().flatMap(Self.uuid)
+                id = scanner.readPlainString(Self.uuid(bytes:))
                 return id != nil
             case .time:
-                time = scanner.readString().flatMap(Self.time)
+                time = scanner.readPlainString(Self.time(bytes:))
                 return time != nil
             case .request:
                 request = Self.request(&scanner)
@@ -57,61 +57,67 @@ enum AuditLogLineDecoder {
     /// `2026-11-21T19:53:12.565Z` or `2026-11-21T19:53:12Z`, as the log's decoder would read it.
     static func time(_ text: String) -> Date? {
         var text = text
-        return text.withUTF8 { bytes -> Date? in
-            guard bytes.count == 20 || bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-                bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-                bytes[bytes.count - 1] == UInt8(ascii: "Z")
-            else { return nil }
-            func number(_ range: Range<Int>) -> Int? {
-                var value = 0
-                for index in range {
-                    let digit = Int(bytes[index]) - Int(UInt8(ascii: "0"))
-                    guard (0...9).contains(digit) else { return nil }
-                    value = value * 10 + digit
-                }
-                return value
+        return text.withUTF8(time(bytes:))
+    }
+
+    /// ``time(_:)`` on the text's UTF-8 bytes.
+    static func time(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard bytes.count == 20 || bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            bytes[bytes.count - 1] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let digit = Int(bytes[index]) - Int(UInt8(ascii: "0"))
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
             }
-            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-                let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-                (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60,
-                second < 60
-            else { return nil }
-            var milliseconds = 0
-            if bytes.count == 24 {
-                guard bytes[19] == UInt8(ascii: "."), let fraction = number(20..<23) else { return nil }
-                milliseconds = fraction
-            }
-            let days = daysSince1970(year: year, month: month, day: day)
-            let total = ((Int64(days) * 24 + Int64(hour)) * 60 + Int64(minute)) * 60 + Int64(second)
-            return Date(timeIntervalSince1970: Double(total * 1_000 + Int64(milliseconds)) / 1_000)
+            return value
         }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60,
+            second < 60
+        else { return nil }
+        var milliseconds = 0
+        if bytes.count == 24 {
+            guard bytes[19] == UInt8(ascii: "."), let fraction = number(20..<23) else { return nil }
+            milliseconds = fraction
+        }
+        let days = daysSince1970(year: year, month: month, day: day)
+        let total = ((Int64(days) * 24 + Int64(hour)) * 60 + Int64(minute)) * 60 + Int64(second)
+        return Date(timeIntervalSince1970: Double(total * 1_000 + Int64(milliseconds)) / 1_000)
     }
 
     /// `E621E1F8-C36C-495A-93FC-0C247A3E6E5F` (either case), as `UUID(uuidString:)` reads it.
     static func uuid(_ text: String) -> UUID? {
         var text = text
-        return text.withUTF8 { bytes -> UUID? in
-            guard bytes.count == 36 else { return nil }
-            var high: UInt64 = 0
-            var low: UInt64 = 0
-            var digits = 0
-            for (index, byte) in bytes.enumerated() {
-                if index == 8 || index == 13 || index == 18 || index == 23 {
-                    guard byte == UInt8(ascii: "-") else { return nil }
-                    continue
-                }
-                guard let digit = JSONLineScanner.hexValue(byte) else { return nil }
-                if digits < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
-                digits += 1
+        return text.withUTF8(uuid(bytes:))
+    }
+
+    /// ``uuid(_:)`` on the text's UTF-8 bytes.
+    static func uuid(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard bytes.count == 36 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var digits = 0
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
             }
-            func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * index)) }
-            return UUID(
-                uuid: (
-                    byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5),
-                    byte(high, 6), byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3),
-                    byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)
-                ))
+            guard let digit = JSONLineScanner.hexValue(byte) else { return nil }
+            if digits < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
+            digits += 1
         }
+        func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * index)) }
+        return UUID(
+            uuid: (
+                byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5),
+                byte(high, 6), byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3),
+                byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)
+            ))
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {

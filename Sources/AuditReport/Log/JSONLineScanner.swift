@@ -139,6 +139,23 @@ struct JSONLineScanner {
         return nil
     }
 
+    /// Reads a string written without escapes or non-ASCII bytes and returns what `parse` makes of
+    /// its bytes (no `String` is made); nil when the next value is anything else.
+    mutating func readPlainString<Value>(_ parse: (UnsafeBufferPointer<UInt8>) -> Value?) -> Value? {
+        guard consume(UInt8(ascii: "\"")) else { return nil }
+        let start = position
+        while position < bytes.endIndex {
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                return bytes[start..<position - 1].withUnsafeBufferPointer(parse)
+            case UInt8(ascii: "\\"), 0..<0x20, 0x80...: return nil
+            default: position += 1
+            }
+        }
+        return nil
+    }
+
     private mutating func readEscapedString(from start: Int) -> String? {
         var unescaped = Array(bytes[start..<position])
         while position < bytes.endIndex {
