@@ -139,6 +139,35 @@ private func fastDecode(_ line: String) -> AuditRecord? { AuditLogLineDecoder.de
         }
     }
 
+    @Test("numbers of up to 15 digits read on the fast path are the doubles Double(String) makes of them")
+    func shortDecimals() throws {
+        var random = SplitMix64(state: 15)
+        let fixed = [
+            "0", "-0", "0.1", "0.3", "-2.5", "1500.0", "999999999999999", "0.000000000000001", "9007199.254740993",
+        ]
+        func digits(_ count: Int) -> String {
+            String((0..<count).map { _ in Character(String(random.next() % 10)) })
+        }
+        let generated = (0..<5_000).map { _ -> String in
+            let integerDigits = Int(random.next() % 9)
+            let fractionDigits = Int(random.next() % UInt64(16 - max(integerDigits, 1)))
+            let integer = integerDigits == 0 ? "0" : String(random.next() % 9 + 1) + digits(integerDigits - 1)
+            let sign = random.next() % 4 == 0 ? "-" : ""
+            return sign + integer + (fractionDigits == 0 ? "" : "." + digits(fractionDigits))
+        }
+        for text in fixed + generated {
+            let line =
+                #"{"decision":{"errors":[],"nanoseconds":5,"recorded":[],"recordedCategories":[],"verdict":"pass"},"#
+                + #""id":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","outcome":{"durationMilliseconds":"# + text
+                + #","kind":"response","redirects":[]},"request":{"headers":[],"host":"a.test","method":"GET","#
+                + #""url":"https://a.test/"},"schema":1,"time":"2026-11-21T10:00:00Z"}"#
+            let fast = try #require(fastDecode(line), "\(text)")
+            let expected = try #require(Double(text))
+            #expect(fast.outcome.durationMilliseconds.bitPattern == expected.bitPattern, "\(text)")
+            #expect(fast == (try slowDecode(line).get()), "\(text)")
+        }
+    }
+
     @Test("the fast path reads the writer's times to the millisecond, across leap years and centuries")
     func times() {
         let cases: [(String, Double)] = [

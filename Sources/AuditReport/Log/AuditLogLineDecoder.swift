@@ -11,7 +11,10 @@ import Foundation
 enum AuditLogLineDecoder {
     /// The record on `line`, or nil to let `JSONDecoder` decide.
     static func decode(_ line: ArraySlice<UInt8>) -> AuditRecord? {
-        var scanner = JSONLineScanner(line)
+        JSONLineScanner.scan(line, record(_:))
+    }
+
+    private static func record(_ scanner: inout JSONLineScanner) -> AuditRecord? {
         var schema: Int?
         var id: UUID?
         var time: Date?
@@ -98,19 +101,25 @@ enum AuditLogLineDecoder {
 
     /// ``uuid(_:)`` on the text's UTF-8 bytes.
     static func uuid(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
-        guard bytes.count == 36 else { return nil }
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        var digits = 0
-        for (index, byte) in bytes.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
+        guard bytes.count == 36, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
+            bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-")
+        else { return nil }
+        // Without branches on the digits: random ids mix letters and digits unpredictably.
+        var invalid: UInt8 = 0
+        func nibbles(_ range: Range<Int>) -> UInt64 {
+            var value: UInt64 = 0
+            for index in range {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                let letter = (bytes[index] | 0x20) &- UInt8(ascii: "a")
+                let isDigit = digit < 10
+                invalid |= (isDigit || letter < 6) ? 0 : 1
+                value = value << 4 | UInt64(isDigit ? digit : letter &+ 10)
             }
-            guard let digit = JSONLineScanner.hexValue(byte) else { return nil }
-            if digits < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
-            digits += 1
+            return value
         }
+        let high = nibbles(0..<8) << 32 | nibbles(9..<13) << 16 | nibbles(14..<18)
+        let low = nibbles(19..<23) << 48 | nibbles(24..<36)
+        guard invalid == 0 else { return nil }
         func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * index)) }
         return UUID(
             uuid: (
@@ -338,13 +347,15 @@ extension DecisionSnapshot {
     }
 }
 
+// Cases are in the order the writer writes the keys (sorted), which the scanner tries first.
+
 private enum RecordField: Int, JSONFields {
-    case schema, id, time, request, decision, outcome, warning
+    case decision, id, outcome, request, schema, time, warning
     static let keys = keyBytes()
 }
 
 private enum RequestField: Int, JSONFields {
-    case method, url, host, bodyBytes, headers
+    case bodyBytes, headers, host, method, url
     static let keys = keyBytes()
 }
 
@@ -354,21 +365,21 @@ private enum HeaderField: Int, JSONFields {
 }
 
 private enum DecisionField: Int, JSONFields {
-    case verdict, rule, category, message, redirect, recorded, recordedCategories, errors, nanoseconds
+    case category, errors, message, nanoseconds, recorded, recordedCategories, redirect, rule, verdict
     static let keys = keyBytes()
 }
 
 private enum WarningField: Int, JSONFields {
-    case decision, decidedBy
+    case decidedBy, decision
     static let keys = keyBytes()
 }
 
 private enum OutcomeField: Int, JSONFields {
-    case kind, status, bytes, durationMilliseconds, forwardedURL, finalURL, redirects, error
+    case bytes, durationMilliseconds, error, finalURL, forwardedURL, kind, redirects, status
     static let keys = keyBytes()
 }
 
 private enum ErrorField: Int, JSONFields {
-    case domain, code, description
+    case code, description, domain
     static let keys = keyBytes()
 }

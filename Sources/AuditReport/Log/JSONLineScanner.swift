@@ -3,15 +3,25 @@
 /// Every read returns nil (and stops) when the bytes are not what was asked for, so a caller can
 /// give up on the line and leave it to Foundation's `JSONDecoder`, which says what is wrong.
 /// Strings are validated as UTF-8 and unescaped exactly as JSON says.
+///
+/// It reads through a buffer pointer, which the scanner must not outlive: make it inside
+/// ``scan(_:_:)`` only. (Reading an `ArraySlice` instead checks every index and costs the report a
+/// third more time.)
 struct JSONLineScanner {
-    private let bytes: ArraySlice<UInt8>
-    private var position: Int
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var position = 0
     private var skipDepth = 0
 
-    /// A scanner at the start of `bytes`.
-    init(_ bytes: ArraySlice<UInt8>) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
-        self.position = bytes.startIndex
+    }
+
+    /// Calls `body` with a scanner at the start of `bytes`, valid only during the call.
+    static func scan<Result>(_ bytes: ArraySlice<UInt8>, _ body: (inout JSONLineScanner) -> Result) -> Result {
+        bytes.withUnsafeBufferPointer { buffer in
+            var scanner = JSONLineScanner(buffer)
+            return body(&scanner)
+        }
     }
 
     /// Whether only whitespace is left.
@@ -57,27 +67,28 @@ struct JSONLineScanner {
         guard consume(UInt8(ascii: "{")) else { return false }
         if consume(UInt8(ascii: "}")) { return true }
         var seen: UInt64 = 0
+        let keys = Field.keys
+        // Keys usually come in the order of the cases (the writer sorts them): try the case after
+        // the last one first.
+        var expected = 0
         repeat {
             guard let key = readPlainKey(), consume(UInt8(ascii: ":")) else { return false }
-            guard let index = Field.keys.firstIndex(where: { spells(key, $0) }), let known = Field(rawValue: index)
-            else {
+            let found =
+                expected < keys.count && spells(key, keys[expected])
+                ? expected : keys.firstIndex { spells(key, $0) }
+            guard let index = found, let known = Field(rawValue: index) else {
                 guard skipValue() else { return false }
                 continue
             }
             guard seen & (1 << index) == 0, field(&self, known) else { return false }
             seen |= 1 << index
+            expected = index + 1
         } while consume(UInt8(ascii: ","))
         return consume(UInt8(ascii: "}"))
     }
 
     private func spells(_ key: Range<Int>, _ name: [UInt8]) -> Bool {
-        guard key.count == name.count else { return false }
-        var index = key.lowerBound
-        for byte in name {
-            guard bytes[index] == byte else { return false }
-            index += 1
-        }
-        return true
+        key.count == name.count && bytes[key].elementsEqual(name)
     }
 
     /// Reads an array, calling `element` for each element; `element` returns false to give up.
@@ -148,7 +159,7 @@ struct JSONLineScanner {
             switch bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
-                return bytes[start..<position - 1].withUnsafeBufferPointer(parse)
+                return parse(UnsafeBufferPointer(rebasing: bytes[start..<position - 1]))
             case UInt8(ascii: "\\"), 0..<0x20, 0x80...: return nil
             default: position += 1
             }
@@ -268,10 +279,39 @@ struct JSONLineScanner {
             skipDigits()
             guard position > exponentStart else { return nil }
         }
+        if let value = Self.exactDouble(UnsafeBufferPointer(rebasing: bytes[start..<position])) { return value }
         guard let text = String(validating: bytes[start..<position], as: UTF8.self), let value = Double(text),
             value.isFinite
         else { return nil }
         return value
+    }
+
+    /// Powers of ten that a `Double` holds exactly.
+    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+        (0..<exponent).reduce(1.0) { power, _ in power * 10 }
+    }
+
+    /// The value of a valid JSON number with at most 15 significant digits and no exponent,
+    /// computed exactly as `strtod` rounds it (both operands are exact, and one IEEE division
+    /// rounds correctly); nil for any other number.
+    private static func exactDouble(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
+        var mantissa: Int64 = 0
+        var digits = 0
+        var fractionDigits = 0
+        var isFraction = false
+        for byte in text.dropFirst(text.first == UInt8(ascii: "-") ? 1 : 0) {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                mantissa = mantissa * 10 + Int64(byte - UInt8(ascii: "0"))
+                digits += 1
+                if isFraction { fractionDigits += 1 }
+            case UInt8(ascii: "."): isFraction = true
+            default: return nil
+            }
+            guard digits <= 15 else { return nil }
+        }
+        let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
+        return text.first == UInt8(ascii: "-") ? -magnitude : magnitude
     }
 
     private mutating func skipDigits() {
