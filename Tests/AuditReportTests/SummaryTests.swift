@@ -184,6 +184,52 @@ struct KnownLog {
         }
     }
 
+    @Test(
+        "builders of consecutive runs of records, merged in order, give the report of one builder",
+        arguments: [[0], [350], [1, 699], [100, 200, 300, 650]]
+    )
+    func mergedRunsMatchOneBuilder(cuts: [Int]) {
+        let records = KnownLog(count: 700).records()
+        let since = records[50].time
+        let until = records[600].time
+        var whole = SummaryBuilder(since: since, until: until)
+        for record in records { whole.add(record) }
+        let bounds = [0] + cuts + [records.count]
+        var merged = SummaryBuilder(since: since, until: until)
+        for (start, end) in zip(bounds, bounds.dropFirst()) {
+            var run = SummaryBuilder(since: since, until: until)
+            for record in records[start..<end] { run.add(record) }
+            merged.merge(run)
+        }
+        #expect(merged.build(logs: ["known.jsonl"]) == whole.build(logs: ["known.jsonl"]))
+    }
+
+    @Test("merging keeps the first description seen for an error, as adding one by one does")
+    func mergeKeepsFirstErrorDescription() {
+        var records = KnownLog(count: 22).records().filter { $0.outcome.error != nil }
+        records[1].outcome.error?.description = "a later description"
+        var first = SummaryBuilder()
+        first.add(records[0])
+        var second = SummaryBuilder()
+        second.add(records[1])
+        first.merge(second)
+        let errors = first.build(logs: []).errors
+        #expect(errors.map(\.description) == ["timed out"])
+        #expect(errors.map(\.count) == [2])
+    }
+
+    @Test("a log of many megabytes, counted on every core, gives the report of adding its records in order")
+    func parallelSummaryMatchesSerial() throws {
+        let known = KnownLog(count: 20_000)
+        let path = try temporaryLogPath()
+        try known.write(to: path)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0 > 4 << 20)
+        var serial = SummaryBuilder()
+        for record in known.records() { serial.add(record) }
+        serial.skipped([])
+        #expect(try ReportWriter().summarize([path]) == serial.build(logs: [path]))
+    }
+
     @Test("with a policy, rules that never matched are listed")
     func rulesWithoutHits() throws {
         let policy = try Policy(parsing: "[block]\nblock-rule x\nidle y", file: "competitor.rules")

@@ -203,14 +203,3 @@ struct RuleFileParser {
         diagnostics.append(Diagnostic(.error, at: location, message))
     }
 }
-
-/// How many processors this process may run on.
-enum ProcessorCount {
-    static let active: Int = {
-        #if canImport(Glibc)
-            return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-        #else
-            return max(1, Int(sysconf(_SC_NPROCESSORS_ONLN)))
-        #endif
-    }()
-}

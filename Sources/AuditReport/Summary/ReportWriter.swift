@@ -36,19 +36,34 @@ public struct ReportWriter: Sendable {
     }
 
     /// Streams `logs` (plain or `.gz`) into a summary; `progress` gets (records, bytes of the current log, its size).
+    ///
+    /// Each log is decoded and counted on every core (see ``AuditLogReader/reduceRecords(atPath:onBytesRead:into:add:merge:)``).
     public func summarize(
         _ logs: [String], progress: ((_ records: Int, _ bytes: Int, _ size: Int) -> Void)? = nil
     ) throws -> SummaryReport {
+        /// A run of lines' counts, and how many records it read.
+        struct Counted: Sendable {
+            var builder: SummaryBuilder
+            var records = 0
+        }
         var builder = SummaryBuilder(since: since, until: until)
         var records = 0
         for log in logs {
             let size = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
             var bytes = 0
-            let problems = try AuditLogReader.forEachRecord(atPath: log, onBytesRead: { bytes = $0 }) { record in
-                builder.add(record)
-                records += 1
-                if records.isMultiple(of: 5_000) { progress?(records, bytes, size) }
-            }
+            let problems = try AuditLogReader.reduceRecords(
+                atPath: log, onBytesRead: { bytes = $0 },
+                into: { [since, until] in Counted(builder: SummaryBuilder(since: since, until: until)) },
+                add: { counted, record in
+                    counted.builder.add(record)
+                    counted.records += 1
+                },
+                merge: { counted in
+                    builder.merge(counted.builder)
+                    let before = records
+                    records += counted.records
+                    if records / 5_000 != before / 5_000 { progress?(records, bytes, size) }
+                })
             builder.skipped(problems)
         }
         progress?(records, 0, 0)
