@@ -54,6 +54,14 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         LintCase(
             source: "[block]\n1️⃣bad!id ^x", message: "invalid rule id 'bad!id' (use letters, digits, '.', '_' and '-')"),
         LintCase(source: "[block]\n1️⃣lonely   ", message: "rule 'lonely' has no pattern (expected 'ID PATTERN')"),
+        LintCase(
+            source: "[block]\n\t 1️⃣bad!id ^x",
+            message: "invalid rule id 'bad!id' (use letters, digits, '.', '_' and '-')"),
+        LintCase(
+            source: "[block]\n\t 1️⃣bäd ^x", message: "invalid rule id 'bäd' (use letters, digits, '.', '_' and '-')"),
+        LintCase(
+            source: "[block] message=\"naïve 👍🏽\" 1️⃣prio=1\nr x",
+            message: "unknown option 'prio' (expected message, field, methods, priority, case, tags)"),
         LintCase(source: "[block]\nr   ^https://(a|b1️⃣", message: "invalid pattern: missing closing parenthesis"),
         LintCase(source: "[block]\nr   ^x1️⃣)", message: "invalid pattern: unmatched closing parenthesis"),
         LintCase(source: "[block]\nr   ^é[z-1️⃣a]", message: "invalid pattern: range out of order in character class"),
