@@ -1,0 +1,68 @@
+import Testing
+
+@testable import AuditPolicy
+
+private let hostOpening = #"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?"#
+private let hostEnding = "(?:[^a-z0-9_.%-]|$)"
+
+/// Runs of literal characters as a rule file writes them: letters of both cases, digits, plain
+/// punctuation and escaped punctuation, starting and ending with letters and punctuation alike.
+private func generatedRuns(count: Int) -> [String] {
+    var random = SystemRandomNumberGenerator()
+    let pieces = [
+        "a", "Q", "z", "k", "s", "0", "7", "ads", "Example", "42", "-", "_", "/", ":", "%", "=", "&", ",",
+        #"\."#, #"\/"#, #"\?"#, #"\-"#, #"\$"#, #"\\"#, ##"\#"##, #"\*"#,
+    ]
+    return (0..<count).map { _ in
+        (0..<Int.random(in: 1...6, using: &random)).map { _ in pieces[Int.random(in: pieces.indices, using: &random)] }
+            .joined()
+    }
+}
+
+/// A price that differs from key to key in no simple order, so that a different option list
+/// would show as a different choice.
+private func scrambledCost(_ key: IndexKey) -> Double {
+    key.cost * (1 + Double(key.text.reduce(7) { ($0 &* 31 &+ Int($1)) % 97 }) / 97)
+}
+
+@Suite struct LiteralShapeTests {
+    @Test(
+        "a rule of a known shape is filed exactly as reading its syntax files it",
+        arguments: [hostOpening, "^", ""], [hostEnding, "$", ""]
+    )
+    func shapeFilingMatchesSyntax(opening: String, ending: String) {
+        for run in generatedRuns(count: 400) {
+            let pattern = opening + run + ending
+            for caseless in [false, true] {
+                #expect(LiteralShape(pattern, caseless: caseless) != nil, "\(pattern) is not read as a shape")
+                let shaped = RequirementAnalysis.filing(of: pattern, caseInsensitive: caseless, cost: scrambledCost)
+                let read = RequirementAnalysis.filing(
+                    of: pattern, caseInsensitive: caseless, cost: scrambledCost, readsShapes: false)
+                #expect(shaped == read, "\(pattern) caseless: \(caseless)")
+            }
+        }
+    }
+
+    @Test("an ad-block host rule is a shape whose host is bounded by tokens on both sides when caseless")
+    func hostRuleEdges() throws {
+        let caseless = try #require(LiteralShape(hostOpening + #"ads\.example\.com"# + hostEnding, caseless: true))
+        #expect(caseless.run == Array("ads.example.com".utf8))
+        #expect(caseless.isLeftBounded)
+        #expect(caseless.isRightBounded)
+        // When case matters, [^a-z0-9_.%-] admits capital letters after the host.
+        let exact = try #require(LiteralShape(hostOpening + #"ads\.example\.com"# + hostEnding, caseless: false))
+        #expect(exact.isLeftBounded)
+        #expect(!exact.isRightBounded)
+    }
+
+    @Test(
+        "a pattern that only looks like a shape is left to the syntax reader",
+        arguments: [
+            "^abc*", #"^a\d"#, "(?i)abc", #"abc\"#, "^", "", "a.b", "a b", "a|b", "a(b)", #"\Qab\E"#, "a{2}", "ab$c",
+            hostOpening + "a+" + hostEnding, hostOpening + hostEnding, "^ké",
+        ]
+    )
+    func lookalikesAreRead(pattern: String) {
+        #expect(LiteralShape(pattern, caseless: true) == nil)
+    }
+}
