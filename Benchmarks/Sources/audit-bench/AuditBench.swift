@@ -7,7 +7,7 @@ struct AuditBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit-bench",
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
-        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self], defaultSubcommand: All.self)
+        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self], defaultSubcommand: All.self)
 }
 
 struct DataOptions: ParsableArguments {
@@ -156,6 +156,39 @@ struct WriteLog: ParsableCommand {
     func run() throws { try writeSyntheticLog(count: count, to: path) }
 }
 
+/// Runs only the interception benchmark (section 4 of `all`), for profiling the forwarding path.
+struct Interception: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "interception", shouldDisplay: false)
+    @OptionGroup var options: DataOptions
+    @Option(help: "Requests per interception round.") var interceptionRequests = 3_200
+
+    func run() async throws {
+        let (_, sources, _) = try Decisions.ruleSet("10k", data: BenchData(directory: options.data))
+        let policy = try Policy(sources: sources)
+        printInterceptionTable(try await InterceptionBenchmark(policy: policy, requests: interceptionRequests).run())
+    }
+}
+
+/// Section 4's table: each session's p50, p99 and requests/s, then audited against direct.
+func printInterceptionTable(_ interception: [InterceptionResult]) {
+    print("| session | p50 | p99 | requests/s |")
+    print("|---|---:|---:|---:|")
+    for result in interception {
+        print(
+            "| \(result.label) | \(formatNanoseconds(Double(result.p50))) | \(formatNanoseconds(Double(result.p99))) | "
+                + String(format: "%.0f", result.requestsPerSecond) + " |")
+    }
+    if interception.count == 4 {
+        for (direct, audited) in [(interception[0], interception[1]), (interception[2], interception[3])] {
+            print(
+                "\n\(audited.label) vs \(direct.label): p50 "
+                    + String(format: "%+.1f %%", (Double(audited.p50) / Double(direct.p50) - 1) * 100)
+                    + ", requests/s "
+                    + String(format: "%+.1f %%", (audited.requestsPerSecond / direct.requestsPerSecond - 1) * 100))
+        }
+    }
+}
+
 /// Every benchmark, one table.
 struct All: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Runs every benchmark and prints the table.")
@@ -223,22 +256,7 @@ struct All: AsyncParsableCommand {
         let interception = try await InterceptionBenchmark(
             policy: policies["10k"] ?? Policy(parsing: ""), requests: interceptionRequests
         ).run()
-        print("| session | p50 | p99 | requests/s |")
-        print("|---|---:|---:|---:|")
-        for result in interception {
-            print(
-                "| \(result.label) | \(formatNanoseconds(Double(result.p50))) | \(formatNanoseconds(Double(result.p99))) | "
-                    + String(format: "%.0f", result.requestsPerSecond) + " |")
-        }
-        if interception.count == 4 {
-            for (direct, audited) in [(interception[0], interception[1]), (interception[2], interception[3])] {
-                print(
-                    "\n\(audited.label) vs \(direct.label): p50 "
-                        + String(format: "%+.1f %%", (Double(audited.p50) / Double(direct.p50) - 1) * 100)
-                        + ", requests/s "
-                        + String(format: "%+.1f %%", (audited.requestsPerSecond / direct.requestsPerSecond - 1) * 100))
-            }
-        }
+        printInterceptionTable(interception)
 
         print("\n## 5. Reports over generated logs\n")
         print("| events | log size | `audit report` time | peak RSS (same code, fresh process) |")

@@ -70,8 +70,9 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Decides and starts the request off the session's work queue.
     public override func startLoading() {
         guard state.withLock({ $0.start() }) else { return }
-        let callerConfiguration = CallerSession.configuration(of: task)
-        let queue = CallerSession.workQueue(of: task)
+        let caller = CallerSession.details(of: task)
+        let callerConfiguration = caller.configuration
+        let queue = caller.workQueue
         clientQueue.withLock { $0 = queue }
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
