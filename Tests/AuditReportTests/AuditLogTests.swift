@@ -110,6 +110,34 @@ func temporaryLogPath() throws -> String {
         #expect(order == Array(10..<35))
     }
 
+    @Test("a full disk keeps every line queued, says why, and makes shutdown fail rather than drop them")
+    func fullDisk() async throws {
+        // /dev/full accepts the open and refuses every write with ENOSPC.
+        let writer = try AuditLogWriter(path: "/dev/full")
+        for index in 0..<3 { try writer.append(try sampleRecord(index)) }
+        await writer.flush()
+        #expect(writer.writtenCount == 0)
+        let error = try #require(writer.lastError)
+        guard case .writeFailed(let path, let reason) = error else {
+            Issue.record("expected a write failure, got \(error)")
+            return
+        }
+        #expect(path == "/dev/full")
+        #expect(reason.contains("space"))
+        await #expect(throws: error) { try await writer.shutdown() }
+    }
+
+    @Test("lines appended while earlier ones are being written all reach the file, in order")
+    func appendsDuringWrites() async throws {
+        let path = try temporaryLogPath()
+        let writer = try AuditLogWriter(path: path)
+        for index in 0..<5_000 { try writer.append(try sampleRecord(index)) }
+        try await writer.shutdown()
+        let order = try AuditLogReader.read(atPath: path).records.compactMap(\.outcome.bytes)
+        #expect(order == Array(0..<5_000))
+        #expect(writer.writtenCount == 5_000)
+    }
+
     @Test("a new log is readable by its owner only; appending after shutdown is an error")
     func permissionsAndClosed() async throws {
         let path = try temporaryLogPath()

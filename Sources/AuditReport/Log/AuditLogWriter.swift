@@ -36,17 +36,28 @@ public final class AuditLogWriter: Sendable {
     /// File permissions for new log files.
     public let permissions: Int
 
-    private struct State: @unchecked Sendable {
-        // FileHandle is only touched on `queue`, inside the lock.
-        var handle: FileHandle?
-        var size = 0
+    /// What `append` and the public getters share with the writing queue.
+    private struct State: Sendable {
         var pending: [String] = []
         var isClosed = false
         var lastError: AuditLogError?
         var written = 0
     }
 
-    private let state: Locked<State>
+    /// The open file; touched only on `queue`, so that appends never wait for the disk.
+    private final class File: @unchecked Sendable {
+        // @unchecked: only the serial `queue` reads or writes these.
+        var handle: FileHandle?
+        var size: Int
+
+        init(handle: FileHandle, size: Int) {
+            self.handle = handle
+            self.size = size
+        }
+    }
+
+    private let state = Locked(State())
+    private let file: File
     private let queue = DispatchQueue(label: "RequestAudit.AuditLogWriter")
 
     /// Opens (or creates, with `permissions`) the log at `path` for appending.
@@ -57,7 +68,7 @@ public final class AuditLogWriter: Sendable {
         self.rotation = rotation
         self.permissions = permissions
         let (handle, size) = try Self.open(path, permissions: permissions)
-        state = Locked(State(handle: handle, size: size))
+        file = File(handle: handle, size: size)
     }
 
     /// Queues `record` for writing.
@@ -88,9 +99,7 @@ public final class AuditLogWriter: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 self.writePending()
-                self.state.withLock { state in
-                    try? state.handle?.synchronize()
-                }
+                try? self.file.handle?.synchronize()
                 continuation.resume()
             }
         }
@@ -102,40 +111,86 @@ public final class AuditLogWriter: Sendable {
     public func shutdown() async throws(AuditLogError) {
         state.withLock { $0.isClosed = true }
         await flush()
-        let error: AuditLogError? = state.withLock { state in
-            try? state.handle?.close()
-            state.handle = nil
-            return state.pending.isEmpty ? nil : state.lastError
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                try? self.file.handle?.close()
+                self.file.handle = nil
+                continuation.resume()
+            }
         }
+        let error: AuditLogError? = state.withLock { state in state.pending.isEmpty ? nil : state.lastError }
         if let error { throw error }
     }
 
     /// Writes every queued line, rotating first when a line would overflow the file. Runs on `queue`.
+    ///
+    /// The lines are taken out of the queue and written outside the lock, as few writes as
+    /// rotation allows, so `append` never waits for the disk. Lines that could not be written go
+    /// back to the front of the queue.
     private func writePending() {
+        let lines = state.withLock { state -> [String] in
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            return state.pending
+        }
+        guard !lines.isEmpty else { return }
+        var written = 0
+        var failure: AuditLogError?
+        while written < lines.count {
+            do {
+                let chunk = try writeChunk(lines[written...])
+                written += chunk
+            } catch {
+                failure = error
+                break
+            }
+        }
         state.withLock { state in
-            while let line = state.pending.first {
-                let bytes = Data(line.utf8)
-                do {
-                    if state.size > 0, state.size + bytes.count > rotation.maxBytes {
-                        try rotate(&state)
-                    }
-                    guard let handle = state.handle else { return }
-                    try handle.write(contentsOf: bytes)
-                    state.size += bytes.count
-                    state.written += 1
-                    state.pending.removeFirst()
-                    state.lastError = nil
-                } catch {
-                    state.lastError = .writeFailed(path: path, reason: "\(error)")
-                    return
-                }
+            state.written += written
+            if written < lines.count {
+                state.pending.insert(contentsOf: lines[written...], at: 0)
+                state.lastError = failure
+            } else {
+                state.lastError = nil
             }
         }
     }
 
-    private func rotate(_ state: inout State) throws {
-        try state.handle?.close()
-        state.handle = nil
+    /// Writes the first lines of `lines` that fit before the next rotation (at least one), rotating
+    /// first if the first would overflow the file; returns how many were written. On a failed write
+    /// it counts the whole lines that reached the file and throws after them.
+    private func writeChunk(_ lines: ArraySlice<String>) throws(AuditLogError) -> Int {
+        do {
+            if file.size > 0, let first = lines.first, file.size + first.utf8.count > rotation.maxBytes {
+                try rotate()
+            }
+        } catch {
+            throw .writeFailed(path: path, reason: "\(error)")
+        }
+        guard let handle = file.handle else { throw .closed(path: path) }
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        for line in lines {
+            if !ends.isEmpty, file.size + bytes.count + line.utf8.count > rotation.maxBytes { break }
+            bytes.append(contentsOf: line.utf8)
+            ends.append(bytes.count)
+        }
+        do {
+            try handle.write(contentsOf: bytes)
+            file.size += bytes.count
+            return ends.count
+        } catch {
+            // Count what did reach the file; a torn last line stays, as after a crash.
+            let reached = ((try? handle.seekToEnd()).map(Int.init) ?? file.size) - file.size
+            file.size += reached
+            let whole = ends.prefix { $0 <= reached }.count
+            if whole > 0 { return whole }
+            throw .writeFailed(path: path, reason: "\(error)")
+        }
+    }
+
+    private func rotate() throws {
+        try file.handle?.close()
+        file.handle = nil
         let files = FileManager.default
         let oldest = "\(path).\(rotation.keep)"
         if files.fileExists(atPath: oldest) { try files.removeItem(atPath: oldest) }
@@ -149,8 +204,8 @@ public final class AuditLogWriter: Sendable {
             try files.removeItem(atPath: path)
         }
         let (handle, size) = try Self.open(path, permissions: permissions)
-        state.handle = handle
-        state.size = size
+        file.handle = handle
+        file.size = size
     }
 
     private static func open(_ path: String, permissions: Int) throws(AuditLogError) -> (FileHandle, Int) {
