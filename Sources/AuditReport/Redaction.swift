@@ -42,6 +42,9 @@ public struct Redaction: Sendable, Hashable {
 
     /// `url` with the user-info password and secret query values hidden; everything else as sent.
     public func redact(url: String) -> String {
+        // Without `@` there is no user info, and without `?` no query: nothing to hide (the common
+        // case, checked without the string searches below).
+        guard url.utf8.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") }) else { return url }
         var text = url
         if let schemeEnd = text.range(of: "://") {
             let authorityEnd = text[schemeEnd.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex

@@ -81,7 +81,10 @@ public final class RequestInfoProtocol: URLProtocol {
             return
         }
         let this = Reference(self)
-        Task.detached { await this.value.run(auditor, callerConfiguration: callerConfiguration) }
+        // A dispatch queue rather than a task: the hop is on every request's path, and the
+        // cooperative pool can be busy with the caller's own tasks (only a warning's question
+        // needs async, and `run` starts a task for it).
+        DispatchQueue.global().async { this.value.run(auditor, callerConfiguration: callerConfiguration) }
     }
 
     /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a `Locked` Mutex)
@@ -105,7 +108,7 @@ public final class RequestInfoProtocol: URLProtocol {
         init(_ task: URLSessionDataTask) { self.task = task }
     }
 
-    private func run(_ auditor: Auditor, callerConfiguration: URLSessionConfiguration?) async {
+    private func run(_ auditor: Auditor, callerConfiguration: URLSessionConfiguration?) {
         let decision = auditor.decide(request)
         let verdict = decision.verdict
         let url = decision.snapshot.url
@@ -113,13 +116,9 @@ public final class RequestInfoProtocol: URLProtocol {
         case .block:
             refuse(.blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: url), auditor, decision, nil)
         case .warn:
-            let resolution = await auditor.resolveWarning(decision, askHandler: !request.mayHaveInvisibleBody)
-            if resolution.decision == .cancel {
-                let refusal = RequestAuditError.warningDeclined(
-                    rule: verdict.rule?.id ?? "-", message: verdict.message, url: url)
-                refuse(refusal, auditor, decision, resolution)
-            } else {
-                forward(request, auditor, decision, resolution, callerConfiguration)
+            let this = Reference(self)
+            Task {
+                await this.value.resolveWarning(decision, auditor, callerConfiguration: callerConfiguration)
             }
         case .redirect:
             var redirected = request
@@ -127,6 +126,21 @@ public final class RequestInfoProtocol: URLProtocol {
             forward(redirected, auditor, decision, nil, callerConfiguration)
         case .allow, .pass:
             forward(request, auditor, decision, nil, callerConfiguration)
+        }
+    }
+
+    /// Asks about a `warn` verdict, then refuses or forwards the request.
+    private func resolveWarning(
+        _ decision: Auditor.Decision, _ auditor: Auditor, callerConfiguration: URLSessionConfiguration?
+    ) async {
+        let verdict = decision.verdict
+        let resolution = await auditor.resolveWarning(decision, askHandler: !request.mayHaveInvisibleBody)
+        if resolution.decision == .cancel {
+            let refusal = RequestAuditError.warningDeclined(
+                rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
+            refuse(refusal, auditor, decision, resolution)
+        } else {
+            forward(request, auditor, decision, resolution, callerConfiguration)
         }
     }
 

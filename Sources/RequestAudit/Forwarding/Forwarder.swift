@@ -37,7 +37,9 @@ final class Forwarder: Sendable {
 
         /// Stores the cookies `response` sets.
         func store(from response: HTTPURLResponse) {
-            guard acceptsCookies, let url = response.url else { return }
+            // Most responses set no cookie: skip copying and parsing their headers.
+            guard acceptsCookies, let url = response.url, response.value(forHTTPHeaderField: "Set-Cookie") != nil
+            else { return }
             let fields = response.allHeaderFields.reduce(into: [String: String]()) { fields, pair in
                 if let name = pair.key as? String, let value = pair.value as? String { fields[name] = value }
             }
