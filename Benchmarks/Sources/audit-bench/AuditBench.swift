@@ -7,7 +7,9 @@ struct AuditBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit-bench",
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
-        subcommands: [All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self], defaultSubcommand: All.self)
+        subcommands: [
+            All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
+        ], defaultSubcommand: All.self)
 }
 
 struct DataOptions: ParsableArguments {
@@ -281,5 +283,26 @@ struct All: AsyncParsableCommand {
             let peak = fields.count == 3 ? (Int(fields[2]) ?? 0) / 1_048_576 : 0
             print("| \(count) | \(size / 1_048_576) MB | " + String(format: "%.2f s", seconds) + " | \(peak) MB |")
         }
+    }
+}
+
+/// Times `jsonLine()` on one record (for profiling the log writer's encoding).
+struct EncodeOne: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "encode-one", shouldDisplay: false)
+
+    func run() throws {
+        let policy = try Policy(parsing: "[record]\nall .", file: "s.rules")
+        let request = AuditRequest(url: "http://127.0.0.1:28080/small.txt")
+        let record = AuditRecord(
+            id: UUID(), time: Date().roundedToAuditLogPrecision,
+            request: RequestSnapshot(method: "GET", url: request.url, host: "127.0.0.1", headers: []),
+            decision: DecisionSnapshot(policy.evaluate(request), nanoseconds: 1234),
+            outcome: OutcomeSnapshot(
+                kind: .response, status: 200, bytes: 1024, durationMilliseconds: 0.734, forwardedURL: request.url,
+                finalURL: request.url))
+        let begin = now()
+        var total = 0
+        for _ in 0..<100_000 { total += try record.jsonLine().utf8.count }
+        print("jsonLine: \(Double(now() - begin) / 100_000) ns, \(total / 100_000) bytes")
     }
 }
