@@ -125,6 +125,32 @@ import Testing
         }
     }
 
+    @Test("rules under busy keys, each checked for its confirmation tokens, are matched exactly as without the index")
+    func busyKeysWithConfirmations() throws {
+        var random = Generator(state: 2026)
+        // Twelve octets for 3,000 addresses: each octet is the key of hundreds of rules.
+        let octets = (0..<12).map { _ in String(random.below(256)) }
+        func address() -> String { (0..<4).map { _ in random.pick(octets) }.joined(separator: ".") }
+        var text = "[record]\n"
+        var addresses: [String] = []
+        for number in 0..<3_000 {
+            let ip = address()
+            addresses.append(ip)
+            text += "ip\(number) ^https?://\(ip.replacingOccurrences(of: ".", with: "\\."))(?:[:/?#]|$)\n"
+        }
+        let policy = try Policy(parsing: text, file: "danger.rules")
+        #expect((policy.indexStatistics.busiestKeys.first?.rules ?? 0) > 200)
+        var matched = 0
+        for _ in 0..<1_500 {
+            let host = random.chance(50) ? random.pick(addresses) : address()
+            let request = AuditRequest(url: "http://\(host)/p?\(random.pick(octets))=\(random.pick(octets))")
+            let verdict = policy.evaluate(request)
+            matched += verdict.recorded.count
+            #expect(verdict == policy.evaluateEveryRule(request), "\(request.url)")
+        }
+        #expect(matched > 700)  // half the requests carry a rule's address
+    }
+
     @Test("every rule that matches a request is among the index's candidates")
     func candidatesCoverEveryMatch() throws {
         let policy = try Self.policy(seed: 42, rules: 1_000)
