@@ -2,12 +2,6 @@ import AuditLocking
 import AuditRegex
 import Dispatch
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Turns one `.rules` file into compiled rules, collecting every problem with its location.
 ///
 /// The format, line by line (leading whitespace ignored):
