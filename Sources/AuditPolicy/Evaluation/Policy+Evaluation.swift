@@ -19,6 +19,8 @@ extension Policy {
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         var subjects = RequestSubjects(request)
         let candidates = index.candidates(for: &subjects)
+        // No rule can match: the verdict `decide` would reach, without its bookkeeping.
+        guard !candidates.isEmpty else { return Verdict(action: .pass) }
         return decide(request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
     }
 

@@ -76,7 +76,7 @@ final class KeyTable: Sendable {
 
     /// Appends the rules filed under `hash` whose confirmation tokens are among `tokens`.
     @inline(__always)
-    func collect(_ hash: UInt64, confirmedBy tokens: borrowing TokenHashes, into candidates: inout [Int32]) {
+    func collect(_ hash: UInt64, confirmedBy tokens: inout TokenHashes, into candidates: inout [Int32]) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
         guard filter.withUnsafeBufferPointer({ $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }) else { return }
         slots.withUnsafeBufferPointer { slots in

@@ -192,17 +192,23 @@ extension RuleIndex.FieldGroup {
         if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
         // First every token's hash (rules filed with a second token are checked against these),
         // then the lookups.
-        var tokens = TokenHashes(capacity: bytes.count / 2 + 1)
-        let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
-            tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
+        TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
+            let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
+                tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
+            }
+            guard isTokenizable else {
+                candidates.append(contentsOf: all)
+                return
+            }
+            collect(in: bytes, tokens: &tokens, into: &candidates)
         }
-        guard isTokenizable else {
-            candidates.append(contentsOf: all)
-            return
-        }
-        tokens.seal()
+    }
+
+    private func collect(
+        in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
+    ) {
         if hasTokenKeys {
-            for token in tokens.tokens { table.collect(token.hash, confirmedBy: tokens, into: &candidates) }
+            for token in tokens.tokens { table.collect(token.hash, confirmedBy: &tokens, into: &candidates) }
         }
         if prefixLengths | suffixLengths | infixLengths != 0 {
             for token in tokens.tokens {
@@ -218,13 +224,13 @@ extension RuleIndex.FieldGroup {
                             && suffixGate.contains(
                                 Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
                 else { continue }
-                collectAffixes(bytes, start, end, tokens, into: &candidates)
+                collectAffixes(bytes, start, end, &tokens, into: &candidates)
             }
         }
     }
 
     private func collectAffixes(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ tokens: borrowing TokenHashes,
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ tokens: inout TokenHashes,
         into candidates: inout [Int32]
     ) {
         let length = end - start
@@ -236,7 +242,7 @@ extension RuleIndex.FieldGroup {
             for offset in 0..<affixLength {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[start + offset]))
                 if prefixLengths & (1 << UInt32(offset + 1)) != 0 {
-                    table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: tokens, into: &candidates)
+                    table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: &tokens, into: &candidates)
                 }
             }
         }
@@ -248,7 +254,7 @@ extension RuleIndex.FieldGroup {
             for offset in 1...affixLength {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[end - offset]))
                 if suffixLengths & (1 << UInt32(offset)) != 0 {
-                    table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: tokens, into: &candidates)
+                    table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: &tokens, into: &candidates)
                 }
             }
         }
@@ -261,7 +267,7 @@ extension RuleIndex.FieldGroup {
                 for infixLength in 1...min(end - offset, IndexKey.maximumInfixLength) {
                     state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixLength - 1]))
                     if infixLengths & (1 << UInt32(infixLength)) != 0 {
-                        table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: tokens, into: &candidates)
+                        table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
                     }
                 }
             }
@@ -271,59 +277,6 @@ extension RuleIndex.FieldGroup {
     @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
-    }
-}
-
-/// The tokens of one subject: their hashes and where they are, a 64-bit summary that answers most
-/// "does the subject have this token?" questions without a search, and, for subjects with many
-/// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
-/// it hundreds of times).
-struct TokenHashes {
-    struct Token {
-        let hash: UInt64
-        let start: Int32
-        let end: Int32
-    }
-
-    private(set) var tokens: [Token] = []
-    private var summary: UInt64 = 0
-    /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); empty for few tokens.
-    private var set: [UInt64] = []
-
-    init(capacity: Int) { tokens.reserveCapacity(capacity) }
-
-    mutating func append(_ hash: UInt64, start: Int, end: Int) {
-        tokens.append(Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end)))
-        summary |= 1 << (hash >> 58)
-    }
-
-    /// Builds the hash set when the tokens are too many for a linear search; call once all are in.
-    mutating func seal() {
-        guard tokens.count > 16 else { return }
-        var capacity = 32
-        while capacity < tokens.count * 2 { capacity *= 2 }
-        set = [UInt64](repeating: 0, count: capacity)
-        for token in tokens {
-            var slot = Int(truncatingIfNeeded: token.hash) & (capacity - 1)
-            while set[slot] != 0, set[slot] != token.hash { slot = (slot + 1) & (capacity - 1) }
-            set[slot] = token.hash
-        }
-    }
-
-    /// Whether some token has hash `hash`.
-    @inline(__always)
-    func contains(_ hash: UInt64) -> Bool {
-        guard summary & (1 << (hash >> 58)) != 0 else { return false }
-        guard !set.isEmpty else { return tokens.contains { $0.hash == hash } }
-        return set.withUnsafeBufferPointer { set in
-            let mask = set.count - 1
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while true {
-                if set[slot] == hash { return true }
-                if set[slot] == 0 { return false }
-                slot = (slot + 1) & mask
-            }
-        }
     }
 }
 

@@ -1,0 +1,80 @@
+/// The tokens of one subject: their hashes and where they are, a 64-bit summary that answers most
+/// "does the subject have this token?" questions without a search, and, for subjects with many
+/// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
+/// it hundreds of times).
+///
+/// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
+/// the stack, so most evaluations allocate nothing for them.
+struct TokenHashes: ~Copyable {
+    struct Token {
+        let hash: UInt64
+        let start: Int32
+        let end: Int32
+    }
+
+    /// At most this many tokens are kept on the stack (1 KiB).
+    private static let stackCapacity = 64
+
+    private let storage: UnsafeMutableBufferPointer<Token>
+    private var count = 0
+    private var summary: UInt64 = 0
+    /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built on the
+    /// first search that the summary cannot answer, and only for many tokens.
+    private var set: [UInt64] = []
+
+    private init(storage: UnsafeMutableBufferPointer<Token>) { self.storage = storage }
+
+    /// Calls `body` with room for every token of a subject of `length` bytes (a token and the
+    /// separator after it take two bytes at least).
+    static func withTokens<Result>(ofSubjectLength length: Int, _ body: (inout TokenHashes) -> Result) -> Result {
+        let capacity = length / 2 + 1
+        if capacity <= stackCapacity {
+            return withUnsafeTemporaryAllocation(of: Token.self, capacity: stackCapacity) { storage in
+                var tokens = TokenHashes(storage: storage)
+                return body(&tokens)
+            }
+        }
+        let storage = UnsafeMutableBufferPointer<Token>.allocate(capacity: capacity)
+        defer { storage.deallocate() }
+        var tokens = TokenHashes(storage: storage)
+        return body(&tokens)
+    }
+
+    /// The tokens in subject order.
+    var tokens: UnsafeBufferPointer<Token> { UnsafeBufferPointer(rebasing: storage[..<count]) }
+
+    @inline(__always)
+    mutating func append(_ hash: UInt64, start: Int, end: Int) {
+        storage[count] = Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
+        count += 1
+        summary |= 1 << (hash >> 58)
+    }
+
+    /// Whether some token has hash `hash`.
+    @inline(__always)
+    mutating func contains(_ hash: UInt64) -> Bool {
+        guard summary & (1 << (hash >> 58)) != 0 else { return false }
+        if count <= 16 { return tokens.contains { $0.hash == hash } }
+        if set.isEmpty { buildSet() }
+        return set.withUnsafeBufferPointer { set in
+            let mask = set.count - 1
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while true {
+                if set[slot] == hash { return true }
+                if set[slot] == 0 { return false }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+
+    private mutating func buildSet() {
+        var capacity = 32
+        while capacity < count * 2 { capacity *= 2 }
+        set = [UInt64](repeating: 0, count: capacity)
+        for token in tokens {
+            var slot = Int(truncatingIfNeeded: token.hash) & (capacity - 1)
+            while set[slot] != 0, set[slot] != token.hash { slot = (slot + 1) & (capacity - 1) }
+            set[slot] = token.hash
+        }
+    }
+}
