@@ -101,16 +101,14 @@ final class PCRE2Code: @unchecked Sendable {
         guard let matchData = perCall ?? (captures ? nil : Self.threadMatchData()) else { throw .outOfMemory }
         defer { if let perCall { pcre2_match_data_free_8(perCall) } }
         // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
-        let empty: [UInt8] = [0]
-        var result = empty.withUnsafeBufferPointer { fallback in
-            run(subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: 0)
+        var empty: UInt8 = 0
+        var result = withUnsafePointer(to: &empty) { fallback in
+            run(subject.baseAddress ?? fallback, subject.count, matchData, options: 0)
         }
         if result == PCRE2_ERROR_JIT_STACKLIMIT {
             // The JIT's small machine stack ran out; the interpreter works on the heap under the limits.
-            result = empty.withUnsafeBufferPointer { fallback in
-                run(
-                    subject.baseAddress ?? fallback.baseAddress, subject.count, matchData, options: UInt32(PCRE2_NO_JIT)
-                )
+            result = withUnsafePointer(to: &empty) { fallback in
+                run(subject.baseAddress ?? fallback, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
             }
         }
         if result == PCRE2_ERROR_NOMATCH { return nil }

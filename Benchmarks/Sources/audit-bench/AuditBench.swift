@@ -39,13 +39,15 @@ struct Decisions: ParsableCommand {
                     + IndexSummary(policy.indexStatistics).text, to: &standardError)
             if engineOnly {
                 if let hot = ProcessInfo.processInfo.environment["HOT_ONLY"] {
-                    // For profiling: the first 1,000 URLs over and over (HOT_ONLY=rounds, default
-                    // 2,000), nothing else.
+                    // For profiling: the first 1,000 URLs (HOT_SAMPLE=count) over and over
+                    // (HOT_ONLY=rounds, default 2,000), nothing else.
                     let rounds = Int(hot) ?? 2_000
-                    let sample = Array(requests.prefix(1000))
+                    let sampleSize = Int(ProcessInfo.processInfo.environment["HOT_SAMPLE"] ?? "") ?? 1_000
+                    let sample = Array(requests.prefix(sampleSize))
+                    for request in sample { _ = policy.evaluate(request) }
                     let begin = now()
                     for _ in 0..<rounds { for request in sample { _ = policy.evaluate(request) } }
-                    print("hot: \(Double(now() - begin) / Double(rounds * 1000)) ns/URL", to: &standardError)
+                    print("hot: \(Double(now() - begin) / Double(rounds * sample.count)) ns/URL", to: &standardError)
                     return
                 }
                 var total = 0

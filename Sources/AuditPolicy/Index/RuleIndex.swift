@@ -207,11 +207,10 @@ extension RuleIndex.FieldGroup {
     private func collect(
         in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
-        if hasTokenKeys {
-            for token in tokens.tokens { table.collect(token.hash, confirmedBy: &tokens, into: &candidates) }
-        }
-        if prefixLengths | suffixLengths | infixLengths != 0 {
-            for token in tokens.tokens {
+        let hasAffixKeys = prefixLengths | suffixLengths | infixLengths != 0
+        for token in tokens.tokens {
+            if hasTokenKeys { table.collect(token.hash, confirmedBy: &tokens, into: &candidates) }
+            if hasAffixKeys {
                 let start = Int(token.start)
                 let end = Int(token.end)
                 let isLong = end - start > 1

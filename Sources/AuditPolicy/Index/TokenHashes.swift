@@ -18,9 +18,11 @@ struct TokenHashes: ~Copyable {
     private let storage: UnsafeMutableBufferPointer<Token>
     private var count = 0
     private var summary: UInt64 = 0
-    /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built on the
-    /// first search that the summary cannot answer, and only for many tokens.
+    /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built once
+    /// searching the tokens one by one has cost as much as building it would.
     private var set: [UInt64] = []
+    /// Tokens compared in searches so far, while there is no set.
+    private var comparisons = 0
 
     private init(storage: UnsafeMutableBufferPointer<Token>) { self.storage = storage }
 
@@ -54,8 +56,13 @@ struct TokenHashes: ~Copyable {
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
         guard summary & (1 << (hash >> 58)) != 0 else { return false }
-        if count <= 16 { return tokens.contains { $0.hash == hash } }
-        if set.isEmpty { buildSet() }
+        if set.isEmpty {
+            if count <= 16 || comparisons < 4 * count {
+                comparisons += count
+                return tokens.contains { $0.hash == hash }
+            }
+            buildSet()
+        }
         return set.withUnsafeBufferPointer { set in
             let mask = set.count - 1
             var slot = Int(truncatingIfNeeded: hash) & mask
