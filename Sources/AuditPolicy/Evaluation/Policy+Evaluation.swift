@@ -44,16 +44,17 @@ extension Policy {
         var failingRule: Rule?
 
         for index in ruleIndices {
-            guard rules[index].applies(toMethod: request.method) else { continue }
-            guard let subject = subjects.subject(for: rules[index].field) else { continue }
+            let rule = rules[index]
+            guard rule.applies(toMethod: request.method) else { continue }
+            guard let subject = subjects.subject(for: rule.field) else { continue }
             do {
-                guard try rules[index].pattern.matches(subject) else { continue }
+                guard try rule.pattern.matches(subject) else { continue }
             } catch {
-                errors.append(EvaluationError(ruleID: rules[index].id, reason: .matchFailed(error)))
-                failingRule = failingRule ?? rules[index]
+                errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
+                failingRule = failingRule ?? rule
                 continue
             }
-            if rules[index].action == .record { recorded.append(rules[index]) } else { candidates.append(index) }
+            if rule.action == .record { recorded.append(rule) } else { candidates.append(index) }
         }
         if onError == .block, let failingRule {
             return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
