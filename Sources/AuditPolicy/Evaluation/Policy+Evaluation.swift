@@ -17,9 +17,15 @@ extension Policy {
     /// token the request does not carry (see README, "How evaluation stays fast"). The verdict is
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
+        if let candidates = index.candidates(forURLOf: request) {
+            // No rule can match: the verdict `decide` would reach, without its bookkeeping.
+            guard !candidates.isEmpty else { return Verdict(action: .pass) }
+            var subjects = RequestSubjects(request)
+            return decide(
+                request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
+        }
         var subjects = RequestSubjects(request)
         let candidates = index.candidates(for: &subjects)
-        // No rule can match: the verdict `decide` would reach, without its bookkeeping.
         guard !candidates.isEmpty else { return Verdict(action: .pass) }
         return decide(request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
     }

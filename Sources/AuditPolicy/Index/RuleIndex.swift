@@ -165,16 +165,39 @@ struct RuleIndex: Sendable {
     func candidates(for subjects: inout RequestSubjects) -> [Int32] {
         var candidates: [Int32] = []
         for group in groups {
-            // An ASCII URL's tokens include every token of its normalized form (normalizing only
-            // lower-cases scheme and host and drops a default port and the fragment, each set off
-            // by separators), so its raw bytes can be scanned without building the normalized copy:
-            // more candidates at worst, never fewer. PCRE2 still matches the normalized URL.
+            // An ASCII URL is scanned as sent (see candidates(forURLOf:)).
             if group.field == .url, subjects.withASCIIURLBytes({ group.collect(in: $0, into: &candidates) }) {
                 continue
             }
             guard let subject = subjects.subject(for: group.field) else { continue }
             subject.bytes.withUnsafeBufferPointer { group.collect(in: $0, into: &candidates) }
         }
+        return Self.sortedWithoutRepeats(candidates)
+    }
+
+    /// ``candidates(for:)`` without building any subject, for the common case of a policy whose
+    /// rules all read the URL and a request whose URL is ASCII; nil in every other case.
+    ///
+    /// An ASCII URL's tokens include every token of its normalized form (normalizing only
+    /// lower-cases scheme and host and drops a default port and the fragment, each set off by
+    /// separators), so its raw bytes can be scanned without building the normalized copy: more
+    /// candidates at worst, never fewer. PCRE2 still matches the normalized URL.
+    func candidates(forURLOf request: AuditRequest) -> [Int32]? {
+        guard groups.count == 1, groups[0].field == .url else { return nil }
+        let group = groups[0]
+        var candidates: [Int32] = []
+        let isASCII =
+            request.url.utf8.withContiguousStorageIfAvailable { bytes in
+                guard TokenScanner.isASCII(bytes) else { return false }
+                group.collect(in: bytes, into: &candidates)
+                return true
+            } ?? false
+        return isASCII ? Self.sortedWithoutRepeats(candidates) : nil
+    }
+
+    private static func sortedWithoutRepeats(_ candidates: [Int32]) -> [Int32] {
+        guard candidates.count > 1 else { return candidates }
+        var candidates = candidates
         candidates.sort()
         var unique = 0
         for index in candidates.indices where index == 0 || candidates[index] != candidates[index - 1] {
@@ -193,10 +216,11 @@ extension RuleIndex.FieldGroup {
         // First every token's hash (rules filed with a second token are checked against these),
         // then the lookups.
         TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
-            let isTokenizable = TokenScanner.forEachToken(in: bytes) { start, end in
-                tokens.append(IndexKey.tokenHash(bytes, start, end), start: start, end: end)
+            var cursor = TokenScanner.Cursor(bytes)
+            while let token = cursor.next() {
+                tokens.append(IndexKey.tokenHash(bytes, token.start, token.end), start: token.start, end: token.end)
             }
-            guard isTokenizable else {
+            guard cursor.isTokenizable else {
                 candidates.append(contentsOf: all)
                 return
             }

@@ -11,39 +11,73 @@ enum TokenScanner {
     /// express, so the caller must run every rule.
     @inline(__always)
     static func forEachToken(in bytes: UnsafeBufferPointer<UInt8>, _ body: (Int, Int) -> Void) -> Bool {
-        let count = bytes.count
-        var tokenStart = 0
-        var isInToken = false
-        var blockStart = 0
-        while blockStart < count {
-            let blockLength = min(64, count - blockStart)
-            guard let mask = alnumMask(bytes, from: blockStart, length: blockLength) else { return false }
-            // Where a token starts, and where one ends (the first byte after it; bits past a short
-            // block's end are clear in `mask`, so a token running to the end ends there). Starts
-            // and ends alternate, so pairing them in order needs no test per byte.
-            let before = mask << 1 | (isInToken ? 1 : 0)
-            var starts = mask & ~before
-            var ends = ~mask & before
-            if isInToken, ends != 0 {
-                body(tokenStart, blockStart + ends.trailingZeroBitCount)
-                ends &= ends - 1
-                isInToken = false
-            }
-            while starts != 0 {
-                let start = blockStart + starts.trailingZeroBitCount
-                starts &= starts - 1
+        var cursor = Cursor(bytes)
+        while let token = cursor.next() { body(token.start, token.end) }
+        return cursor.isTokenizable
+    }
+
+    /// The tokens of a subject one at a time: a loop over `next()` compiles to straight code with
+    /// no call per token.
+    struct Cursor {
+        private let bytes: UnsafeBufferPointer<UInt8>
+        /// Where the current block of 64 bytes starts, and where the next one does.
+        private var blockStart = 0
+        private var nextBlock = 0
+        /// The current block's token starts and ends (the first byte after a token) not yet read.
+        /// Starts and ends alternate, so pairing them in order needs no test per byte.
+        private var starts: UInt64 = 0
+        private var ends: UInt64 = 0
+        /// The start of a token that began in an earlier block, or -1.
+        private var carriedStart = -1
+        /// False once a Kelvin sign or long s was found (see ``forEachToken(in:_:)``); the cursor
+        /// then returns no more tokens.
+        private(set) var isTokenizable = true
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        /// The next token's bounds, or nil after the last.
+        @inline(__always)
+        mutating func next() -> (start: Int, end: Int)? {
+            while true {
                 if ends != 0 {
-                    body(start, blockStart + ends.trailingZeroBitCount)
+                    let start: Int
+                    if carriedStart >= 0 {
+                        start = carriedStart
+                        carriedStart = -1
+                    } else {
+                        start = blockStart + starts.trailingZeroBitCount
+                        starts &= starts - 1
+                    }
+                    let end = blockStart + ends.trailingZeroBitCount
                     ends &= ends - 1
-                } else {
-                    tokenStart = start
-                    isInToken = true
+                    return (start, end)
                 }
+                // A start left without an end runs into the next block.
+                if starts != 0 {
+                    carriedStart = blockStart + starts.trailingZeroBitCount
+                    starts = 0
+                }
+                guard nextBlock < bytes.count else {
+                    guard carriedStart >= 0 else { return nil }
+                    defer { carriedStart = -1 }
+                    return (carriedStart, bytes.count)
+                }
+                blockStart = nextBlock
+                let blockLength = min(64, bytes.count - blockStart)
+                nextBlock += blockLength
+                guard let mask = alnumMask(bytes, from: blockStart, length: blockLength) else {
+                    isTokenizable = false
+                    carriedStart = -1
+                    nextBlock = bytes.count
+                    return nil
+                }
+                // Where a token starts, and where one ends; bits past a short block's end are clear
+                // in `mask`, so a token running to the end of the block ends there.
+                let before = mask << 1 | (carriedStart >= 0 ? 1 : 0)
+                starts = mask & ~before
+                ends = ~mask & before
             }
-            blockStart += blockLength
         }
-        if isInToken { body(tokenStart, count) }
-        return true
     }
 
     /// Whether every byte is below 0x80.
@@ -65,7 +99,7 @@ enum TokenScanner {
     /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` ≤ 64; higher bits clear).
     /// Nil when a Kelvin sign or long s starts in the block.
     @inline(__always)
-    private static func alnumMask(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64? {
+    fileprivate static func alnumMask(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64? {
         let raw = UnsafeRawBufferPointer(bytes)
         var mask: UInt64 = 0
         var offset = 0
