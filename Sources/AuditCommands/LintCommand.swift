@@ -46,6 +46,7 @@ struct LintCommand: ParsableCommand {
         }
         CommandOutput.line("index: \(plural(statistics.rules, "rule"))")
         CommandOutput.line("  found by whole token:        \(statistics.byToken)")
+        CommandOutput.line("  found by two tokens:         \(statistics.byTokenPair)")
         CommandOutput.line("  found by token start or end: \(statistics.byTokenAffix)")
         CommandOutput.line("  found by letters in a token: \(statistics.byInfix)")
         CommandOutput.line("  run for every request:       \(statistics.alwaysRun)")

@@ -89,6 +89,7 @@ import Testing
                 "\(folder.path): no problems in 1 rule file and 0 test files (3 rules)",
                 "index: 3 rules",
                 "  found by whole token:        1",
+                "  found by two tokens:         0",
                 "  found by token start or end: 1",
                 "  found by letters in a token: 0",
                 "  run for every request:       1",

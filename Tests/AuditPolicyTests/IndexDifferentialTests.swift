@@ -125,10 +125,11 @@ import Testing
         }
     }
 
-    @Test("rules under busy keys, each checked for its confirmation tokens, are matched exactly as without the index")
+    @Test("rules under busy keys and token pairs, each checked for its confirmation tokens, are matched exactly")
     func busyKeysWithConfirmations() throws {
         var random = Generator(state: 2026)
-        // Twelve octets for 3,000 addresses: each octet is the key of hundreds of rules.
+        // Twelve octets for 3,000 addresses: each octet is shared by hundreds of rules, each pair of
+        // neighbouring octets by dozens.
         let octets = (0..<12).map { _ in String(random.below(256)) }
         func address() -> String { (0..<4).map { _ in random.pick(octets) }.joined(separator: ".") }
         var text = "[record]\n"
@@ -139,7 +140,8 @@ import Testing
             text += "ip\(number) ^https?://\(ip.replacingOccurrences(of: ".", with: "\\."))(?:[:/?#]|$)\n"
         }
         let policy = try Policy(parsing: text, file: "danger.rules")
-        #expect((policy.indexStatistics.busiestKeys.first?.rules ?? 0) > 200)
+        #expect(policy.indexStatistics.byTokenPair > 2_000)
+        #expect((policy.indexStatistics.busiestKeys.first?.rules ?? 0) > 20)
         var matched = 0
         for _ in 0..<1_500 {
             let host = random.chance(50) ? random.pick(addresses) : address()
@@ -149,6 +151,30 @@ import Testing
             #expect(verdict == policy.evaluateEveryRule(request), "\(request.url)")
         }
         #expect(matched > 700)  // half the requests carry a rule's address
+    }
+
+    @Test("a pair of tokens around a default port is found, since normalizing drops the port between them")
+    func pairAcrossDefaultPort() throws {
+        // 400 rules over 20 hosts and 20 paths: each path token is shared by 20 rules, so about
+        // half of them are filed by the pair (cdn, xN), which only the normalized URL has side by side.
+        var text = "[block]\n"
+        for host in 10..<30 {
+            for path in 0..<20 {
+                text += "r\(host)-\(path) ^https?://s\(host)[^/]*\\.cdn/x\(path)(?:[/?]|$)\n"
+            }
+        }
+        let policy = try Policy(parsing: text, file: "pairs.rules")
+        #expect(policy.indexStatistics.byTokenPair > 50)
+        for (scheme, port) in [("http", ":80"), ("https", ":443"), ("http", ""), ("https", ":8443"), ("http", ":")] {
+            for host in 10..<30 {
+                for path in 0..<20 {
+                    let request = AuditRequest(url: "\(scheme)://s\(host).cdn\(port)/x\(path)?q=1")
+                    let verdict = policy.evaluate(request)
+                    #expect(verdict == policy.evaluateEveryRule(request), "\(request.url)")
+                    #expect(verdict.rule?.id == (port == ":8443" ? nil : "pairs/r\(host)-\(path)"), "\(request.url)")
+                }
+            }
+        }
     }
 
     @Test("every rule that matches a request is among the index's candidates")

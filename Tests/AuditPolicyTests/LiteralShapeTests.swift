@@ -43,6 +43,30 @@ private func scrambledCost(_ key: IndexKey) -> Double {
         }
     }
 
+    @Test(
+        "a literal run's keys are its segments, then each two neighbouring whole tokens as a pair",
+        arguments: [
+            ("ads.example.com", true, true, ["ads", "example", "com", "ads.example", "example.com"]),
+            ("ads.example.com", false, true, ["…ads", "example", "com", "example.com"]),
+            ("ads.example.com", true, false, ["ads", "example", "com…", "ads.example"]),
+            ("182.121.224.46", true, true, ["182", "121", "224", "46", "182.121", "121.224", "224.46"]),
+            ("ads", true, true, ["ads"]),
+            ("/Banner//Top-", true, true, ["banner", "top", "banner.top"]),
+        ])
+    func runKeys(run: String, leftBounded: Bool, rightBounded: Bool, expected: [String]) {
+        let keys = RequirementAnalysis.keys(in: Array(run.utf8), leftBounded: leftBounded, rightBounded: rightBounded)
+        #expect(keys.map(\.description) == expected)
+    }
+
+    @Test("a pair key's hash is the one a scan makes from its two tokens' hashes")
+    func pairHash() {
+        let pair = IndexKey.pair(Array("ads".utf8), Array("example".utf8))
+        let ads = IndexKey(kind: .token, text: Array("ads".utf8)).hashValue64
+        let example = IndexKey(kind: .token, text: Array("example".utf8)).hashValue64
+        #expect(pair.hashValue64 == IndexKey.pairHash(ads, example))
+        #expect(pair.hashValue64 != IndexKey.pairHash(example, ads))
+    }
+
     @Test("an ad-block host rule is a shape whose host is bounded by tokens on both sides when caseless")
     func hostRuleEdges() throws {
         let caseless = try #require(LiteralShape(hostOpening + #"ads\.example\.com"# + hostEnding, caseless: true))

@@ -118,7 +118,7 @@ struct IndexSummary {
     init(_ stats: IndexStatistics) {
         let busiest = stats.busiestKeys.prefix(5).map { "\($0.key) \($0.rules)" }.joined(separator: ", ")
         text =
-            "\(stats.byToken) by token, \(stats.byTokenAffix) by token start/end, \(stats.byInfix) by infix, "
+            "\(stats.byToken) by token, \(stats.byTokenPair) by token pair, \(stats.byTokenAffix) by token start/end, \(stats.byInfix) by infix, "
             + "\(stats.alwaysRun) always run; busiest keys: \(busiest)"
     }
 }

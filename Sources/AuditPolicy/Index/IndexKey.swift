@@ -14,6 +14,9 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         case tokenSuffix
         /// The text occurs inside some token (at most ``IndexKey/maximumInfixLength`` bytes).
         case infix
+        /// The text is two whole tokens joined by a `.`: the subject has the first token, and the
+        /// very next token is the second (whatever separates them).
+        case tokenPair
     }
 
     /// Prefix and suffix keys keep at most this many bytes of their text.
@@ -32,6 +35,7 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         case .tokenPrefix: return text + "…"
         case .tokenSuffix: return "…" + text
         case .infix: return "…" + text + "…"
+        case .tokenPair: return text
         }
     }
 
@@ -39,11 +43,19 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// affixes, which beat infixes; longer beats shorter; tokens that almost every URL carries
     /// are nearly worthless.
     var cost: Double {
+        if kind == .tokenPair {
+            // Two tokens next to each other: rarer than either, but seldom independent; and a pair
+            // is never priced below a plain three-character token, so that pairs only take the
+            // rules of tokens that are common or shared by many rules (IP addresses' octets).
+            let (first, second) = pairTokens
+            return min(1, max(0.05, 2 * first.cost * second.cost))
+        }
         let kindFactor: Double
         switch kind {
         case .token: kindFactor = 1
         case .tokenPrefix, .tokenSuffix: kindFactor = 3
         case .infix: kindFactor = 12
+        case .tokenPair: kindFactor = 1
         }
         let byLength: [Double] = [1, 0.5, 0.3, 0.05, 0.02, 0.008, 0.004, 0.002]
         let estimate = min(1, kindFactor * byLength[min(text.count, byLength.count - 1)])
@@ -56,6 +68,7 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         case .token: commonTokens.contains(key.text)
         case .tokenPrefix: commonTokens.contains { $0.starts(with: key.text) }
         case .tokenSuffix: commonTokens.contains { $0.reversed().starts(with: key.text.reversed()) }
+        case .tokenPair: false
         case .infix:
             commonTokens.contains { token in
                 token.count >= key.text.count
@@ -105,7 +118,32 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         case .token: text.withUnsafeBufferPointer { Self.tokenHash($0, 0, $0.count) }
         case .tokenSuffix: Self.hash(kind: kind, text: text.reversed())
         case .tokenPrefix, .infix: Self.hash(kind: kind, text: text)
+        case .tokenPair:
+            Self.pairHash(pairTokens.0.hashValue64, pairTokens.1.hashValue64)
         }
+    }
+
+    /// A pair key's two whole-token keys.
+    var pairTokens: (IndexKey, IndexKey) {
+        let dot = text.firstIndex(of: UInt8(ascii: ".")) ?? text.count
+        return (
+            IndexKey(kind: .token, text: Array(text[..<dot])),
+            IndexKey(kind: .token, text: Array(text[min(dot + 1, text.count)...]))
+        )
+    }
+
+    /// The key of two whole tokens next to each other.
+    static func pair(_ first: [UInt8], _ second: [UInt8]) -> IndexKey {
+        IndexKey(kind: .tokenPair, text: first + [UInt8(ascii: ".")] + second)
+    }
+
+    /// The hash of a pair key from its tokens' hashes (see ``tokenHash(_:_:_:)``): a subject's
+    /// scan combines the hashes of each two neighbouring tokens it has already computed.
+    @inline(__always)
+    static func pairHash(_ first: UInt64, _ second: UInt64) -> UInt64 {
+        let mixed = (first &* 0x9e37_79b9_7f4a_7c15 ^ second) &* 0xbf58_476d_1ce4_e5b9
+        let hash = mixed ^ (mixed >> 31)
+        return hash == 0 ? 1 : hash
     }
 
     /// The hash of the token `bytes[start..<end]` (not empty), lower-cased: every byte of a token

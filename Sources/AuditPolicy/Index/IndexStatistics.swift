@@ -8,6 +8,9 @@ public struct IndexStatistics: Sendable, Equatable {
     public let rules: Int
     /// Rules found through a whole token (`doubleclick` in `||doubleclick.net^`).
     public let byToken: Int
+    /// Rules found through two neighbouring whole tokens (`ads` then `example` in
+    /// `||ads.example.com^`).
+    public let byTokenPair: Int
     /// Rules found through the start or end of a token.
     public let byTokenAffix: Int
     /// Rules found through a few letters inside a token.
@@ -22,7 +25,8 @@ public struct IndexStatistics: Sendable, Equatable {
 
     /// A key of the index and how many rules it leads to.
     public struct BusyKey: Sendable, Equatable {
-        /// The key: a token (`doubleclick`), a token start (`track…`), end (`…ads`) or inside (`…pixel…`).
+        /// The key: a token (`doubleclick`), two neighbouring tokens (`ads.example`), a token start
+        /// (`track…`), end (`…ads`) or inside (`…pixel…`).
         public let key: String
         /// Rules filed under it.
         public let rules: Int
@@ -46,7 +50,7 @@ extension Policy {
             keys += group.table.keyCount
         }
         return IndexStatistics(
-            rules: rules.count, byToken: byKind[.token, default: 0],
+            rules: rules.count, byToken: byKind[.token, default: 0], byTokenPair: byKind[.tokenPair, default: 0],
             byTokenAffix: byKind[.tokenPrefix, default: 0] + byKind[.tokenSuffix, default: 0],
             byInfix: byKind[.infix, default: 0], alwaysRunRuleIDs: alwaysRun.sorted().map { rules[Int($0)].id },
             distinctKeys: keys, busiestKeys: Array(busiest.sorted { $0.rules > $1.rules }.prefix(10)))

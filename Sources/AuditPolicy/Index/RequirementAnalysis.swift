@@ -222,10 +222,14 @@ enum RequirementAnalysis {
         (edges.contains { $0.mayBeAlnum }, edges.contains { $0.isNullable })
     }
 
-    /// The keys a literal run guarantees: one per letter-and-digit segment of the run.
+    /// The keys a literal run guarantees: one per letter-and-digit segment of the run, then one
+    /// per two neighbouring segments that are both whole tokens (the run holds both, with only
+    /// separators between them, so every match has them as neighbouring tokens).
     static func keys(in run: [UInt8], leftBounded: Bool, rightBounded: Bool) -> [IndexKey] {
         let lowered = run.map { PatternSyntaxReader.isLetter($0) ? $0 | 0x20 : $0 }
         var keys: [IndexKey] = []
+        var pairs: [IndexKey] = []
+        var previousWholeToken: [UInt8]?
         var start = 0
         while start < lowered.count {
             guard PatternSyntaxReader.isAlnum(lowered[start]) else {
@@ -237,6 +241,10 @@ enum RequirementAnalysis {
             let segment = Array(lowered[start..<end])
             let startsToken = start > 0 || leftBounded
             let endsToken = end < lowered.count || rightBounded
+            if startsToken, endsToken, let previous = previousWholeToken {
+                pairs.append(IndexKey.pair(previous, segment))
+            }
+            previousWholeToken = startsToken && endsToken ? segment : nil
             switch (startsToken, endsToken) {
             case (true, true): keys.append(IndexKey(kind: .token, text: segment))
             case (true, false):
@@ -248,7 +256,7 @@ enum RequirementAnalysis {
             }
             start = end
         }
-        return keys
+        return keys + pairs
     }
 
     /// The infix window of a long segment least likely to occur by chance: the one with the most
@@ -315,6 +323,7 @@ struct LiteralShape {
         case .tokenPrefix: return (true, false)
         case .tokenSuffix: return (false, true)
         case .infix: return (false, false)
+        case .tokenPair: return nil
         }
     }
 

@@ -22,6 +22,10 @@ struct RuleIndex: Sendable {
         let suffixLengths: UInt32
         let infixLengths: UInt32
         let hasTokenKeys: Bool
+        let hasPairKeys: Bool
+        /// The first tokens of pair keys: most tokens start none, and this small set says so
+        /// before the pair's hash is looked up.
+        let pairStarts: TokenHashFilter
         /// Which (first, second) byte pairs of a token some prefix key allows, and likewise for
         /// the last two bytes and suffix keys, and for each position and infix keys: most tokens
         /// start no affix key at all, and these 8 KiB sets say so without hashing or probing.
@@ -36,7 +40,8 @@ struct RuleIndex: Sendable {
 
         init(
             field: RequestField, table: KeyTable, alwaysRun: [Int32], all: [Int32], prefixLengths: UInt32,
-            suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, prefixGate: BytePairSet,
+            suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, hasPairKeys: Bool,
+            pairStarts: TokenHashFilter, prefixGate: BytePairSet,
             suffixGate: BytePairSet, infixGate: BytePairSet, rulesByKind: [IndexKey.Kind: Int],
             busiestKeys: [(key: String, rules: Int)]
         ) {
@@ -52,6 +57,8 @@ struct RuleIndex: Sendable {
             self.suffixLengths = suffixLengths
             self.infixLengths = infixLengths
             self.hasTokenKeys = hasTokenKeys
+            self.hasPairKeys = hasPairKeys
+            self.pairStarts = pairStarts
             self.rulesByKind = rulesByKind
         }
     }
@@ -77,6 +84,8 @@ struct RuleIndex: Sendable {
         var suffixLengths: UInt32 = 0
         var infixLengths: UInt32 = 0
         var hasTokenKeys = false
+        var hasPairKeys = false
+        var pairStarts = TokenHashFilter()
         var prefixGate = BytePairSet()
         var suffixGate = BytePairSet()
         var infixGate = BytePairSet()
@@ -101,6 +110,9 @@ struct RuleIndex: Sendable {
                 let bit = UInt32(1) << UInt32(key.text.count)
                 switch key.kind {
                 case .token: hasTokenKeys = true
+                case .tokenPair:
+                    hasPairKeys = true
+                    pairStarts.insert(key.pairTokens.0.hashValue64)
                 case .tokenPrefix:
                     prefixLengths |= bit
                     prefixGate.insert(key.text[0], then: key.text.count > 1 ? key.text[1] : nil)
@@ -117,7 +129,8 @@ struct RuleIndex: Sendable {
         return FieldGroup(
             field: field, table: KeyTable(entries: entries), alwaysRun: alwaysRun, all: members,
             prefixLengths: prefixLengths, suffixLengths: suffixLengths, infixLengths: infixLengths,
-            hasTokenKeys: hasTokenKeys, prefixGate: prefixGate, suffixGate: suffixGate, infixGate: infixGate,
+            hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys, pairStarts: pairStarts, prefixGate: prefixGate,
+            suffixGate: suffixGate, infixGate: infixGate,
             rulesByKind: rulesByKind,
             busiestKeys: busiest(rulesByKey))
     }
@@ -232,8 +245,24 @@ extension RuleIndex.FieldGroup {
         in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
         let hasAffixKeys = prefixLengths | suffixLengths | infixLengths != 0
-        for token in tokens.tokens {
+        let all = tokens.tokens
+        for (index, token) in all.enumerated() {
             if hasTokenKeys { table.collect(token.hash, confirmedBy: &tokens, into: &candidates) }
+            if hasPairKeys, index > 0 {
+                if pairStarts.contains(all[index - 1].hash) {
+                    table.collect(
+                        IndexKey.pairHash(all[index - 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
+                }
+                // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which
+                // makes the tokens around it neighbours there.
+                if index > 1, pairStarts.contains(all[index - 2].hash),
+                    Self.defaultPortHashes.contains(all[index - 1].hash),
+                    bytes[Int(all[index - 1].start) - 1] == UInt8(ascii: ":")
+                {
+                    table.collect(
+                        IndexKey.pairHash(all[index - 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
+                }
+            }
             if hasAffixKeys {
                 let start = Int(token.start)
                 let end = Int(token.end)
@@ -297,9 +326,30 @@ extension RuleIndex.FieldGroup {
         }
     }
 
+    /// The token hashes of the ports URL normalization drops.
+    private static let defaultPortHashes = ["80", "443", "21"].map {
+        IndexKey(kind: .token, text: Array($0.utf8)).hashValue64
+    }
+
     @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
+    }
+}
+
+/// A one-hash Bloom filter of token hashes in 4 KiB: no false "no", a few false "maybe".
+struct TokenHashFilter: Sendable {
+    private var words = [UInt64](repeating: 0, count: 512)
+
+    mutating func insert(_ hash: UInt64) {
+        let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
+        words[bit >> 6] |= 1 << UInt64(bit & 63)
+    }
+
+    @inline(__always)
+    func contains(_ hash: UInt64) -> Bool {
+        let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
+        return words.withUnsafeBufferPointer { $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
     }
 }
 
