@@ -59,7 +59,9 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         }
         let byLength: [Double] = [1, 0.5, 0.3, 0.05, 0.02, 0.008, 0.004, 0.002]
         let estimate = min(1, kindFactor * byLength[min(text.count, byLength.count - 1)])
-        return Self.isPartOfCommonToken(self) ? max(0.9, estimate) : estimate
+        if Self.isPartOfCommonToken(self) { return max(0.9, estimate) }
+        if kind == .token, Self.frequentTokens.contains(text) { return max(0.1, estimate) }
+        return estimate
     }
 
     /// Whether every request that carries a common token also carries this key.
@@ -85,6 +87,25 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
             "http", "https", "www", "com", "net", "org", "html", "htm", "php", "js", "css", "png", "jpg", "gif",
             "json", "api", "cdn", "static", "img", "images", "assets", "v1", "v2", "en", "us", "uk", "de", "io",
             "index", "id", "ref", "utm", "source", "amp", "min", "co", "www2", "s", "a", "b", "c", "i", "t",
+        ].map { Array($0.utf8) })
+
+    /// Words found in many URLs, though not in most: the web's everyday vocabulary and its largest
+    /// sites. A rule is better filed under a rarer token of its own, or under a pair.
+    static let frequentTokens: Set<[UInt8]> = Set(
+        [
+            "about", "account", "ad", "ads", "analytics", "app", "apps", "article", "articles", "auth", "beacon",
+            "blog", "cache", "category", "click", "cloud", "collect", "common", "config", "connect", "content",
+            "count", "counter", "data", "default", "download", "email", "embed", "event", "events", "file", "files",
+            "font", "fonts", "global", "help", "home", "icon", "icons", "image", "info", "lib", "live", "log", "login",
+            "mail", "main", "media", "metrics", "mobile", "news", "online", "page", "pages", "photo", "photos",
+            "pixel", "player", "plugins", "post", "product", "products", "public", "resources", "script", "scripts",
+            "search", "secure", "service", "services", "share", "shop", "site", "sites", "sport", "sports", "store",
+            "stats", "style", "target", "tag", "tags", "themes", "track", "tracking", "update", "upload", "uploads",
+            "user", "users", "video", "videos", "view", "watch", "web", "widget", "widgets", "wp",
+            "akamai", "akamaihd", "akamaized", "amazon", "amazonaws", "apple", "bing", "cloudflare", "cloudfront",
+            "doubleclick", "facebook", "fbcdn", "google", "googleapis", "googlesyndication", "googletagmanager",
+            "googleusercontent", "gstatic", "instagram", "jquery", "linkedin", "microsoft", "twitter", "wordpress",
+            "yahoo", "youtube", "ytimg",
         ].map { Array($0.utf8) })
 
     /// A hash of kind and text that is never zero (zero marks an empty slot of ``KeyTable``).
