@@ -229,11 +229,7 @@ extension RuleIndex.FieldGroup {
         // First every token's hash (rules filed with a second token are checked against these),
         // then the lookups.
         TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
-            var cursor = TokenScanner.Cursor(bytes)
-            while let token = cursor.next() {
-                tokens.append(IndexKey.tokenHash(bytes, token.start, token.end), start: token.start, end: token.end)
-            }
-            guard cursor.isTokenizable else {
+            guard tokens.append(tokensOf: bytes) else {
                 candidates.append(contentsOf: all)
                 return
             }

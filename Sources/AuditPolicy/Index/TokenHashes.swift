@@ -52,6 +52,16 @@ struct TokenHashes: ~Copyable {
         summary |= 1 << (hash >> 58)
     }
 
+    /// Appends every token of `bytes` (see ``TokenScanner``) with its hash; false, having stopped,
+    /// when `bytes` cannot be tokenized (see ``TokenScanner/forEachToken(in:_:)``).
+    mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var cursor = TokenScanner.Cursor(bytes)
+        while let token = cursor.next() {
+            append(IndexKey.tokenHash(bytes, token.start, token.end), start: token.start, end: token.end)
+        }
+        return cursor.isTokenizable
+    }
+
     /// Whether some token has hash `hash`.
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
