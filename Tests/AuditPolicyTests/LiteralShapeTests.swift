@@ -58,6 +58,20 @@ private func scrambledCost(_ key: IndexKey) -> Double {
         #expect(keys.map(\.description) == expected)
     }
 
+    @Test("a key chosen by price but too common to be worth an entry gives way to the cheapest key by cost")
+    func priceFallsBackToCost() {
+        // Priced as if many rules used them already: every key but the token start `s…`, which
+        // keeps its cost, 1 (no better than running the rule every time).
+        let price: (IndexKey) -> Double = { $0.kind == .tokenPrefix ? $0.cost : 100 }
+        let banner = Requirement.key(IndexKey(kind: .token, text: Array("banner".utf8)))
+        let pixel = Requirement.key(IndexKey(kind: .token, text: Array("pixel".utf8)))
+        let single = RequirementAnalysis.filing(of: "/s[a-z]*/banner/", caseInsensitive: true, cost: price)
+        #expect(single?.requirement == banner)
+        let alternatives = RequirementAnalysis.filing(
+            of: "/s[a-z]*/banner/|/s[a-z]*/pixel/", caseInsensitive: true, cost: price)
+        #expect(alternatives?.requirement == .anyOf([banner, pixel]))
+    }
+
     @Test("a pair key's hash is the one a scan makes from its two tokens' hashes")
     func pairHash() {
         let pair = IndexKey.pair(Array("ads".utf8), Array("example".utf8))

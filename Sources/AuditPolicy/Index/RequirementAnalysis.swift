@@ -34,9 +34,15 @@ enum RequirementAnalysis {
             var reader = PatternSyntaxReader(pattern, caseless: caseInsensitive)
             guard let alternatives = reader.read() else { return nil }
             guard alternatives.count == 1 else {
-                let requirement = analysis.requirement(ofAlternatives: alternatives, before: true, after: true)
-                guard let requirement, requirement.cost < uselessCost else { return nil }
-                return Filing(requirement: requirement, confirmations: [])
+                // Each alternative's key is chosen by price; when their costs add up past the
+                // threshold, keys chosen by cost alone may still be worth an entry.
+                for chooser in [analysis, Analysis(cost: \.cost)] {
+                    let requirement = chooser.requirement(ofAlternatives: alternatives, before: true, after: true)
+                    if let requirement, requirement.cost < uselessCost {
+                        return Filing(requirement: requirement, confirmations: [])
+                    }
+                }
+                return nil
             }
             return analysis.filing(options: analysis.options(ofSequence: alternatives[0], before: true, after: true))
         }
@@ -61,7 +67,11 @@ enum RequirementAnalysis {
             // price, ties kept in the order found.
             let options = options.enumerated().map { (price: price($0.element), order: $0.offset, option: $0.element) }
                 .sorted { ($0.price, $0.order) < ($1.price, $1.order) }.map(\.option)
-            guard let requirement = options.first, requirement.cost < uselessCost else { return nil }
+            // The cheapest by price, unless its cost is past the threshold: then the cheapest by cost.
+            guard let first = options.first,
+                let requirement = first.cost < uselessCost ? first : options.min(by: { $0.cost < $1.cost }),
+                requirement.cost < uselessCost
+            else { return nil }
             var confirmations: [IndexKey] = []
             for option in options.dropFirst() where confirmations.count < 2 && option != requirement {
                 guard case .key(let key) = option, key.kind == .token, !confirmations.contains(key) else { continue }
