@@ -29,11 +29,12 @@ private func tokensByteByByte(_ bytes: [UInt8]) -> [Range<Int>]? {
 }
 
 private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
-    var tokens: [Range<Int>] = []
-    let isTokenizable = bytes.withUnsafeBufferPointer { buffer in
-        TokenScanner.forEachToken(in: buffer) { tokens.append($0..<$1) }
+    bytes.withUnsafeBufferPointer { buffer in
+        var tokens: [Range<Int>] = []
+        var cursor = TokenScanner.Cursor(buffer)
+        while let token = cursor.next() { tokens.append(token.start..<token.end) }
+        return cursor.isTokenizable ? tokens : nil
     }
-    return isTokenizable ? tokens : nil
 }
 
 @Suite struct TokenScannerTests {

@@ -53,7 +53,7 @@ struct TokenHashes: ~Copyable {
     }
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash; false, having stopped,
-    /// when `bytes` cannot be tokenized (see ``TokenScanner/forEachToken(in:_:)``).
+    /// when `bytes` cannot be tokenized (see ``TokenScanner/Cursor/isTokenizable``).
     mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var cursor = TokenScanner.Cursor(bytes)
         while let token = cursor.next() {

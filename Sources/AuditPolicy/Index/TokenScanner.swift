@@ -4,18 +4,6 @@
 /// arithmetic rather than a test and a branch per byte; tokens are then read off the mask's
 /// edges, so the work per byte is a few instructions and the branches are per token.
 enum TokenScanner {
-    /// Calls `body(start, end)` for each token of `bytes`, in order.
-    ///
-    /// Returns false, having stopped, when `bytes` hold U+212A (Kelvin sign, E2 84 AA) or U+017F
-    /// (long s, C5 BF): PCRE2 matches those caselessly against `k` and `s`, which tokens cannot
-    /// express, so the caller must run every rule.
-    @inline(__always)
-    static func forEachToken(in bytes: UnsafeBufferPointer<UInt8>, _ body: (Int, Int) -> Void) -> Bool {
-        var cursor = Cursor(bytes)
-        while let token = cursor.next() { body(token.start, token.end) }
-        return cursor.isTokenizable
-    }
-
     /// The tokens of a subject one at a time: a loop over `next()` compiles to straight code with
     /// no call per token.
     struct Cursor {
@@ -29,8 +17,9 @@ enum TokenScanner {
         private var ends: UInt64 = 0
         /// The start of a token that began in an earlier block, or -1.
         private var carriedStart = -1
-        /// False once a Kelvin sign or long s was found (see ``forEachToken(in:_:)``); the cursor
-        /// then returns no more tokens.
+        /// False once the subject was found to hold U+212A (Kelvin sign, E2 84 AA) or U+017F (long
+        /// s, C5 BF); the cursor then returns no more tokens. PCRE2 matches those caselessly
+        /// against `k` and `s`, which tokens cannot express, so the caller must run every rule.
         private(set) var isTokenizable = true
 
         init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
