@@ -49,6 +49,7 @@ struct LintCommand: ParsableCommand {
         CommandOutput.line("  found by two tokens:         \(statistics.byTokenPair)")
         CommandOutput.line("  found by token start or end: \(statistics.byTokenAffix)")
         CommandOutput.line("  found by letters in a token: \(statistics.byInfix)")
+        CommandOutput.line("  of these, by the host alone: \(statistics.inHost)")
         CommandOutput.line("  run for every request:       \(statistics.alwaysRun)")
         for id in statistics.alwaysRunRuleIDs.prefix(20) { CommandOutput.line("    \(id)") }
         if statistics.alwaysRun > 20 { CommandOutput.line("    … and \(statistics.alwaysRun - 20) more") }

@@ -92,6 +92,7 @@ import Testing
                 "  found by two tokens:         0",
                 "  found by token start or end: 1",
                 "  found by letters in a token: 0",
+                "  of these, by the host alone: 0",
                 "  run for every request:       1",
                 "    ads/numeric",
                 "  busiest keys: banner… (1), doubleclick (1)",

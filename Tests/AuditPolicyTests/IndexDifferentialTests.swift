@@ -56,6 +56,8 @@ import Testing
     static func pattern(_ random: inout Generator) -> String {
         var text = ""
         if random.chance(20) { text += "^https?://(?:[^/?#]*\\.)?" }
+        // The ad-block host opening, whose host tokens are looked up in the authority only.
+        if random.chance(20) { text += "^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\\.)?" }
         if random.chance(5) { text = "(?i)" + text }
         for _ in 0..<(1 + random.below(3)) { text += piece(&random) }
         if random.chance(15) { text += "$" }
@@ -74,8 +76,11 @@ import Testing
         if random.chance(5) { path += "ma\u{17F}k" }  // long s standing in for s
         if random.chance(5) { path += "%2Fads%00" }
         if random.chance(10) { path = path.uppercased() }
-        var url = random.pick(["https", "http", "HTTP", "wss"]) + "://" + host
-        if random.chance(10) { url += ":8080" }
+        if random.chance(5) { host = random.pick(words) + "." + random.pick(words) + "@" + host }
+        var url =
+            random.pick(["https", "http", "HTTP", "wss"]) + random.pick(["://", "://", "://", ":/", ":///"]) + host
+        if random.chance(3) { url = random.pick(["//", "", "1x:/", "é:/"]) + host }
+        if random.chance(10) { url += random.pick([":8080", ":443", ":80"]) }
         url += "/" + path
         if random.chance(40) { url += "?" + random.pick(words) + "=" + random.pick(words) }
         if random.chance(10) { url += "#" + random.pick(words) }

@@ -6,7 +6,7 @@ import Testing
     @Test(
         "each kind of pattern is filed under the key its matches must carry",
         arguments: [
-            (#"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?doubleclick\.net(?:[^a-z0-9_.%-]|$)"#, "doubleclick"),
+            (#"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?doubleclick\.net(?:[^a-z0-9_.%-]|$)"#, "host:doubleclick"),
             (#"/adserver\."#, "adserver"),
             (#"tracking-pixel"#, "…tracking"),
             (#"\.gif\?pixelid="#, "pixelid"),

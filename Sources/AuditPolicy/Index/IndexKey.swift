@@ -27,15 +27,24 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     let kind: Kind
     /// Lower-case ASCII letters and digits.
     let text: [UInt8]
+    /// Whether every match has the key (a whole token or a pair) in the URL's authority, between
+    /// `scheme:/` and the first `/`, `?` or `#` (`ads` in `||ads.example.com^`): only the tokens
+    /// there are looked up for it.
+    let isInAuthority: Bool
+
+    init(kind: Kind, text: [UInt8], isInAuthority: Bool = false) {
+        self.kind = kind
+        self.text = text
+        self.isInAuthority = isInAuthority
+    }
 
     var description: String {
         let text = String(decoding: text, as: UTF8.self)
         switch kind {
-        case .token: return text
+        case .token, .tokenPair: return isInAuthority ? "host:" + text : text
         case .tokenPrefix: return text + "…"
         case .tokenSuffix: return "…" + text
         case .infix: return "…" + text + "…"
-        case .tokenPair: return text
         }
     }
 
@@ -154,8 +163,8 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The key of two whole tokens next to each other.
-    static func pair(_ first: [UInt8], _ second: [UInt8]) -> IndexKey {
-        IndexKey(kind: .tokenPair, text: first + [UInt8(ascii: ".")] + second)
+    static func pair(_ first: [UInt8], _ second: [UInt8], isInAuthority: Bool = false) -> IndexKey {
+        IndexKey(kind: .tokenPair, text: first + [UInt8(ascii: ".")] + second, isInAuthority: isInAuthority)
     }
 
     /// The hash of a pair key from its tokens' hashes (see ``tokenHash(_:_:_:)``): a subject's

@@ -15,6 +15,10 @@ public struct IndexStatistics: Sendable, Equatable {
     public let byTokenAffix: Int
     /// Rules found through a few letters inside a token.
     public let byInfix: Int
+    /// Of the rules above, those found only through tokens of the URL's authority (its host part),
+    /// which are not looked up for the tokens of the path and query: the host rules ad-block
+    /// converters write (`||ads.example.com^`).
+    public let inHost: Int
     /// Ids of the rules matched for every request.
     public let alwaysRunRuleIDs: [String]
     /// Distinct keys in the index.
@@ -42,17 +46,20 @@ extension Policy {
         var byKind: [IndexKey.Kind: Int] = [:]
         var alwaysRun: [Int32] = []
         var keys = 0
+        var inHost = 0
         var busiest: [IndexStatistics.BusyKey] = []
         for group in index.groups {
             busiest += group.busiestKeys.map { IndexStatistics.BusyKey(key: $0.key, rules: $0.rules) }
             byKind.merge(group.rulesByKind, uniquingKeysWith: +)
             alwaysRun += group.alwaysRun
-            keys += group.table.keyCount
+            keys += group.table.keyCount + group.authorityTable.keyCount
+            inHost += group.rulesInAuthority
         }
         return IndexStatistics(
             rules: rules.count, byToken: byKind[.token, default: 0], byTokenPair: byKind[.tokenPair, default: 0],
             byTokenAffix: byKind[.tokenPrefix, default: 0] + byKind[.tokenSuffix, default: 0],
-            byInfix: byKind[.infix, default: 0], alwaysRunRuleIDs: alwaysRun.sorted().map { rules[Int($0)].id },
+            byInfix: byKind[.infix, default: 0], inHost: inHost,
+            alwaysRunRuleIDs: alwaysRun.sorted().map { rules[Int($0)].id },
             distinctKeys: keys, busiestKeys: Array(busiest.sorted { $0.rules > $1.rules }.prefix(10)))
     }
 }

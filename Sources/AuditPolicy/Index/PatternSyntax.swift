@@ -15,6 +15,11 @@ indirect enum PatternNode: Equatable {
     case end
     /// Lookarounds, `\b`, `\B`, `\K`: they consume nothing.
     case zeroWidth
+    /// Consumes nothing; stands right after the ad-block host opening
+    /// `^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?`, which ends inside the URL's authority (after
+    /// `scheme:/`, before the first `/`, `?` or `#`): literal characters right after it, up to the
+    /// first `/`, `?` or `#` among them, are in the authority too.
+    case authority
     /// A back-reference: any text, possibly empty.
     case backReference
     /// A group: one sequence of nodes per alternative.
@@ -45,17 +50,31 @@ struct PatternSyntaxReader {
             position = 4
         }
         do {
-            let alternatives = try readAlternatives()
+            var opening: [PatternNode] = []
+            let afterOpening = position + Self.hostOpening.count
+            // (A quantifier right after it would change the opening's last group.)
+            if bytes[position...].starts(with: Self.hostOpening),
+                afterOpening == bytes.count || !"?*+{".utf8.contains(bytes[afterOpening])
+            {
+                var reader = PatternSyntaxReader(String(decoding: Self.hostOpening, as: UTF8.self), caseless: false)
+                opening = try reader.readAlternatives()[0] + [.authority]
+                position = afterOpening
+            }
+            let alternatives = try readAlternatives(first: opening)
             return position == bytes.count ? alternatives : nil
         } catch {
             return nil
         }
     }
 
+    /// How ad-block converters open a host rule (`||host`): a scheme, slashes, then any labels of
+    /// the host before the one named.
+    static let hostOpening = Array(#"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?"#.utf8)
+
     private var current: UInt8? { position < bytes.count ? bytes[position] : nil }
 
-    private mutating func readAlternatives() throws(GiveUp) -> [[PatternNode]] {
-        var alternatives: [[PatternNode]] = [[]]
+    private mutating func readAlternatives(first: [PatternNode] = []) throws(GiveUp) -> [[PatternNode]] {
+        var alternatives: [[PatternNode]] = [first]
         while let byte = current, byte != UInt8(ascii: ")") {
             if byte == UInt8(ascii: "|") {
                 position += 1
@@ -350,7 +369,7 @@ struct PatternSyntaxReader {
         position += 1
         if let next = current, next == UInt8(ascii: "+") || next == UInt8(ascii: "?") { position += 1 }
         switch atom {
-        case .start, .end, .zeroWidth: throw GiveUp()
+        case .start, .end, .zeroWidth, .authority: throw GiveUp()
         default: break
         }
         if let max = bounds.max, max < bounds.min { throw GiveUp() }

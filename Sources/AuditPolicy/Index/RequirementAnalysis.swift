@@ -28,7 +28,9 @@ enum RequirementAnalysis {
         withoutActuallyEscaping(cost) { cost -> Filing? in
             let analysis = Analysis(cost: cost)
             if readsShapes, let shape = LiteralShape(pattern, caseless: caseInsensitive) {
-                let keys = keys(in: shape.run, leftBounded: shape.isLeftBounded, rightBounded: shape.isRightBounded)
+                let keys = keys(
+                    in: shape.run, leftBounded: shape.isLeftBounded, rightBounded: shape.isRightBounded,
+                    authorityLength: shape.startsInAuthority ? authorityLength(of: shape.run) : 0)
                 return analysis.filing(options: keys.map(Requirement.key))
             }
             var reader = PatternSyntaxReader(pattern, caseless: caseInsensitive)
@@ -124,8 +126,11 @@ enum RequirementAnalysis {
                     }
                     let leftBounded = !RequirementAnalysis.mayBeAlnum(before: index, in: nodes, outside: before)
                     let rightBounded = !RequirementAnalysis.mayBeAlnum(after: end, in: nodes, outside: after)
-                    options += RequirementAnalysis.keys(in: run, leftBounded: leftBounded, rightBounded: rightBounded)
-                        .map(Requirement.key)
+                    let isInAuthority = index > 0 && nodes[index - 1] == .authority
+                    options += RequirementAnalysis.keys(
+                        in: run, leftBounded: leftBounded, rightBounded: rightBounded,
+                        authorityLength: isInAuthority ? RequirementAnalysis.authorityLength(of: run) : 0
+                    ).map(Requirement.key)
                     index = end
                     continue
                 }
@@ -194,7 +199,7 @@ enum RequirementAnalysis {
         case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
         case .character(let mayBeAlnum): (mayBeAlnum, false)
         case .start: (false, false)  // nothing precedes the start of the subject
-        case .end, .zeroWidth: (false, true)
+        case .end, .zeroWidth, .authority: (false, true)
         case .backReference: (true, true)
         case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: true) })
         case .repeated(let inner, let min, _):
@@ -208,7 +213,7 @@ enum RequirementAnalysis {
         case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
         case .character(let mayBeAlnum): (mayBeAlnum, false)
         case .end: (false, false)  // only a final newline can follow
-        case .start, .zeroWidth: (false, true)
+        case .start, .zeroWidth, .authority: (false, true)
         case .backReference: (true, true)
         case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: false) })
         case .repeated(let inner, let min, _):
@@ -232,10 +237,19 @@ enum RequirementAnalysis {
         (edges.contains { $0.mayBeAlnum }, edges.contains { $0.isNullable })
     }
 
+    /// How many of a run's first characters are in the URL's authority, when the run starts there:
+    /// those before its first `/`, `?` or `#`.
+    static func authorityLength(of run: [UInt8]) -> Int {
+        run.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? run.count
+    }
+
     /// The keys a literal run guarantees: one per letter-and-digit segment of the run, then one
     /// per two neighbouring segments that are both whole tokens (the run holds both, with only
     /// separators between them, so every match has them as neighbouring tokens).
-    static func keys(in run: [UInt8], leftBounded: Bool, rightBounded: Bool) -> [IndexKey] {
+    ///
+    /// Whole tokens and pairs within the run's first `authorityLength` characters, which every
+    /// match finds in the URL's authority, are keys ``IndexKey/isInAuthority``.
+    static func keys(in run: [UInt8], leftBounded: Bool, rightBounded: Bool, authorityLength: Int = 0) -> [IndexKey] {
         let lowered = run.map { PatternSyntaxReader.isLetter($0) ? $0 | 0x20 : $0 }
         var keys: [IndexKey] = []
         var pairs: [IndexKey] = []
@@ -251,12 +265,13 @@ enum RequirementAnalysis {
             let segment = Array(lowered[start..<end])
             let startsToken = start > 0 || leftBounded
             let endsToken = end < lowered.count || rightBounded
+            let isInAuthority = end <= authorityLength
             if startsToken, endsToken, let previous = previousWholeToken {
-                pairs.append(IndexKey.pair(previous, segment))
+                pairs.append(IndexKey.pair(previous, segment, isInAuthority: isInAuthority))
             }
             previousWholeToken = startsToken && endsToken ? segment : nil
             switch (startsToken, endsToken) {
-            case (true, true): keys.append(IndexKey(kind: .token, text: segment))
+            case (true, true): keys.append(IndexKey(kind: .token, text: segment, isInAuthority: isInAuthority))
             case (true, false):
                 keys.append(IndexKey(kind: .tokenPrefix, text: Array(segment.prefix(IndexKey.maximumAffixLength))))
             case (false, true):
@@ -305,13 +320,15 @@ struct LiteralShape {
     let isLeftBounded: Bool
     /// Whether a token boundary is certain after the run.
     let isRightBounded: Bool
+    /// Whether the opening ends in the URL's authority (see ``PatternNode/authority``).
+    let startsInAuthority: Bool
 
     private static let openings = [#"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?"#, "^", ""].map { Array($0.utf8) }
     private static let endings = ["(?:[^a-z0-9_.%-]|$)", "$", ""].map { Array($0.utf8) }
 
-    /// The edges (left bounded, right bounded) learned for each opening, ending and case option,
-    /// indexed by `edgeIndex`; nil where the shape is not used.
-    private static let edges: [(Bool, Bool)?] = openings.indices.flatMap { opening in
+    /// The edges (left bounded, right bounded, run starts in the authority) learned for each
+    /// opening, ending and case option, indexed by `edgeIndex`; nil where the shape is not used.
+    private static let edges: [(Bool, Bool, Bool)?] = openings.indices.flatMap { opening in
         endings.indices.flatMap { ending in
             [false, true].map { caseless in learnEdges(opening: opening, ending: ending, caseless: caseless) }
         }
@@ -321,18 +338,22 @@ struct LiteralShape {
         (opening * endings.count + ending) * 2 + (caseless ? 1 : 0)
     }
 
-    private static func learnEdges(opening: Int, ending: Int, caseless: Bool) -> (Bool, Bool)? {
+    private static func learnEdges(opening: Int, ending: Int, caseless: Bool) -> (Bool, Bool, Bool)? {
         let open = String(decoding: openings[opening], as: UTF8.self)
         let end = String(decoding: endings[ending], as: UTF8.self)
         guard RequirementAnalysis.options(of: open + #"\-"# + end, caseless: caseless) == [],
             let probe = RequirementAnalysis.options(of: open + "q" + end, caseless: caseless),
             probe.count == 1, case .key(let key) = probe[0], key.text == Array("q".utf8)
         else { return nil }
+        // A whole token at the start of the run shows whether the run starts in the authority.
+        let inAuthority = RequirementAnalysis.options(of: open + #"q\.q"# + end, caseless: caseless)?.contains {
+            $0.keys.contains(where: \.isInAuthority)
+        }
         switch key.kind {
-        case .token: return (true, true)
-        case .tokenPrefix: return (true, false)
-        case .tokenSuffix: return (false, true)
-        case .infix: return (false, false)
+        case .token: return (true, true, inAuthority ?? false)
+        case .tokenPrefix: return (true, false, inAuthority ?? false)
+        case .tokenSuffix: return (false, true, inAuthority ?? false)
+        case .infix: return (false, false, inAuthority ?? false)
         case .tokenPair: return nil
         }
     }
@@ -356,7 +377,7 @@ struct LiteralShape {
                 return nil
             }), let edges = Self.edges[found.1]
         else { return nil }
-        (run, isLeftBounded, isRightBounded) = (found.0, edges.0, edges.1)
+        (run, isLeftBounded, isRightBounded, startsInAuthority) = (found.0, edges.0, edges.1, edges.2)
     }
 
     /// The characters of `text` when every one is literal: letters, digits, `_ - / : % = & , ; ~ @ !`,

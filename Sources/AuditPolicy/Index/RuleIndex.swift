@@ -12,7 +12,15 @@ struct RuleIndex: Sendable {
     /// The rules of one request field.
     final class FieldGroup: Sendable {
         let field: RequestField
+        /// Keys looked up among every token of the subject.
         let table: KeyTable
+        /// Keys looked up only among the tokens of the URL's authority (see
+        /// ``IndexKey/isInAuthority``): a host rule's tokens are not looked up for each token of a
+        /// long path or query.
+        let authorityTable: KeyTable
+        let hasAuthorityKeys: Bool
+        /// The first tokens of the authority table's pair keys.
+        let authorityPairStarts: TokenHashFilter
         /// Rules with no usable requirement: matched for every request.
         let alwaysRun: [Int32]
         /// Every rule of the field, for subjects the index cannot reason about.
@@ -35,16 +43,23 @@ struct RuleIndex: Sendable {
         /// Number of rules filed per kind of key (a rule with several alternatives counts once,
         /// under the kind of its first key).
         let rulesByKind: [IndexKey.Kind: Int]
+        /// Number of rules all of whose keys are in the authority table.
+        let rulesInAuthority: Int
         /// The keys shared by the most rules, most first (at most ten).
         let busiestKeys: [(key: String, rules: Int)]
 
         init(
-            field: RequestField, table: KeyTable, alwaysRun: [Int32], all: [Int32], prefixLengths: UInt32,
+            field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityPairStarts: TokenHashFilter,
+            alwaysRun: [Int32], all: [Int32], prefixLengths: UInt32,
             suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, hasPairKeys: Bool,
             pairStarts: TokenHashFilter, prefixGate: BytePairSet,
-            suffixGate: BytePairSet, infixGate: BytePairSet, rulesByKind: [IndexKey.Kind: Int],
+            suffixGate: BytePairSet, infixGate: BytePairSet, rulesByKind: [IndexKey.Kind: Int], rulesInAuthority: Int,
             busiestKeys: [(key: String, rules: Int)]
         ) {
+            self.authorityTable = authorityTable
+            self.hasAuthorityKeys = authorityTable.keyCount > 0
+            self.authorityPairStarts = authorityPairStarts
+            self.rulesInAuthority = rulesInAuthority
             self.prefixGate = prefixGate
             self.suffixGate = suffixGate
             self.infixGate = infixGate
@@ -79,6 +94,9 @@ struct RuleIndex: Sendable {
 
     private static func group(field: RequestField, members: [Int32], rules: [Rule]) -> FieldGroup {
         var entries: [KeyTable.Entry] = []
+        var authorityEntries: [KeyTable.Entry] = []
+        var authorityPairStarts = TokenHashFilter()
+        var rulesInAuthority = 0
         var alwaysRun: [Int32] = []
         var prefixLengths: UInt32 = 0
         var suffixLengths: UInt32 = 0
@@ -99,14 +117,20 @@ struct RuleIndex: Sendable {
             let keys = filing.requirement.keys
             let confirmations = filing.confirmations.map(\.hashValue64)
             rulesByKind[keys[0].kind, default: 0] += 1
+            if keys.allSatisfy(\.isInAuthority) { rulesInAuthority += 1 }
             for key in keys {
                 rulesByKey[key, default: 0] += 1
                 let isSingle = keys.count == 1
-                entries.append(
-                    KeyTable.Entry(
-                        hash: key.hashValue64, rule: member,
-                        confirmation: isSingle && confirmations.count > 0 ? confirmations[0] : 0,
-                        secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0))
+                let entry = KeyTable.Entry(
+                    hash: key.hashValue64, rule: member,
+                    confirmation: isSingle && confirmations.count > 0 ? confirmations[0] : 0,
+                    secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0)
+                if key.isInAuthority {
+                    authorityEntries.append(entry)
+                    if key.kind == .tokenPair { authorityPairStarts.insert(key.pairTokens.0.hashValue64) }
+                    continue
+                }
+                entries.append(entry)
                 let bit = UInt32(1) << UInt32(key.text.count)
                 switch key.kind {
                 case .token: hasTokenKeys = true
@@ -127,11 +151,12 @@ struct RuleIndex: Sendable {
             }
         }
         return FieldGroup(
-            field: field, table: KeyTable(entries: entries), alwaysRun: alwaysRun, all: members,
+            field: field, table: KeyTable(entries: entries), authorityTable: KeyTable(entries: authorityEntries),
+            authorityPairStarts: authorityPairStarts, alwaysRun: alwaysRun, all: members,
             prefixLengths: prefixLengths, suffixLengths: suffixLengths, infixLengths: infixLengths,
             hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys, pairStarts: pairStarts, prefixGate: prefixGate,
             suffixGate: suffixGate, infixGate: infixGate,
-            rulesByKind: rulesByKind,
+            rulesByKind: rulesByKind, rulesInAuthority: rulesInAuthority,
             busiestKeys: busiest(rulesByKey))
     }
 
@@ -240,6 +265,7 @@ extension RuleIndex.FieldGroup {
     private func collect(
         in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
+        if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         let hasAffixKeys = prefixLengths | suffixLengths | infixLengths != 0
         let all = tokens.tokens
         for (index, token) in all.enumerated() {
@@ -275,6 +301,57 @@ extension RuleIndex.FieldGroup {
                 collectAffixes(bytes, start, end, &tokens, into: &candidates)
             }
         }
+    }
+
+    /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
+    /// authority table.
+    private func collectInAuthority(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout [Int32]
+    ) {
+        let authority = Self.authority(of: bytes)
+        var previous: UInt64 = 0
+        for token in tokens.tokens {
+            guard token.start < authority.upperBound else { break }
+            guard token.start >= authority.lowerBound else { continue }
+            authorityTable.collect(token.hash, confirmedBy: &tokens, into: &candidates)
+            if previous != 0, authorityPairStarts.contains(previous) {
+                authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
+            }
+            previous = token.hash
+        }
+    }
+
+    /// Where a match of the host opening (see ``PatternNode/authority``) can find its host: after
+    /// `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`; empty when the
+    /// subject does not start that way. Tokens never hold `/`, `?` or `#`, so a token that starts
+    /// in the range ends in it.
+    ///
+    /// The raw URL's authority holds the normalized URL's (normalizing only lower-cases it and
+    /// drops a default port). A non-ASCII byte where the scheme would be gives the whole subject,
+    /// which is never wrong.
+    static func authority(of bytes: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        let slash = UInt8(ascii: "/")
+        var index = 0
+        while index < bytes.count, Self.isSchemeByte(bytes[index], first: index == 0) { index += 1 }
+        guard index > 0, index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == slash else {
+            return index < bytes.count && bytes[index] >= 0x80 ? 0..<bytes.count : 0..<0
+        }
+        index += 1
+        while index < bytes.count, bytes[index] == slash { index += 1 }
+        var end = index
+        while end < bytes.count, bytes[end] != slash, bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: "#") {
+            end += 1
+        }
+        return index..<end
+    }
+
+    @inline(__always)
+    private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {
+        let letter = byte | 0x20
+        if letter >= UInt8(ascii: "a"), letter <= UInt8(ascii: "z") { return true }
+        if first { return false }
+        return (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "+")
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
     }
 
     private func collectAffixes(
