@@ -43,7 +43,8 @@ struct Decisions: ParsableCommand {
                     // (HOT_ONLY=rounds, default 2,000), nothing else.
                     let rounds = Int(hot) ?? 2_000
                     let sampleSize = Int(ProcessInfo.processInfo.environment["HOT_SAMPLE"] ?? "") ?? 1_000
-                    let sample = Array(requests.prefix(sampleSize))
+                    let minimumLength = Int(ProcessInfo.processInfo.environment["HOT_MINLEN"] ?? "") ?? 0
+                    let sample = Array(requests.filter { $0.url.utf8.count >= minimumLength }.prefix(sampleSize))
                     for request in sample { _ = policy.evaluate(request) }
                     let begin = now()
                     for _ in 0..<rounds { for request in sample { _ = policy.evaluate(request) } }
@@ -119,7 +120,7 @@ struct IndexSummary {
         let busiest = stats.busiestKeys.prefix(5).map { "\($0.key) \($0.rules)" }.joined(separator: ", ")
         text =
             "\(stats.byToken) by token, \(stats.byTokenPair) by token pair, \(stats.byTokenAffix) by token start/end, \(stats.byInfix) by infix, "
-            + "\(stats.alwaysRun) always run; busiest keys: \(busiest)"
+            + "\(stats.alwaysRun) always run, \(stats.inHost) by the host alone; busiest keys: \(busiest)"
     }
 }
 
