@@ -305,44 +305,55 @@ extension RuleIndex.FieldGroup {
 
     /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
     /// authority table.
+    ///
+    /// The authority is where a match of the host opening (see ``PatternNode/authority``) can find
+    /// its host: after `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`. A
+    /// subject that does not start that way has none. Its end is found among the separators
+    /// between tokens (a token never holds `/`, `?` or `#`), which are few in a host name.
+    ///
+    /// The raw URL's authority holds the normalized URL's (normalizing only lower-cases it and
+    /// drops a default port). A non-ASCII byte where the scheme would be makes the whole subject
+    /// count, which is never wrong.
     private func collectInAuthority(
         _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
-        let authority = Self.authority(of: bytes)
+        guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
+        var separatorStart = start
         var previous: UInt64 = 0
-        for token in tokens.tokens {
-            guard token.start < authority.upperBound else { break }
-            guard token.start >= authority.lowerBound else { continue }
+        for token in tokens.tokens where token.start >= start {
+            if isBounded {
+                var hasEnded = false
+                for index in separatorStart..<Int(token.start) where Self.endsAuthority(bytes[index]) {
+                    hasEnded = true
+                }
+                if hasEnded { break }
+            }
             authorityTable.collect(token.hash, confirmedBy: &tokens, into: &candidates)
             if previous != 0, authorityPairStarts.contains(previous) {
                 authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
             }
             previous = token.hash
+            separatorStart = Int(token.end)
         }
     }
 
-    /// Where a match of the host opening (see ``PatternNode/authority``) can find its host: after
-    /// `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`; empty when the
-    /// subject does not start that way. Tokens never hold `/`, `?` or `#`, so a token that starts
-    /// in the range ends in it.
-    ///
-    /// The raw URL's authority holds the normalized URL's (normalizing only lower-cases it and
-    /// drops a default port). A non-ASCII byte where the scheme would be gives the whole subject,
-    /// which is never wrong.
-    static func authority(of bytes: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+    /// Where the authority starts (after `scheme:` and its slashes), and whether it ends at the
+    /// first `/`, `?` or `#` (false: the whole subject counts); nil when there is none.
+    static func authorityStart(in bytes: UnsafeBufferPointer<UInt8>) -> (Int, isBounded: Bool)? {
         let slash = UInt8(ascii: "/")
         var index = 0
         while index < bytes.count, Self.isSchemeByte(bytes[index], first: index == 0) { index += 1 }
         guard index > 0, index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == slash else {
-            return index < bytes.count && bytes[index] >= 0x80 ? 0..<bytes.count : 0..<0
+            return index < bytes.count && bytes[index] >= 0x80 ? (0, false) : nil
         }
-        index += 1
+        index += 2
         while index < bytes.count, bytes[index] == slash { index += 1 }
-        var end = index
-        while end < bytes.count, bytes[end] != slash, bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: "#") {
-            end += 1
-        }
-        return index..<end
+        return (index, true)
+    }
+
+    @inline(__always)
+    private static func endsAuthority(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
     }
 
     @inline(__always)
