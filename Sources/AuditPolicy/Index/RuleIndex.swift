@@ -139,14 +139,16 @@ struct RuleIndex: Sendable {
                     pairStarts.insert(key.pairTokens.0.hashValue64)
                 case .tokenPrefix:
                     prefixLengths |= bit
-                    prefixGate.insert(key.text[0], then: key.text.count > 1 ? key.text[1] : nil)
+                    prefixGate.insert(
+                        key.text[0], then: key.text.count > 1 ? key.text[1] : nil, length: key.text.count)
                 case .tokenSuffix:
                     suffixLengths |= bit
                     let last = key.text.count - 1
-                    suffixGate.insert(key.text[last], then: last > 0 ? key.text[last - 1] : nil)
+                    suffixGate.insert(key.text[last], then: last > 0 ? key.text[last - 1] : nil, length: key.text.count)
                 case .infix:
                     infixLengths |= bit
-                    infixGate.insert(key.text[0], then: key.text.count > 1 ? key.text[1] : nil)
+                    infixGate.insert(
+                        key.text[0], then: key.text.count > 1 ? key.text[1] : nil, length: key.text.count)
                 }
             }
         }
@@ -371,38 +373,39 @@ extension RuleIndex.FieldGroup {
     ) {
         let length = end - start
         let affixLength = min(length, IndexKey.maximumAffixLength)
-        if prefixLengths != 0,
-            prefixGate.contains(Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
-        {
+        if prefixLengths != 0 {
+            // Only the lengths of prefix keys that start with the token's first two bytes.
+            let lengths = prefixGate.lengths(
+                Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
             var state = IndexKey.hashStart
-            for offset in 0..<affixLength {
+            for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[start + offset]))
-                if prefixLengths & (1 << UInt32(offset + 1)) != 0 {
+                if lengths & (1 << UInt8(offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: &tokens, into: &candidates)
                 }
             }
         }
-        if suffixLengths != 0,
-            suffixGate.contains(Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
-        {
+        if suffixLengths != 0 {
+            let lengths = suffixGate.lengths(
+                Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
             // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
             var state = IndexKey.hashStart
-            for offset in 1...affixLength {
-                state = IndexKey.hashStep(state, Self.lowered(bytes[end - offset]))
-                if suffixLengths & (1 << UInt32(offset)) != 0 {
+            for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
+                state = IndexKey.hashStep(state, Self.lowered(bytes[end - 1 - offset]))
+                if lengths & (1 << UInt8(offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: &tokens, into: &candidates)
                 }
             }
         }
         if infixLengths != 0 {
-            for offset in start..<end
-            where infixGate.contains(
-                Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)
-            {
+            for offset in start..<end {
+                let lengths = infixGate.lengths(
+                    Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)
+                guard lengths != 0 else { continue }
                 var state = IndexKey.hashStart
-                for infixLength in 1...min(end - offset, IndexKey.maximumInfixLength) {
-                    state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixLength - 1]))
-                    if infixLengths & (1 << UInt32(infixLength)) != 0 {
+                for infixOffset in 0..<min(end - offset, 8 - lengths.leadingZeroBitCount) {
+                    state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixOffset]))
+                    if lengths & (1 << UInt8(infixOffset)) != 0 {
                         table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
                     }
                 }
@@ -437,25 +440,38 @@ struct TokenHashFilter: Sendable {
     }
 }
 
-/// A set of byte pairs (a byte, then the byte after it or 0 for none): 65,536 bits in 8 KiB, small
-/// enough to stay in the processor's first-level cache.
+/// A set of byte pairs (a byte, then the byte after it or 0 for none), each with the lengths (1 to
+/// 8) of the keys that begin with it: 65,536 bits in 8 KiB, small enough to stay in the processor's
+/// first-level cache, answer most questions; the lengths take a byte per pair (64 KiB), read only
+/// for pairs in the set.
 struct BytePairSet: Sendable {
     private var words = [UInt64](repeating: 0, count: 1_024)
+    private var lengthMasks: [UInt8] = []
 
-    /// Adds (`first`, `second`); with `second` nil, `first` followed by anything or nothing.
-    mutating func insert(_ first: UInt8, then second: UInt8?) {
+    /// Adds (`first`, `second`) for a key of `length` bytes; with `second` nil, `first` followed by
+    /// anything or nothing.
+    mutating func insert(_ first: UInt8, then second: UInt8?, length: Int) {
         guard let second else {
-            for next in 0...255 { insert(first, then: UInt8(next)) }
+            for next in 0...255 { insert(first, then: UInt8(next), length: length) }
             return
         }
-        let bit = Int(first) << 8 | Int(second)
-        words[bit >> 6] |= 1 << UInt64(bit & 63)
+        let pair = Int(first) << 8 | Int(second)
+        words[pair >> 6] |= 1 << UInt64(pair & 63)
+        if lengthMasks.isEmpty { lengthMasks = [UInt8](repeating: 0, count: 65_536) }
+        lengthMasks[pair] |= 1 << UInt8(min(length, 8) - 1)
     }
 
     /// Whether (`first`, `second`) was added.
     @inline(__always)
     func contains(_ first: UInt8, then second: UInt8) -> Bool {
-        let bit = Int(first) << 8 | Int(second)
-        return words.withUnsafeBufferPointer { $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
+        let pair = Int(first) << 8 | Int(second)
+        return words.withUnsafeBufferPointer { $0[pair >> 6] & (1 << UInt64(pair & 63)) != 0 }
+    }
+
+    /// The lengths of the keys added with (`first`, `second`): bit `n - 1` for length `n`.
+    @inline(__always)
+    func lengths(_ first: UInt8, then second: UInt8) -> UInt8 {
+        guard contains(first, then: second) else { return 0 }
+        return lengthMasks.withUnsafeBufferPointer { $0[Int(first) << 8 | Int(second)] }
     }
 }
