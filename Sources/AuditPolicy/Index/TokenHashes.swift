@@ -1,4 +1,4 @@
-/// The tokens of one subject: their hashes and where they are, a 64-bit summary that answers most
+/// The tokens of one subject: their hashes and where they are, a 512-bit summary that answers most
 /// "does the subject have this token?" questions without a search, and, for subjects with many
 /// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
 /// it hundreds of times).
@@ -17,7 +17,8 @@ struct TokenHashes: ~Copyable {
 
     private let storage: UnsafeMutableBufferPointer<Token>
     private var count = 0
-    private var summary: UInt64 = 0
+    /// One bit per token (bits 55 and up of its hash pick it): a clear bit means no such token.
+    private var summary = InlineArray<8, UInt64>(repeating: 0)
     /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built once
     /// searching the tokens one by one has cost as much as building it would.
     private var set: [UInt64] = []
@@ -49,7 +50,7 @@ struct TokenHashes: ~Copyable {
     mutating func append(_ hash: UInt64, start: Int, end: Int) {
         storage[count] = Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
         count += 1
-        summary |= 1 << (hash >> 58)
+        summary[Int(hash >> 61)] |= 1 << ((hash >> 55) & 63)
     }
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash; false, having stopped,
@@ -65,7 +66,7 @@ struct TokenHashes: ~Copyable {
     /// Whether some token has hash `hash`.
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
-        guard summary & (1 << (hash >> 58)) != 0 else { return false }
+        guard summary[Int(hash >> 61)] & (1 << ((hash >> 55) & 63)) != 0 else { return false }
         if set.isEmpty {
             if count <= 16 || comparisons < 4 * count {
                 comparisons += count
