@@ -15,6 +15,12 @@ mkdir -p "corpus/$harness" artifacts seeds/"$harness"
 case "$harness" in
 rule-files)
     cp ../policies/*.rules "seeds/$harness/"
+    # Host rules in the ad-block form, whose tokens the index looks up in the URL's authority only.
+    printf '%s\n' '[block]' \
+        'host ^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?ads\.example\.com(?:[^a-z0-9_.%-]|$)' \
+        'path ^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?tracker\.example\.net:8080/a/' \
+        '[record] case=sensitive' 'ip ^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?10\.0\.0\.1(?:[^a-z0-9_.%-]|$)' \
+        > "seeds/$harness/hosts.rules"
     exec "$bin/FuzzRuleFiles" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix=artifacts/ "corpus/$harness" "seeds/$harness"
     ;;
@@ -24,6 +30,9 @@ requests)
         case "$line" in "#"* | "") continue ;; esac
         n=$((n + 1)); printf '%s' "$line" | tr ' ' '\n' > "seeds/$harness/request-$n"
     done < ../policies/traffic/requests.txt
+    printf 'GET\nhttps://user@ads.example.com:443/x?cdn=1' > "seeds/$harness/host-1"
+    printf 'GET\nHTTP:/10.0.0.1/tracker.example.net/pixel/#ads.example.com' > "seeds/$harness/host-2"
+    printf 'POST\nhttps://a.test/\nhttps://evil.example/' > "seeds/$harness/host-3"
     exec "$bin/FuzzRequests" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix=artifacts/ -policies=../policies "corpus/$harness" "seeds/$harness"
     ;;

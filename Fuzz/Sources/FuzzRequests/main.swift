@@ -41,6 +41,23 @@ let policy: Policy = {
                 [warn] field=host case=sensitive
                 kelvin \u{212A}it
                 """))
+    // Host rules as ad-block converters write them: their tokens are looked up in the authority only.
+    let opening = #"^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?"#
+    let ending = "(?:[^a-z0-9_.%-]|$)"
+    sources.append(
+        PolicySource(
+            file: "hosts.rules",
+            text: """
+                [block]
+                host \(opening)ads\\.example\\.com\(ending)
+                ip \(opening)10\\.0\\.0\\.1\(ending)
+                path \(opening)tracker\\.example\\.net/pixel/
+                bare \(opening)cdn
+                [record] case=sensitive
+                exact \(opening)Example\\.com\(ending)
+                [warn] field=header:x-test
+                header \(opening)evil\\.example\(ending)
+                """))
     do {
         return try Policy(sources: sources, limits: MatchLimits(matchLimit: 20_000, depthLimit: 2_000))
     } catch {

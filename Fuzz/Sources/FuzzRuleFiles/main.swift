@@ -26,6 +26,8 @@ let probeRequests = [
     AuditRequest(method: "POST", url: "http://User:pw@Tracker.Example.NET:8080/a/b/c.js#frag"),
     AuditRequest(method: "GET", url: "https://xn--pypal-4ve.com/\u{212A}it?q=ma\u{17F}k%00"),
     AuditRequest(method: "PUT", url: "wss://[::1]:443/socket", headers: [.init(name: "X-Test", value: "abc DEF 123")]),
+    AuditRequest(method: "GET", url: "HTTPS:/Ads.Example.COM:443/10.0.0.1?u=tracker.example.net#ads.example.com"),
+    AuditRequest(method: "GET", url: "svn+ssh:///user@10.0.0.1/tracker.example.net:8080/a/"),
 ]
 
 // SwiftPM links an executable's entry point as `FuzzRuleFiles_main`; hand control to libFuzzer's driver.
