@@ -83,3 +83,52 @@ import Testing
         }
     }
 }
+
+/// A whole token of a literal run is filed with the bytes the run has around it, and a rule runs
+/// only when the request has the same bytes around that token.
+@Suite struct TokenContextTests {
+    static func policy() throws -> Policy {
+        var text = "[block]\n"
+        for (number, (before, after)) in [("_", "-"), ("-", "_"), ("/", "."), (".", "/"), ("=", "&")].enumerated() {
+            text += "size\(number) \\\(before)160x600\\\(after)\n"
+        }
+        text += "either (?:_ads-|\\.ads\\.)\n"
+        text += "port \\.examplecorp\\/x\n"
+        return try Policy(parsing: text, file: "sizes.rules")
+    }
+
+    @Test(
+        "only the rules whose bytes around the token the request has run",
+        arguments: [
+            ("https://a.test/ad_160x600-b.gif", ["sizes/size0"]),
+            ("https://a.test/ad-160x600_b.gif", ["sizes/size1"]),
+            ("https://a.test/ad/160x600.gif", ["sizes/size2"]),
+            ("https://a.test/?w=160x600&h=1", ["sizes/size4"]),
+            ("https://a.test/160x600", []),
+        ])
+    func contextNarrowsCandidates(url: String, expected: [String]) throws {
+        let policy = try Self.policy()
+        let request = AuditRequest(url: url)
+        #expect(policy.candidateRules(for: request).map(\.id) == expected)
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+        #expect(policy.evaluate(request).rule?.id == expected.first)
+    }
+
+    @Test("a rule with its token twice runs for either occurrence's bytes")
+    func tokenTwice() throws {
+        let policy = try Self.policy()
+        for url in ["https://a.test/x_ads-y", "https://a.test/x.ads.y"] {
+            #expect(policy.evaluate(AuditRequest(url: url)).rule?.id == "sizes/either", "\(url)")
+        }
+        #expect(policy.evaluate(AuditRequest(url: "https://a.test/x-ads_y")).rule == nil)
+    }
+
+    @Test("a default port in the URL does not hide the byte after the host that normalizing brings")
+    func defaultPort() throws {
+        let policy = try Self.policy()
+        for url in ["https://a.examplecorp:443/x", "http://A.EXAMPLECORP:80/x", "https://a.examplecorp/x"] {
+            #expect(policy.evaluate(AuditRequest(url: url)).rule?.id == "sizes/port", "\(url)")
+        }
+        #expect(policy.evaluate(AuditRequest(url: "https://a.examplecorp:8443/x")).rule == nil)
+    }
+}

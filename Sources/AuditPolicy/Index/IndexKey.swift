@@ -31,11 +31,29 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// `scheme:/` and the first `/`, `?` or `#` (`ads` in `||ads.example.com^`): only the tokens
     /// there are looked up for it.
     let isInAuthority: Bool
+    /// For a whole token found in a literal run: the byte the run has just before it and just
+    /// after it (0: none), which every match has around that token (`_` and `-` around `160x600`
+    /// in `_160x600-`). Not part of the key's identity: rules with the same token share a key,
+    /// and each of its postings checks its own bytes (see ``KeyTable``).
+    let before: UInt8
+    let after: UInt8
 
-    init(kind: Kind, text: [UInt8], isInAuthority: Bool = false) {
+    init(kind: Kind, text: [UInt8], isInAuthority: Bool = false, before: UInt8 = 0, after: UInt8 = 0) {
         self.kind = kind
         self.text = text
         self.isInAuthority = isInAuthority
+        self.before = before
+        self.after = after
+    }
+
+    static func == (lhs: IndexKey, rhs: IndexKey) -> Bool {
+        lhs.kind == rhs.kind && lhs.text == rhs.text && lhs.isInAuthority == rhs.isInAuthority
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(text)
+        hasher.combine(isInAuthority)
     }
 
     var description: String {

@@ -12,16 +12,22 @@ final class KeyTable: Sendable {
     private let slots: ContiguousArray<Slot>
     private let postings: ContiguousArray<Posting>
 
-    /// A rule filed under a key, and the hashes of up to two more tokens the subject must have
-    /// (0: none).
+    /// A rule filed under a key; the bytes the subject must have just before and after the token
+    /// found (0: any, see ``IndexKey/before``); and the hashes of up to two more tokens the subject
+    /// must have (0: none).
     private struct Posting {
         var rule: Int32
+        var before: UInt8
+        var after: UInt8
         var confirmation: UInt64
         var secondConfirmation: UInt64
     }
 
-    /// One filing: key hash, rule, and the hashes of up to two confirmation tokens (0 when none).
-    typealias Entry = (hash: UInt64, rule: Int32, confirmation: UInt64, secondConfirmation: UInt64)
+    /// One filing: key hash, rule, the bytes around the token (0: any), and the hashes of up to two
+    /// confirmation tokens (0 when none).
+    typealias Entry = (
+        hash: UInt64, rule: Int32, before: UInt8, after: UInt8, confirmation: UInt64, secondConfirmation: UInt64
+    )
     private let mask: Int
     /// One bit per key hash (bits 40 and up of the hash pick the bit): most tokens of a request are
     /// no key at all, and this filter says so without touching the table. About 16 bits per key
@@ -45,10 +51,20 @@ final class KeyTable: Sendable {
             let hash = sorted[index].hash
             let start = postings.count
             while index < sorted.count, sorted[index].hash == hash {
-                if postings.count == start || postings[postings.count - 1].rule != sorted[index].rule {
+                if postings.count > start, postings[postings.count - 1].rule == sorted[index].rule {
+                    // The same rule twice under one key (two occurrences of the token): either
+                    // occurrence may be the one a subject has, so only bytes both agree on stay.
+                    if postings[postings.count - 1].before != sorted[index].before {
+                        postings[postings.count - 1].before = 0
+                    }
+                    if postings[postings.count - 1].after != sorted[index].after {
+                        postings[postings.count - 1].after = 0
+                    }
+                } else {
                     postings.append(
                         Posting(
-                            rule: sorted[index].rule, confirmation: sorted[index].confirmation,
+                            rule: sorted[index].rule, before: sorted[index].before, after: sorted[index].after,
+                            confirmation: sorted[index].confirmation,
                             secondConfirmation: sorted[index].secondConfirmation))
                 }
                 index += 1
@@ -74,9 +90,16 @@ final class KeyTable: Sendable {
     /// Number of distinct keys.
     var keyCount: Int { slots.count { $0.hash != 0 } }
 
-    /// Appends the rules filed under `hash` whose confirmation tokens are among `tokens`.
+    /// Appends the rules filed under `hash` whose confirmation tokens are among `tokens` and whose
+    /// bytes around the token are `before` and `after` (0: the subject has none there).
+    ///
+    /// A `:` after the token stands for any byte: normalizing a URL drops a default port (`:443`),
+    /// so the token before it is followed by something else in the URL a rule sees.
     @inline(__always)
-    func collect(_ hash: UInt64, confirmedBy tokens: inout TokenHashes, into candidates: inout [Int32]) {
+    func collect(
+        _ hash: UInt64, before: UInt8 = 0, after: UInt8 = 0, confirmedBy tokens: inout TokenHashes,
+        into candidates: inout [Int32]
+    ) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
         guard filter.withUnsafeBufferPointer({ $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }) else { return }
         slots.withUnsafeBufferPointer { slots in
@@ -87,6 +110,9 @@ final class KeyTable: Sendable {
                     postings.withUnsafeBufferPointer { postings in
                         for index in Int(found.start)..<Int(found.end) {
                             let posting = postings[index]
+                            guard posting.before == 0 || posting.before == before,
+                                posting.after == 0 || posting.after == after || after == UInt8(ascii: ":")
+                            else { continue }
                             if posting.confirmation == 0
                                 || (tokens.contains(posting.confirmation)
                                     && (posting.secondConfirmation == 0

@@ -271,7 +271,11 @@ enum RequirementAnalysis {
             }
             previousWholeToken = startsToken && endsToken ? segment : nil
             switch (startsToken, endsToken) {
-            case (true, true): keys.append(IndexKey(kind: .token, text: segment, isInAuthority: isInAuthority))
+            case (true, true):
+                keys.append(
+                    IndexKey(
+                        kind: .token, text: segment, isInAuthority: isInAuthority,
+                        before: start > 0 ? lowered[start - 1] : 0, after: end < lowered.count ? lowered[end] : 0))
             case (true, false):
                 keys.append(IndexKey(kind: .tokenPrefix, text: Array(segment.prefix(IndexKey.maximumAffixLength))))
             case (false, true):

@@ -122,7 +122,7 @@ struct RuleIndex: Sendable {
                 rulesByKey[key, default: 0] += 1
                 let isSingle = keys.count == 1
                 let entry = KeyTable.Entry(
-                    hash: key.hashValue64, rule: member,
+                    hash: key.hashValue64, rule: member, before: key.before, after: key.after,
                     confirmation: isSingle && confirmations.count > 0 ? confirmations[0] : 0,
                     secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0)
                 if key.isInAuthority {
@@ -271,7 +271,11 @@ extension RuleIndex.FieldGroup {
         let hasAffixKeys = prefixLengths | suffixLengths | infixLengths != 0
         let all = tokens.tokens
         for (index, token) in all.enumerated() {
-            if hasTokenKeys { table.collect(token.hash, confirmedBy: &tokens, into: &candidates) }
+            if hasTokenKeys {
+                table.collect(
+                    token.hash, before: Self.byte(bytes, Int(token.start) - 1), after: Self.byte(bytes, Int(token.end)),
+                    confirmedBy: &tokens, into: &candidates)
+            }
             if hasPairKeys, index > 0 {
                 if pairStarts.contains(all[index - 1].hash) {
                     table.collect(
@@ -330,7 +334,9 @@ extension RuleIndex.FieldGroup {
                 }
                 if hasEnded { break }
             }
-            authorityTable.collect(token.hash, confirmedBy: &tokens, into: &candidates)
+            authorityTable.collect(
+                token.hash, before: Self.byte(bytes, Int(token.start) - 1), after: Self.byte(bytes, Int(token.end)),
+                confirmedBy: &tokens, into: &candidates)
             if previous != 0, authorityPairStarts.contains(previous) {
                 authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
             }
@@ -416,6 +422,12 @@ extension RuleIndex.FieldGroup {
     /// The token hashes of the ports URL normalization drops.
     private static let defaultPortHashes = ["80", "443", "21"].map {
         IndexKey(kind: .token, text: Array($0.utf8)).hashValue64
+    }
+
+    /// The byte at `index`, or 0 outside the subject.
+    @inline(__always)
+    private static func byte(_ bytes: UnsafeBufferPointer<UInt8>, _ index: Int) -> UInt8 {
+        index >= 0 && index < bytes.count ? bytes[index] : 0
     }
 
     @inline(__always)
