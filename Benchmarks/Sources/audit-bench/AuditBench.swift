@@ -63,6 +63,16 @@ struct Decisions: ParsableCommand {
                 }
                 print("not JIT: \(policy.rules.count { !$0.pattern.isJITCompiled })", to: &standardError)
                 print("candidates per URL: \(Double(total) / 5000), most \(most)", to: &standardError)
+                if let wanted = ProcessInfo.processInfo.environment["CANDIDATES_OF"],
+                    let request = requests.first(where: { $0.url.contains(wanted) })
+                {
+                    // For tuning: which rules run for one URL, and which matched.
+                    print("candidates of \(request.url.prefix(100)) (\(request.url.utf8.count) bytes):", to: &standardError)
+                    for rule in policy.candidateRules(for: request) {
+                        let matched = (try? rule.pattern.matches(request.normalizedURL)) == true
+                        print("  \(matched ? "match" : "     ") \(rule.pattern.source)", to: &standardError)
+                    }
+                }
             }
             var benchmark = DecisionBenchmark(
                 name: name, policy: policy, loadSeconds: loadSeconds, requests: requests,
