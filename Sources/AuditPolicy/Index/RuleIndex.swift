@@ -25,10 +25,10 @@ struct RuleIndex: Sendable {
         let alwaysRun: [Int32]
         /// Every rule of the field, for subjects the index cannot reason about.
         let all: [Int32]
-        /// Bit `n` set: some prefix (suffix, infix) key is `n` bytes long.
-        let prefixLengths: UInt32
-        let suffixLengths: UInt32
-        let infixLengths: UInt32
+        /// Whether some key is a token start (end, inside); their gates say which lengths.
+        let hasPrefixKeys: Bool
+        let hasSuffixKeys: Bool
+        let hasInfixKeys: Bool
         let hasTokenKeys: Bool
         let hasPairKeys: Bool
         /// The first tokens of pair keys: most tokens start none, and this small set says so
@@ -50,8 +50,8 @@ struct RuleIndex: Sendable {
 
         init(
             field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityPairStarts: TokenHashFilter,
-            alwaysRun: [Int32], all: [Int32], prefixLengths: UInt32,
-            suffixLengths: UInt32, infixLengths: UInt32, hasTokenKeys: Bool, hasPairKeys: Bool,
+            alwaysRun: [Int32], all: [Int32], hasPrefixKeys: Bool,
+            hasSuffixKeys: Bool, hasInfixKeys: Bool, hasTokenKeys: Bool, hasPairKeys: Bool,
             pairStarts: TokenHashFilter, prefixGate: BytePairSet,
             suffixGate: BytePairSet, infixGate: BytePairSet, rulesByKind: [IndexKey.Kind: Int], rulesInAuthority: Int,
             busiestKeys: [(key: String, rules: Int)]
@@ -68,9 +68,9 @@ struct RuleIndex: Sendable {
             self.table = table
             self.alwaysRun = alwaysRun
             self.all = all
-            self.prefixLengths = prefixLengths
-            self.suffixLengths = suffixLengths
-            self.infixLengths = infixLengths
+            self.hasPrefixKeys = hasPrefixKeys
+            self.hasSuffixKeys = hasSuffixKeys
+            self.hasInfixKeys = hasInfixKeys
             self.hasTokenKeys = hasTokenKeys
             self.hasPairKeys = hasPairKeys
             self.pairStarts = pairStarts
@@ -98,9 +98,9 @@ struct RuleIndex: Sendable {
         var authorityPairStarts = TokenHashFilter()
         var rulesInAuthority = 0
         var alwaysRun: [Int32] = []
-        var prefixLengths: UInt32 = 0
-        var suffixLengths: UInt32 = 0
-        var infixLengths: UInt32 = 0
+        var hasPrefixKeys = false
+        var hasSuffixKeys = false
+        var hasInfixKeys = false
         var hasTokenKeys = false
         var hasPairKeys = false
         var pairStarts = TokenHashFilter()
@@ -131,22 +131,21 @@ struct RuleIndex: Sendable {
                     continue
                 }
                 entries.append(entry)
-                let bit = UInt32(1) << UInt32(key.text.count)
                 switch key.kind {
                 case .token: hasTokenKeys = true
                 case .tokenPair:
                     hasPairKeys = true
                     pairStarts.insert(key.pairTokens.0.hashValue64)
                 case .tokenPrefix:
-                    prefixLengths |= bit
+                    hasPrefixKeys = true
                     prefixGate.insert(
                         key.text[0], then: key.text.count > 1 ? key.text[1] : nil, length: key.text.count)
                 case .tokenSuffix:
-                    suffixLengths |= bit
+                    hasSuffixKeys = true
                     let last = key.text.count - 1
                     suffixGate.insert(key.text[last], then: last > 0 ? key.text[last - 1] : nil, length: key.text.count)
                 case .infix:
-                    infixLengths |= bit
+                    hasInfixKeys = true
                     infixGate.insert(
                         key.text[0], then: key.text.count > 1 ? key.text[1] : nil, length: key.text.count)
                 }
@@ -155,7 +154,7 @@ struct RuleIndex: Sendable {
         return FieldGroup(
             field: field, table: KeyTable(entries: entries), authorityTable: KeyTable(entries: authorityEntries),
             authorityPairStarts: authorityPairStarts, alwaysRun: alwaysRun, all: members,
-            prefixLengths: prefixLengths, suffixLengths: suffixLengths, infixLengths: infixLengths,
+            hasPrefixKeys: hasPrefixKeys, hasSuffixKeys: hasSuffixKeys, hasInfixKeys: hasInfixKeys,
             hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys, pairStarts: pairStarts, prefixGate: prefixGate,
             suffixGate: suffixGate, infixGate: infixGate,
             rulesByKind: rulesByKind, rulesInAuthority: rulesInAuthority,
@@ -268,7 +267,7 @@ extension RuleIndex.FieldGroup {
         in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
-        let hasAffixKeys = prefixLengths | suffixLengths | infixLengths != 0
+        let hasAffixKeys = hasPrefixKeys || hasSuffixKeys || hasInfixKeys
         let all = tokens.tokens
         for (index, token) in all.enumerated() {
             if hasTokenKeys {
@@ -296,11 +295,11 @@ extension RuleIndex.FieldGroup {
                 let end = Int(token.end)
                 let isLong = end - start > 1
                 guard
-                    infixLengths != 0
-                        || (prefixLengths != 0
+                    hasInfixKeys
+                        || (hasPrefixKeys
                             && prefixGate.contains(
                                 Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start + 1]) : 0))
-                        || (suffixLengths != 0
+                        || (hasSuffixKeys
                             && suffixGate.contains(
                                 Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
                 else { continue }
@@ -379,7 +378,7 @@ extension RuleIndex.FieldGroup {
     ) {
         let length = end - start
         let affixLength = min(length, IndexKey.maximumAffixLength)
-        if prefixLengths != 0 {
+        if hasPrefixKeys {
             // Only the lengths of prefix keys that start with the token's first two bytes.
             let lengths = prefixGate.lengths(
                 Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
@@ -391,7 +390,7 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if suffixLengths != 0 {
+        if hasSuffixKeys {
             let lengths = suffixGate.lengths(
                 Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
             // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
@@ -403,7 +402,7 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if infixLengths != 0 {
+        if hasInfixKeys {
             for offset in start..<end {
                 let lengths = infixGate.lengths(
                     Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)
