@@ -67,7 +67,9 @@ struct Decisions: ParsableCommand {
                     let request = requests.first(where: { $0.url.contains(wanted) })
                 {
                     // For tuning: which rules run for one URL, and which matched.
-                    print("candidates of \(request.url.prefix(100)) (\(request.url.utf8.count) bytes):", to: &standardError)
+                    print(
+                        "candidates of \(request.url.prefix(100)) (\(request.url.utf8.count) bytes):",
+                        to: &standardError)
                     for rule in policy.candidateRules(for: request) {
                         let matched = (try? rule.pattern.matches(request.normalizedURL)) == true
                         print("  \(matched ? "match" : "     ") \(rule.pattern.source)", to: &standardError)
@@ -178,11 +180,13 @@ struct Interception: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "interception", shouldDisplay: false)
     @OptionGroup var options: DataOptions
     @Option(help: "Requests per interception round.") var interceptionRequests = 3_200
+    @Option(help: "Only this session (direct or audited), for profiling one path.") var only: String?
 
     func run() async throws {
         let (_, sources, _) = try Decisions.ruleSet("10k", data: BenchData(directory: options.data))
         let policy = try Policy(sources: sources)
-        printInterceptionTable(try await InterceptionBenchmark(policy: policy, requests: interceptionRequests).run())
+        printInterceptionTable(
+            try await InterceptionBenchmark(policy: policy, requests: interceptionRequests, only: only).run())
     }
 }
 

@@ -75,6 +75,8 @@ final class LocalNginx {
 struct InterceptionBenchmark {
     let policy: Policy
     let requests: Int
+    /// Only these sessions ("direct", "audited"), for profiling one path; nil measures both.
+    var only: String? = nil
 
     func run() async throws -> [InterceptionResult] {
         let nginx = try LocalNginx()
@@ -86,30 +88,39 @@ struct InterceptionBenchmark {
         let auditedConfiguration = URLSessionConfiguration.ephemeral
         try auditor.install(into: auditedConfiguration)
         let audited = URLSession(configuration: auditedConfiguration)
-        // Warm up both, then alternate rounds so drift hits both alike.
+        // Warm up both, then alternate short blocks of requests, so the machine's drift (its speed
+        // varies by 2× within minutes) hits both sessions alike; each session's latencies and time
+        // are pooled over its blocks.
         _ = try await measure(direct, url: nginx.url, count: 200, concurrency: 1)
         _ = try await measure(audited, url: nginx.url, count: 200, concurrency: 1)
-        var results: [String: [InterceptionResult]] = [:]
-        for _ in 0..<3 {
-            for (label, session) in [("direct", direct), ("audited", audited)] {
-                for concurrency in [1, 16] {
-                    let result = try await measure(session, url: nginx.url, count: requests, concurrency: concurrency)
-                    results["\(label) ×\(concurrency)", default: []].append(
-                        InterceptionResult(
-                            label: "\(label) ×\(concurrency)", p50: result.p50, p99: result.p99,
-                            requestsPerSecond: result.perSecond))
+        let sessions = [("direct", direct), ("audited", audited)].filter { only == nil || only == $0.0 }
+        var results: [InterceptionResult] = []
+        for concurrency in [1, 16] {
+            let block = 20 * concurrency
+            var latencies: [String: [UInt64]] = [:]
+            var seconds: [String: Double] = [:]
+            for _ in 0..<max(1, requests / block) {
+                for (label, session) in sessions {
+                    let result = try await measure(session, url: nginx.url, count: block, concurrency: concurrency)
+                    latencies[label, default: []] += result.latencies
+                    seconds[label, default: 0] += result.seconds
                 }
+            }
+            for (label, _) in sessions {
+                let all = (latencies[label] ?? []).sorted()
+                results.append(
+                    InterceptionResult(
+                        label: "\(label) ×\(concurrency)", p50: percentile(all, 0.5), p99: percentile(all, 0.99),
+                        requestsPerSecond: Double(all.count) / (seconds[label] ?? 1)))
             }
         }
         try await auditor.shutdown()
-        // The median round by requests/s for each configuration.
-        return ["direct ×1", "audited ×1", "direct ×16", "audited ×16"].compactMap { label in
-            results[label]?.sorted { $0.requestsPerSecond < $1.requestsPerSecond }[1]
-        }
+        return results
     }
 
+    /// `count` GETs of `url` from `concurrency` workers: every latency, and the seconds it took.
     private func measure(_ session: URLSession, url: URL, count: Int, concurrency: Int) async throws -> (
-        p50: UInt64, p99: UInt64, perSecond: Double
+        latencies: [UInt64], seconds: Double
     ) {
         let start = now()
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
@@ -127,10 +138,9 @@ struct InterceptionBenchmark {
             }
             var all: [UInt64] = []
             for try await part in group { all += part }
-            return all.sorted()
+            return all
         }
-        let seconds = Double(now() - start) / 1e9
-        return (percentile(latencies, 0.5), percentile(latencies, 0.99), Double(latencies.count) / seconds)
+        return (latencies, Double(now() - start) / 1e9)
     }
 }
 

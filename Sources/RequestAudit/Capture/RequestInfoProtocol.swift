@@ -70,21 +70,27 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Decides and starts the request off the session's work queue.
     public override func startLoading() {
         guard state.withLock({ $0.start() }) else { return }
-        let caller = CallerSession.details(of: task)
-        let callerConfiguration = caller.configuration
-        let queue = caller.workQueue
-        clientQueue.withLock { $0 = queue }
+        let this = Reference(self)
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
-            let this = Reference(self)
-            Task.detached { this.value.forwardUnaudited(callerConfiguration) }
+            Task.detached { this.value.forwardUnaudited(this.value.readCallerSession()) }
             return
         }
-        let this = Reference(self)
+        // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it).
-        DispatchQueue.global().async { this.value.run(auditor, callerConfiguration: callerConfiguration) }
+        DispatchQueue.global().async {
+            this.value.run(auditor, callerConfiguration: this.value.readCallerSession())
+        }
+    }
+
+    /// Reads the caller session's details (by reflection, see CallerSession), keeps its work queue for
+    /// telling the client, and returns its configuration.
+    private func readCallerSession() -> URLSessionConfiguration? {
+        let caller = CallerSession.details(of: task)
+        clientQueue.withLock { $0 = caller.workQueue }
+        return caller.configuration
     }
 
     /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a `Locked` Mutex)

@@ -70,6 +70,8 @@ final class Forwarder: Sendable {
 
     private let recorder: RedirectRecorder
     private let session: URLSession
+    /// The session's work queue, where its delegate queue runs (nil if reflection could not find it).
+    private let workQueue: DispatchQueue?
 
     /// - Parameter hopVerdict: the refusal for a redirect hop, or nil to follow it.
     init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
@@ -90,6 +92,13 @@ final class Forwarder: Sendable {
         queue.name = "RequestAudit.Forwarder"
         queue.maxConcurrentOperationCount = 1
         session = URLSession(configuration: configuration, delegate: recorder, delegateQueue: queue)
+        // Completions run on the session's own work queue, where the transfer finished, rather than
+        // on a thread of their own: no thread wakes up between the response and the caller's work
+        // queue (which goes through the same serial queue). Nothing run there may wait for a
+        // session (`resume`, `dataTask`), or it would deadlock; completions and the redirect check
+        // do not. OperationQueue holds its underlying queue unowned: `workQueue` keeps it.
+        workQueue = CallerSession.workQueue(of: session)
+        if let workQueue { queue.underlyingQueue = workQueue }
     }
 
     /// Whether `request` was sent by a forwarder (and so must not be intercepted).
