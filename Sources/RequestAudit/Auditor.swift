@@ -227,7 +227,10 @@ public final class Auditor: Sendable {
 
     /// A decided request: its id, time, redacted snapshot and decision.
     struct Decision: Sendable {
-        let id = UUID()
+        /// Where request ids come from: one counter for the process.
+        private static let identifiers = RequestIdentifiers()
+
+        let id = Decision.identifiers.next()
         /// Whole milliseconds, the precision the log keeps, so an event and its logged copy are equal.
         let time = Date().roundedToAuditLogPrecision
         let started = ContinuousClock.now

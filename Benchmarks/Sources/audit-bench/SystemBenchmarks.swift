@@ -95,7 +95,8 @@ struct InterceptionBenchmark {
         _ = try await measure(audited, url: nginx.url, count: 200, concurrency: 1)
         let sessions = [("direct", direct), ("audited", audited)].filter { only == nil || only == $0.0 }
         var results: [InterceptionResult] = []
-        for concurrency in [1, 16] {
+        // SEQ_ONLY=1 measures one request at a time only, for profiling.
+        for concurrency in (ProcessInfo.processInfo.environment["SEQ_ONLY"] != nil ? [1] : [1, 16]) {
             let block = 20 * concurrency
             var latencies: [String: [UInt64]] = [:]
             var seconds: [String: Double] = [:]

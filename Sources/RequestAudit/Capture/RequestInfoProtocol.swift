@@ -29,11 +29,11 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The caller session's work queue, where the client is told of results (see CallerSession).
     private let clientQueue = Locked<DispatchQueue?>(nil)
 
-    /// Whether this protocol handles `request`: http(s), not already forwarded, an auditor installed,
+    /// Whether this protocol handles `request`: http(s), an auditor installed,
     /// and, for a request whose body may be invisible here, a verdict that refuses it.
     public override class func canInit(with request: URLRequest) -> Bool {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            !Forwarder.isForwarded(request), let auditor = active.withLock({ $0 })
+            let auditor = active.withLock({ $0 })
         else { return false }
         guard request.mayHaveInvisibleBody else { return true }
         // The body lives in the task, out of reach: refuse here or let the system loader send it.
@@ -81,16 +81,16 @@ public final class RequestInfoProtocol: URLProtocol {
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it).
         DispatchQueue.global().async {
-            this.value.run(auditor, callerConfiguration: this.value.readCallerSession())
+            this.value.run(auditor, caller: this.value.readCallerSession())
         }
     }
 
-    /// Reads the caller session's details (by reflection, see CallerSession), keeps its work queue for
-    /// telling the client, and returns its configuration.
-    private func readCallerSession() -> URLSessionConfiguration? {
+    /// Reads the caller session's details (by reflection, see CallerSession) and keeps its work queue for
+    /// telling the client.
+    private func readCallerSession() -> CallerSession.Details {
         let caller = CallerSession.details(of: task)
         clientQueue.withLock { $0 = caller.workQueue }
-        return caller.configuration
+        return caller
     }
 
     /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a `Locked` Mutex)
@@ -114,7 +114,7 @@ public final class RequestInfoProtocol: URLProtocol {
         init(_ task: URLSessionDataTask) { self.task = task }
     }
 
-    private func run(_ auditor: Auditor, callerConfiguration: URLSessionConfiguration?) {
+    private func run(_ auditor: Auditor, caller: CallerSession.Details) {
         let decision = auditor.decide(request)
         let verdict = decision.verdict
         let url = decision.snapshot.url
@@ -124,20 +124,20 @@ public final class RequestInfoProtocol: URLProtocol {
         case .warn:
             let this = Reference(self)
             Task {
-                await this.value.resolveWarning(decision, auditor, callerConfiguration: callerConfiguration)
+                await this.value.resolveWarning(decision, auditor, caller: caller)
             }
         case .redirect:
             var redirected = request
             redirected.url = verdict.redirectTarget.flatMap(URL.init(string:)) ?? request.url
-            forward(redirected, auditor, decision, nil, callerConfiguration)
+            forward(redirected, auditor, decision, nil, caller)
         case .allow, .pass:
-            forward(request, auditor, decision, nil, callerConfiguration)
+            forward(request, auditor, decision, nil, caller)
         }
     }
 
     /// Asks about a `warn` verdict, then refuses or forwards the request.
     private func resolveWarning(
-        _ decision: Auditor.Decision, _ auditor: Auditor, callerConfiguration: URLSessionConfiguration?
+        _ decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details
     ) async {
         let verdict = decision.verdict
         let resolution = await auditor.resolveWarning(decision, askHandler: !request.mayHaveInvisibleBody)
@@ -146,7 +146,7 @@ public final class RequestInfoProtocol: URLProtocol {
                 rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
             refuse(refusal, auditor, decision, resolution)
         } else {
-            forward(request, auditor, decision, resolution, callerConfiguration)
+            forward(request, auditor, decision, resolution, caller)
         }
     }
 
@@ -168,21 +168,25 @@ public final class RequestInfoProtocol: URLProtocol {
         if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
     }
 
-    /// Runs `message` on the caller session's work queue (or here when it is unknown).
-    private func tellClient(_ message: @escaping @Sendable (RequestInfoProtocol) -> Void) {
+    /// Runs `message` on the caller session's work queue (or here when it is unknown), or right here
+    /// when `isOnSessionQueue`: the forwarding session's work queue targets the same serial queue as
+    /// the caller's, so nothing else of the caller's session runs meanwhile.
+    private func tellClient(
+        isOnSessionQueue: Bool = false, _ message: @escaping @Sendable (RequestInfoProtocol) -> Void
+    ) {
         let this = Reference(self)
-        guard let queue = clientQueue.withLock({ $0 }) else { return message(self) }
+        guard !isOnSessionQueue, let queue = clientQueue.withLock({ $0 }) else { return message(self) }
         queue.async { message(this.value) }
     }
 
     private func forward(
         _ request: URLRequest, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
-        _ callerConfiguration: URLSessionConfiguration?
+        _ caller: CallerSession.Details
     ) {
-        let outgoing = Forwarder.marked(request.applying(callerConfiguration: callerConfiguration))
+        let outgoing = request.applying(caller)
         let redaction = auditor.configuration.redaction
         let this = Reference(self)
-        let cookies = Forwarder.CookieJar(callerConfiguration)
+        let cookies = Forwarder.CookieJar(caller.configuration)
         let task = auditor.forwarder.start(outgoing, cookies: cookies, hopVerdict: auditor.hopVerdict(decision.policy))
         {
             result in
@@ -199,7 +203,8 @@ public final class RequestInfoProtocol: URLProtocol {
                     error: delivery.error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
                 )
             )
-            this.value.relay(delivery, result, cookies: cookies)
+            this.value.relay(
+                delivery, result, cookies: cookies, isOnSessionQueue: auditor.forwarder.completesOnWorkQueue)
         }
         state.withLock { $0.forwarding(task) }?.cancel()
     }
@@ -227,19 +232,24 @@ public final class RequestInfoProtocol: URLProtocol {
         return Delivery(kind: .response, error: nil, isDelivered: true)
     }
 
-    /// Hands the forwarded result to the caller, exactly as received.
-    private func relay(_ delivery: Delivery, _ result: Forwarder.Result, cookies: Forwarder.CookieJar?) {
+    /// Hands the forwarded result to the caller, exactly as received (see `tellClient` for
+    /// `isOnSessionQueue`).
+    private func relay(
+        _ delivery: Delivery, _ result: Forwarder.Result, cookies: Forwarder.CookieJar?, isOnSessionQueue: Bool = false
+    ) {
         guard delivery.isDelivered else { return }
         if let error = delivery.error {
             let failure = SendableError(error)
-            tellClient { this in this.client?.urlProtocol(this, didFailWithError: failure.error) }
+            tellClient(isOnSessionQueue: isOnSessionQueue) { this in
+                this.client?.urlProtocol(this, didFailWithError: failure.error)
+            }
             return
         }
         guard let response = result.response else { return }
         if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
         let data = result.data
         let snapshot = Forwarder.Result(data: data, response: response, error: nil, trace: result.trace)
-        tellClient { this in
+        tellClient(isOnSessionQueue: isOnSessionQueue) { this in
             guard let response = snapshot.response else { return }
             this.client?.urlProtocol(this, didReceive: response, cacheStoragePolicy: .notAllowed)
             if let data = snapshot.data, !data.isEmpty { this.client?.urlProtocol(this, didLoad: data) }
@@ -247,13 +257,14 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    private func forwardUnaudited(_ callerConfiguration: URLSessionConfiguration?) {
-        let outgoing = Forwarder.marked(request.applying(callerConfiguration: callerConfiguration))
+    private func forwardUnaudited(_ caller: CallerSession.Details) {
+        let outgoing = request.applying(caller)
         let session = URLSession(configuration: .ephemeral)
         let this = Reference(self)
         let task = session.dataTask(with: outgoing) { data, response, error in
             let result = Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace())
-            this.value.relay(this.value.delivery(of: result), result, cookies: Forwarder.CookieJar(callerConfiguration))
+            this.value.relay(
+                this.value.delivery(of: result), result, cookies: Forwarder.CookieJar(caller.configuration))
             session.finishTasksAndInvalidate()
         }
         state.withLock { $0.forwarding(task) }?.cancel()

@@ -28,15 +28,16 @@ extension URLRequest {
 
     /// The request with the caller session's additional headers and request timeout applied, as the
     /// system loader would have sent it.
-    func applying(callerConfiguration configuration: URLSessionConfiguration?) -> URLRequest {
-        guard let configuration else { return self }
+    func applying(_ caller: CallerSession.Details) -> URLRequest {
         var request = self
-        for (key, value) in configuration.httpAdditionalHeaders ?? [:] {
-            guard let name = key as? String, let value = value as? String else { continue }
-            if request.value(forHTTPHeaderField: name) == nil { request.setValue(value, forHTTPHeaderField: name) }
+        for (name, value) in caller.additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
+            request.setValue(value, forHTTPHeaderField: name)
         }
         // 60 s is URLRequest's default: a request that kept it takes the session's timeout, as natively.
-        if request.timeoutInterval == 60 { request.timeoutInterval = configuration.timeoutIntervalForRequest }
+        // (Setting it copies the whole request, so only a different timeout is set.)
+        if let timeout = caller.requestTimeout, timeout != 60, request.timeoutInterval == 60 {
+            request.timeoutInterval = timeout
+        }
         return request
     }
 }

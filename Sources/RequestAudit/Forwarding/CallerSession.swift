@@ -26,6 +26,20 @@ enum CallerSession {
         /// removing tasks; under load that corrupts the registry and crashes. So results are handed
         /// to the client on this queue.
         let workQueue: DispatchQueue?
+        /// The session's `httpAdditionalHeaders`, as strings.
+        let additionalHeaders: [(name: String, value: String)]
+        /// The session's `timeoutIntervalForRequest`.
+        let requestTimeout: TimeInterval?
+
+        init(configuration: URLSessionConfiguration?, workQueue: DispatchQueue?) {
+            self.configuration = configuration
+            self.workQueue = workQueue
+            additionalHeaders = (configuration?.httpAdditionalHeaders ?? [:]).compactMap { key, value in
+                guard let name = key as? String, let value = value as? String else { return nil }
+                return (name, value)
+            }
+            requestTimeout = configuration?.timeoutIntervalForRequest
+        }
     }
 
     /// A session's details, kept while the session lives.
