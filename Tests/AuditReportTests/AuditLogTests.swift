@@ -127,6 +127,24 @@ func temporaryLogPath() throws -> String {
         await #expect(throws: error) { try await writer.shutdown() }
     }
 
+    @Test("a record that cannot be encoded is left out and named in lastError; the records around it are written")
+    func unencodableRecord() async throws {
+        let path = try temporaryLogPath()
+        let writer = try AuditLogWriter(path: path)
+        var broken = try sampleRecord(1)
+        broken.outcome.durationMilliseconds = .nan
+        for record in [try sampleRecord(0), broken, try sampleRecord(2)] { try writer.append(record) }
+        await writer.flush()
+        #expect(try AuditLogReader.read(atPath: path).records.compactMap(\.outcome.bytes) == [0, 2])
+        let error = try #require(writer.lastError)
+        guard case .writeFailed(let failedPath, let reason) = error else {
+            Issue.record("expected a write failure, got \(error)")
+            return
+        }
+        #expect(failedPath == path)
+        #expect(reason.hasPrefix("cannot encode record \(broken.id)"))
+    }
+
     @Test("lines appended while earlier ones are being written all reach the file, in order")
     func appendsDuringWrites() async throws {
         let path = try temporaryLogPath()

@@ -21,10 +21,10 @@ public struct LogRotation: Sendable, Hashable {
 
 /// Appends ``AuditRecord``s to a JSON Lines file, one per line, and never drops one.
 ///
-/// `append` encodes the record on the caller's thread and hands the line to a background writer,
-/// so the network path never waits for the disk. Lines are kept in memory until written: if a write
-/// fails (a full disk), they stay queued and are retried on the next write or flush, and
-/// ``lastError`` says why. ``shutdown()`` writes everything, syncs the file to disk and closes it.
+/// `append` queues the record for a background writer, which encodes and writes whatever has
+/// queued up since it last ran, so the network path neither encodes nor waits for the disk. Lines
+/// are kept in memory until written: if a write fails (a full disk), they stay queued and are retried
+/// on the next write or flush, and ``lastError`` says why. ``shutdown()`` writes everything, syncs the file to disk and closes it.
 ///
 /// What a crash can cost: lines handed to `append` but not yet written (normally microseconds'
 /// worth), and at most one partly written last line, which ``AuditLogReader`` reports and skips.
@@ -38,7 +38,12 @@ public final class AuditLogWriter: Sendable {
 
     /// What `append` and the public getters share with the writing queue.
     private struct State: Sendable {
+        /// Records not yet encoded, in order after `pending`.
+        var queued: [AuditRecord] = []
+        /// Encoded lines not yet written.
         var pending: [String] = []
+        /// Whether the writing queue has a `writePending` coming that will see `queued`.
+        var isWriteScheduled = false
         var isClosed = false
         var lastError: AuditLogError?
         var written = 0
@@ -73,19 +78,19 @@ public final class AuditLogWriter: Sendable {
 
     /// Queues `record` for writing.
     ///
+    /// A record that cannot be encoded (it never happens with records RequestAudit makes) is not
+    /// written; ``lastError`` then says so.
+    ///
     /// - Throws: ``AuditLogError/closed(path:)`` after ``shutdown()``.
     public func append(_ record: AuditRecord) throws(AuditLogError) {
-        let line: String
-        do {
-            line = try record.jsonLine() + "\n"
-        } catch {
-            throw .writeFailed(path: path, reason: "cannot encode the record: \(error)")
-        }
-        try state.withLock { state throws(AuditLogError) in
+        let isScheduling = try state.withLock { state throws(AuditLogError) in
             guard !state.isClosed else { throw .closed(path: path) }
-            state.pending.append(line)
+            state.queued.append(record)
+            defer { state.isWriteScheduled = true }
+            return !state.isWriteScheduled
         }
-        queue.async { self.writePending() }
+        // One wake-up of the writing queue per batch, not per record.
+        if isScheduling { queue.async { self.writePending() } }
     }
 
     /// Number of lines written to disk so far (all files).
@@ -128,10 +133,24 @@ public final class AuditLogWriter: Sendable {
     /// rotation allows, so `append` never waits for the disk. Lines that could not be written go
     /// back to the front of the queue.
     private func writePending() {
-        let lines = state.withLock { state -> [String] in
-            defer { state.pending.removeAll(keepingCapacity: true) }
-            return state.pending
+        let (encoded, records) = state.withLock { state -> ([String], [AuditRecord]) in
+            state.isWriteScheduled = false
+            defer {
+                state.pending.removeAll(keepingCapacity: true)
+                state.queued.removeAll(keepingCapacity: true)
+            }
+            return (state.pending, state.queued)
         }
+        var lines = encoded
+        var encodingFailure: AuditLogError?
+        for record in records {
+            do {
+                lines.append(try record.jsonLine() + "\n")
+            } catch {
+                encodingFailure = .writeFailed(path: path, reason: "cannot encode record \(record.id): \(error)")
+            }
+        }
+        if let encodingFailure { state.withLock { $0.lastError = encodingFailure } }
         guard !lines.isEmpty else { return }
         var written = 0
         var failure: AuditLogError?
@@ -150,7 +169,7 @@ public final class AuditLogWriter: Sendable {
                 state.pending.insert(contentsOf: lines[written...], at: 0)
                 state.lastError = failure
             } else {
-                state.lastError = nil
+                state.lastError = encodingFailure
             }
         }
     }
