@@ -40,11 +40,15 @@ struct Decisions: ParsableCommand {
             if engineOnly {
                 if let hot = ProcessInfo.processInfo.environment["HOT_ONLY"] {
                     // For profiling: the first 1,000 URLs (HOT_SAMPLE=count) over and over
-                    // (HOT_ONLY=rounds, default 2,000), nothing else.
+                    // (HOT_ONLY=rounds, default 2,000), nothing else; HOT_MINLEN and HOT_MAXLEN
+                    // keep only URLs of those lengths in bytes.
                     let rounds = Int(hot) ?? 2_000
                     let sampleSize = Int(ProcessInfo.processInfo.environment["HOT_SAMPLE"] ?? "") ?? 1_000
                     let minimumLength = Int(ProcessInfo.processInfo.environment["HOT_MINLEN"] ?? "") ?? 0
-                    let sample = Array(requests.filter { $0.url.utf8.count >= minimumLength }.prefix(sampleSize))
+                    let maximumLength = Int(ProcessInfo.processInfo.environment["HOT_MAXLEN"] ?? "") ?? .max
+                    let sample = Array(
+                        requests.filter { (minimumLength...maximumLength).contains($0.url.utf8.count) }
+                            .prefix(sampleSize))
                     for request in sample { _ = policy.evaluate(request) }
                     let begin = now()
                     for _ in 0..<rounds { for request in sample { _ = policy.evaluate(request) } }
