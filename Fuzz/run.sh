@@ -21,6 +21,8 @@ rule-files)
         'path ^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?tracker\.example\.net:8080/a/' \
         '[record] case=sensitive' 'ip ^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?10\.0\.0\.1(?:[^a-z0-9_.%-]|$)' \
         > "seeds/$harness/hosts.rules"
+    # Rules filed by letters inside a token (searched for in the whole subject when few).
+    printf '%s\n' '[record]' 'ttp ttp' 'hex 0x5bf076a8' '[block]' 'mixed (?i)q7x' > "seeds/$harness/infix.rules"
     exec "$bin/FuzzRuleFiles" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix=artifacts/ "corpus/$harness" "seeds/$harness"
     ;;
@@ -33,6 +35,7 @@ requests)
     printf 'GET\nhttps://user@ads.example.com:443/x?cdn=1' > "seeds/$harness/host-1"
     printf 'GET\nHTTP:/10.0.0.1/tracker.example.net/pixel/#ads.example.com' > "seeds/$harness/host-2"
     printf 'POST\nhttps://a.test/\nhttps://evil.example/' > "seeds/$harness/host-3"
+    printf 'GET\nhttps://a.b/xxxxxxxxQ7Xxxxxx0X5BF076a8' > "seeds/$harness/infix-1"
     exec "$bin/FuzzRequests" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix=artifacts/ -policies=../policies "corpus/$harness" "seeds/$harness"
     ;;

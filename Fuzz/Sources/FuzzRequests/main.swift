@@ -58,6 +58,17 @@ let policy: Policy = {
                 [warn] field=header:x-test
                 header \(opening)evil\\.example\(ending)
                 """))
+    // Rules filed by letters inside a token: a policy with a few such keys searches the whole subject.
+    sources.append(
+        PolicySource(
+            file: "infix.rules",
+            text: """
+                [record]
+                ttp ttp
+                hex 0x5bf076a8
+                [block]
+                mixed (?i)q7x
+                """))
     do {
         return try Policy(sources: sources, limits: MatchLimits(matchLimit: 20_000, depthLimit: 2_000))
     } catch {
