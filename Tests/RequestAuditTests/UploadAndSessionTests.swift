@@ -1,7 +1,8 @@
 import AuditReport
 import Foundation
-import RequestAudit
 import Testing
+
+@testable import RequestAudit
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -73,6 +74,46 @@ extension InterceptionTests {
             _ = try await audited.finish()
             #expect(interceptedResult == directResult)
             #expect(String(decoding: interceptedResult.body ?? Data(), as: UTF8.self).contains("AgentSmith/1.0"))
+        }
+
+        @Test("two sessions' additional headers stay their own over interleaved requests")
+        func headersOfTwoSessions() async throws {
+            let audited = try AuditedSession()
+            var sessions: [(name: String, session: URLSession)] = []
+            for name in ["first", "second"] {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.httpAdditionalHeaders = ["X-Session-Name": name]
+                try audited.auditor.install(into: configuration)
+                sessions.append((name, URLSession(configuration: configuration)))
+            }
+            var seen: [String] = []
+            for round in 0..<3 {
+                for (name, session) in sessions {
+                    let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/headers?round=\(round)&session=\(name)"))
+                    let body = await CallerStyle.async.run(request, on: session).body ?? Data()
+                    let headers = try JSONSerialization.jsonObject(with: body) as? [String: [String: String]]
+                    seen.append(headers?["headers"]?["X-Session-Name"] ?? "-")
+                }
+            }
+            let records = try await audited.finish()
+            #expect(seen == ["first", "second", "first", "second", "first", "second"])
+            #expect(records.count == 6)
+        }
+
+        @Test("after a session's first audited request, its work queue keeps the session's details")
+        func detailsKeptOnWorkQueue() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = ["X-Kept": "yes"]
+            try audited.auditor.install(into: configuration)
+            let session = URLSession(configuration: configuration)
+            let workQueue = try #require(CallerSession.workQueue(of: session))
+            #expect(workQueue.sync { CallerSession.detailsOfCurrentQueue() } == nil)
+            _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "kept=1"))), on: session)
+            _ = try await audited.finish()
+            let kept = try #require(workQueue.sync { CallerSession.detailsOfCurrentQueue() })
+            #expect(kept.additionalHeaders.map(\.name) == ["X-Kept"])
+            #expect(kept.workQueue === workQueue)
         }
 
         @Test("the caller session's request timeout applies, with the same error as without RequestAudit")

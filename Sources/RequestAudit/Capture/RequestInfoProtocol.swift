@@ -73,22 +73,25 @@ public final class RequestInfoProtocol: URLProtocol {
         let this = Reference(self)
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
-            Task.detached { this.value.forwardUnaudited(this.value.readCallerSession()) }
+            let known = CallerSession.detailsOfCurrentQueue()
+            Task.detached { this.value.forwardUnaudited(this.value.readCallerSession(known)) }
             return
         }
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it).
+        // startLoading runs on the caller session's work queue, which keeps its details after the first task.
+        let known = CallerSession.detailsOfCurrentQueue()
         DispatchQueue.global().async {
-            this.value.run(auditor, caller: this.value.readCallerSession())
+            this.value.run(auditor, caller: this.value.readCallerSession(known))
         }
     }
 
-    /// Reads the caller session's details (by reflection, see CallerSession) and keeps its work queue for
-    /// telling the client.
-    private func readCallerSession() -> CallerSession.Details {
-        let caller = CallerSession.details(of: task)
+    /// The caller session's details (`known` from its work queue, or read by reflection, see
+    /// CallerSession); keeps its work queue for telling the client.
+    private func readCallerSession(_ known: CallerSession.Details?) -> CallerSession.Details {
+        let caller = known ?? CallerSession.details(of: task)
         clientQueue.withLock { $0 = caller.workQueue }
         return caller
     }

@@ -12,10 +12,15 @@ import Foundation
 /// session. Without them a forwarded request would silently lose headers or wait for the wrong
 /// timeout, so the task's stored `session` is read by reflection. Tests pin that this still works;
 /// if a Foundation update hides it, forwarding falls back to the request alone.
+///
+/// Reflection costs 20–40 µs of a request, so it is done for a session's first task only: its
+/// details are then kept on the session's work queue (a dispatch queue-specific value), where
+/// `startLoading` runs, and read there for the next tasks in well under a microsecond.
 enum CallerSession {
     /// What forwarding needs from the caller's session.
-    struct Details: @unchecked Sendable {
-        // @unchecked: the configuration is the session's own copy, only ever read after it is cached.
+    final class Details: @unchecked Sendable {
+        // @unchecked: the configuration is the session's own copy, only ever read; `workQueue` is weak
+        // because these details are stored on that very queue.
         /// The session's configuration (headers, timeout, cookies).
         let configuration: URLSessionConfiguration?
         /// The serial queue the caller's session does all its work on.
@@ -25,7 +30,7 @@ enum CallerSession {
         /// there. A protocol that calls it from another thread races with the session adding and
         /// removing tasks; under load that corrupts the registry and crashes. So results are handed
         /// to the client on this queue.
-        let workQueue: DispatchQueue?
+        weak let workQueue: DispatchQueue?
         /// The session's `httpAdditionalHeaders`, as strings.
         let additionalHeaders: [(name: String, value: String)]
         /// The session's `timeoutIntervalForRequest`.
@@ -42,28 +47,22 @@ enum CallerSession {
         }
     }
 
-    /// A session's details, kept while the session lives.
-    private struct Entry {
-        weak var session: URLSession?
-        let details: Details
+    /// The key of the details kept on each session's work queue.
+    private static let detailsKey = DispatchSpecificKey<Details>()
+
+    /// The details of the session whose work queue (or a queue that targets it, such as a task's)
+    /// this code runs on, if an earlier task of that session was read; nil otherwise.
+    static func detailsOfCurrentQueue() -> Details? {
+        DispatchQueue.getSpecific(key: detailsKey)
     }
 
-    /// Details by session: reading them by reflection took about 40 µs of every request, on the
-    /// work queue all sessions share.
-    private static let cache = Locked<[ObjectIdentifier: Entry]>([:])
-
     /// The configuration and work queue of the session `task` belongs to (nil fields when
-    /// reflection cannot find them).
+    /// reflection cannot find them), read by reflection and kept on the session's work queue.
     static func details(of task: URLSessionTask?) -> Details {
         guard let session = session(of: task) else { return Details(configuration: nil, workQueue: nil) }
-        let key = ObjectIdentifier(session)
-        if let entry = cache.withLock({ $0[key] }), entry.session === session { return entry.details }
-        let details = Details(configuration: session.configuration, workQueue: workQueue(of: session))
-        cache.withLock { cache in
-            // Sessions that are gone leave entries whose session is nil; an identifier can be reused.
-            if cache.count >= 64 { cache = cache.filter { $0.value.session != nil } }
-            cache[key] = Entry(session: session, details: details)
-        }
+        let workQueue = workQueue(of: session)
+        let details = Details(configuration: session.configuration, workQueue: workQueue)
+        workQueue?.setSpecific(key: detailsKey, value: details)
         return details
     }
 
