@@ -143,6 +143,11 @@ func temporaryLogPath() throws -> String {
         }
         #expect(failedPath == path)
         #expect(reason.hasPrefix("cannot encode record \(broken.id)"))
+        // Later writes that succeed do not hide it: that record is lost.
+        try writer.append(try sampleRecord(3))
+        await writer.flush()
+        #expect(writer.lastError == error)
+        #expect(writer.writtenCount == 3)
     }
 
     @Test("lines appended while earlier ones are being written all reach the file, in order")

@@ -45,7 +45,10 @@ public final class AuditLogWriter: Sendable {
         /// Whether the writing queue has a `writePending` coming that will see `queued`.
         var isWriteScheduled = false
         var isClosed = false
+        /// The last failed write, until a write succeeds.
         var lastError: AuditLogError?
+        /// The last record that could not be encoded: it is lost, so this stays.
+        var encodingError: AuditLogError?
         var written = 0
     }
 
@@ -96,8 +99,9 @@ public final class AuditLogWriter: Sendable {
     /// Number of lines written to disk so far (all files).
     public var writtenCount: Int { state.withLock { $0.written } }
 
-    /// The last write error, if writes are failing; lines stay queued meanwhile.
-    public var lastError: AuditLogError? { state.withLock { $0.lastError } }
+    /// The last write error, if writes are failing (lines stay queued meanwhile); otherwise the last
+    /// record that could not be encoded, which is never written, so that error stays.
+    public var lastError: AuditLogError? { state.withLock { $0.lastError ?? $0.encodingError } }
 
     /// Waits until every appended line is written and synced to disk.
     public func flush() async {
@@ -150,7 +154,7 @@ public final class AuditLogWriter: Sendable {
                 encodingFailure = .writeFailed(path: path, reason: "cannot encode record \(record.id): \(error)")
             }
         }
-        if let encodingFailure { state.withLock { $0.lastError = encodingFailure } }
+        if let encodingFailure { state.withLock { $0.encodingError = encodingFailure } }
         guard !lines.isEmpty else { return }
         var written = 0
         var failure: AuditLogError?
@@ -169,7 +173,7 @@ public final class AuditLogWriter: Sendable {
                 state.pending.insert(contentsOf: lines[written...], at: 0)
                 state.lastError = failure
             } else {
-                state.lastError = encodingFailure
+                state.lastError = nil
             }
         }
     }
