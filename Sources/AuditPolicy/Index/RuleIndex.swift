@@ -275,7 +275,6 @@ extension RuleIndex.FieldGroup {
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
-        let checksInfixGate = hasInfixKeys && fewInfixKeys == nil
         let hasAffixKeys = hasPrefixKeys || hasSuffixKeys || checksInfixGate
         let all = tokens.tokens
         for (index, token) in all.enumerated() {
@@ -316,6 +315,10 @@ extension RuleIndex.FieldGroup {
             }
         }
     }
+
+    /// Whether each position of each token is checked against the infix gate (many infix keys; a
+    /// few are searched for in the whole subject instead).
+    private var checksInfixGate: Bool { hasInfixKeys && fewInfixKeys == nil }
 
     /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
     /// authority table.
@@ -411,7 +414,7 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if hasInfixKeys, fewInfixKeys == nil {
+        if checksInfixGate {
             for offset in start..<end {
                 let lengths = infixGate.lengths(
                     Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)

@@ -71,9 +71,10 @@ public final class RequestInfoProtocol: URLProtocol {
     public override func startLoading() {
         guard state.withLock({ $0.start() }) else { return }
         let this = Reference(self)
+        // This runs on the caller session's work queue, which keeps the session's details after its first task.
+        let known = CallerSession.detailsOfCurrentQueue()
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
-            let known = CallerSession.detailsOfCurrentQueue()
             Task.detached { this.value.forwardUnaudited(this.value.readCallerSession(known)) }
             return
         }
@@ -81,8 +82,6 @@ public final class RequestInfoProtocol: URLProtocol {
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it).
-        // startLoading runs on the caller session's work queue, which keeps its details after the first task.
-        let known = CallerSession.detailsOfCurrentQueue()
         DispatchQueue.global().async {
             this.value.run(auditor, caller: this.value.readCallerSession(known))
         }

@@ -1,4 +1,3 @@
-import AuditLocking
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -71,38 +70,16 @@ enum CallerSession {
         Mirror(reflecting: session).children.first { $0.label == "workQueue" }?.value as? DispatchQueue
     }
 
-    /// Where a task class keeps its session: how many superclass steps up from the task's own class,
-    /// and the field's position there.
-    private struct FieldPlace {
-        let depth: Int
-        let offset: Int
-    }
-
-    /// Field places by task class. Searching a task's fields by label cost about 10 µs a request;
-    /// reading the one field at a known place costs a third of that.
-    private static let places = Locked<[ObjectIdentifier: FieldPlace]>([:])
-
+    /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
+    /// superclass.
     private static func session(of task: URLSessionTask?) -> URLSession? {
         guard let task else { return nil }
-        let taskClass = ObjectIdentifier(type(of: task))
-        if let place = places.withLock({ $0[taskClass] }) {
-            var mirror: Mirror? = Mirror(reflecting: task)
-            for _ in 0..<place.depth { mirror = mirror?.superclassMirror }
-            if let children = mirror?.children, place.offset < children.count {
-                let child = children[children.index(children.startIndex, offsetBy: place.offset)]
-                if child.label == "session" { return child.value as? URLSession }
-            }
-        }
         var mirror: Mirror? = Mirror(reflecting: task)
-        var depth = 0
         while let current = mirror {
-            for (offset, child) in current.children.enumerated() where child.label == "session" {
-                guard let session = child.value as? URLSession else { continue }
-                places.withLock { $0[taskClass] = FieldPlace(depth: depth, offset: offset) }
-                return session
+            for child in current.children where child.label == "session" {
+                if let session = child.value as? URLSession { return session }
             }
             mirror = current.superclassMirror
-            depth += 1
         }
         return nil
     }
