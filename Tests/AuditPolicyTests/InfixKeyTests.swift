@@ -25,6 +25,8 @@ import Testing
             ("ftp://a.test/?v=q7x", ["infix/qx"]),
             ("ftp://a.test/#zzQ7X", ["infix/qx"]),
             ("https://a.b/xxxxxxxxQ7Xxxxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),
+            ("https://a.b/xyzQ7Xxxxxxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),
+            ("https://a.b/xyzq7-q7Q7xxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),
             ("HTTPS://A.B/XXXXXXXXXXXXXXXXXXXXXXXXXXXXX", ["infix/ttp"]),
             ("ftp://a.test/q-7x", []),
             ("ftp://a.test/q7", []),

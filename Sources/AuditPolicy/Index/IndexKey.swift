@@ -200,31 +200,34 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// read with one load too, shifted and masked, whenever the buffer has eight bytes.
     @inline(__always)
     static func tokenHash(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
+        // Wrapping and masking arithmetic throughout: `start..<end` lies inside `bytes`, and the
+        // checks Swift would add for overflow and for shifts of 64 bits or more cost a third of
+        // the time of hashing a token.
         let raw = UnsafeRawBufferPointer(bytes)
         let lowerCaseBits: UInt64 = 0x2020_2020_2020_2020
-        var state = hashStart ^ (UInt64(end - start) &* 0x9e37_79b9_7f4a_7c15)
+        var state = hashStart ^ (UInt64(truncatingIfNeeded: end &- start) &* 0x9e37_79b9_7f4a_7c15)
         var offset = start
-        while end - offset > 8 {
+        while end &- offset > 8 {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) | lowerCaseBits
             state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
-            state ^= state >> 31
-            offset += 8
+            state ^= state &>> 31
+            offset &+= 8
         }
-        let rest = end - offset
-        let restMask: UInt64 = rest == 8 ? ~0 : (1 << UInt64(8 * rest)) - 1
+        let rest = end &- offset
+        let restMask: UInt64 = rest == 8 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: rest &* 8)) &- 1
         var word: UInt64
         if bytes.count >= 8 {
             // The eight bytes from `base` hold the rest of the token, `offset - base` bytes in.
-            let base = min(offset, bytes.count - 8)
+            let base = min(offset, bytes.count &- 8)
             let loaded = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))
-            word = (loaded >> UInt64(8 * (offset - base))) & restMask
+            word = (loaded &>> UInt64(truncatingIfNeeded: (offset &- base) &* 8)) & restMask
         } else {
             word = 0
             for index in 0..<rest { word |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
         }
         word |= lowerCaseBits & restMask
         state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
-        state ^= state >> 31
+        state ^= state &>> 31
         return hashFinish(state, .token)
     }
 }

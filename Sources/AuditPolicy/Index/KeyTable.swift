@@ -101,7 +101,9 @@ final class KeyTable: Sendable {
         into candidates: inout [Int32]
     ) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
-        guard filter.withUnsafeBufferPointer({ $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }) else { return }
+        guard filter.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }) else {
+            return
+        }
         slots.withUnsafeBufferPointer { slots in
             var slot = Int(truncatingIfNeeded: hash) & mask
             while true {
@@ -125,7 +127,7 @@ final class KeyTable: Sendable {
                     return
                 }
                 if found.hash == 0 { return }
-                slot = (slot + 1) & mask
+                slot = (slot &+ 1) & mask
             }
         }
     }

@@ -280,36 +280,37 @@ extension RuleIndex.FieldGroup {
         for (index, token) in all.enumerated() {
             if hasTokenKeys {
                 table.collect(
-                    token.hash, before: Self.byte(bytes, Int(token.start) - 1), after: Self.byte(bytes, Int(token.end)),
+                    token.hash, before: Self.byte(bytes, Int(token.start) &- 1),
+                    after: Self.byte(bytes, Int(token.end)),
                     confirmedBy: &tokens, into: &candidates)
             }
             if hasPairKeys, index > 0 {
-                if pairStarts.contains(all[index - 1].hash) {
+                if pairStarts.contains(all[index &- 1].hash) {
                     table.collect(
-                        IndexKey.pairHash(all[index - 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
+                        IndexKey.pairHash(all[index &- 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
                 }
                 // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which
                 // makes the tokens around it neighbours there.
-                if index > 1, pairStarts.contains(all[index - 2].hash),
-                    Self.defaultPortHashes.contains(all[index - 1].hash),
-                    bytes[Int(all[index - 1].start) - 1] == UInt8(ascii: ":")
+                if index > 1, pairStarts.contains(all[index &- 2].hash),
+                    Self.defaultPortHashes.contains(all[index &- 1].hash),
+                    bytes[Int(all[index &- 1].start) &- 1] == UInt8(ascii: ":")
                 {
                     table.collect(
-                        IndexKey.pairHash(all[index - 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
+                        IndexKey.pairHash(all[index &- 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
                 }
             }
             if hasAffixKeys {
                 let start = Int(token.start)
                 let end = Int(token.end)
-                let isLong = end - start > 1
+                let isLong = end &- start > 1
                 guard
                     checksInfixGate
                         || (hasPrefixKeys
                             && prefixGate.contains(
-                                Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start + 1]) : 0))
+                                Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start &+ 1]) : 0))
                         || (hasSuffixKeys
                             && suffixGate.contains(
-                                Self.lowered(bytes[end - 1]), then: isLong ? Self.lowered(bytes[end - 2]) : 0))
+                                Self.lowered(bytes[end &- 1]), then: isLong ? Self.lowered(bytes[end &- 2]) : 0))
                 else { continue }
                 collectAffixes(bytes, start, end, &tokens, into: &candidates)
             }
@@ -346,7 +347,7 @@ extension RuleIndex.FieldGroup {
                 if hasEnded { break }
             }
             authorityTable.collect(
-                token.hash, before: Self.byte(bytes, Int(token.start) - 1), after: Self.byte(bytes, Int(token.end)),
+                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
                 confirmedBy: &tokens, into: &candidates)
             if previous != 0, authorityPairStarts.contains(previous) {
                 authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
@@ -397,7 +398,7 @@ extension RuleIndex.FieldGroup {
             var state = IndexKey.hashStart
             for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[start + offset]))
-                if lengths & (1 << UInt8(offset)) != 0 {
+                if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: &tokens, into: &candidates)
                 }
             }
@@ -409,7 +410,7 @@ extension RuleIndex.FieldGroup {
             var state = IndexKey.hashStart
             for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
                 state = IndexKey.hashStep(state, Self.lowered(bytes[end - 1 - offset]))
-                if lengths & (1 << UInt8(offset)) != 0 {
+                if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: &tokens, into: &candidates)
                 }
             }
@@ -422,7 +423,7 @@ extension RuleIndex.FieldGroup {
                 var state = IndexKey.hashStart
                 for infixOffset in 0..<min(end - offset, 8 - lengths.leadingZeroBitCount) {
                     state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixOffset]))
-                    if lengths & (1 << UInt8(infixOffset)) != 0 {
+                    if lengths & (1 &<< UInt8(truncatingIfNeeded: infixOffset)) != 0 {
                         table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
                     }
                 }
@@ -434,53 +435,82 @@ extension RuleIndex.FieldGroup {
     /// digits only, so wherever it occurs it lies inside a token: the same keys are found as by
     /// checking each position of each token.
     ///
-    /// Eight bytes at a time are first tested, with word arithmetic, for the first bytes of the
-    /// keys not found yet; only the words that hold one are read byte by byte.
+    /// Eight positions at a time are first tested, with word arithmetic on the lower-cased bytes
+    /// there and one further on, for the first two bytes of the keys not found yet; only the
+    /// positions that hold such a pair are compared byte by byte. (Testing the first byte alone
+    /// let through most words of a query full of digits, for keys such as `0x5bf`.)
     private func collect(
         _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
         into candidates: inout [Int32]
     ) {
         let raw = UnsafeRawBufferPointer(bytes)
-        let ones: UInt64 = 0x0101_0101_0101_0101
         var found: UInt16 = 0
         var index = 0
-        while index < bytes.count {
-            var stop = bytes.count
-            if bytes.count - index >= 8 {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                var hasFirstByte: UInt64 = 0
-                for (pattern, starting) in zip(keys.firstBytePatterns, keys.keysByPattern) where starting & ~found != 0
-                {
-                    let difference = word ^ pattern
-                    hasFirstByte |= (difference &- ones) & ~difference & (0x80 &* ones)
-                }
-                guard hasFirstByte != 0 else {
-                    index += 8
-                    continue
-                }
-                stop = index + 8
+        while bytes.count - index >= 9 {
+            let here = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let next = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index + 1, as: UInt64.self))
+            var starts: UInt64 = 0
+            for pair in keys.pairs where pair.keys & ~found != 0 {
+                starts |= Self.equalBytes(here, pair.first) & (pair.hasSecond ? Self.equalBytes(next, pair.second) : ~0)
             }
-            while index < stop {
-                var startingHere = keys.byFirstByte[Int(Self.lowered(bytes[index]))] & ~found
-                while startingHere != 0 {
-                    let number = startingHere.trailingZeroBitCount
-                    startingHere &= startingHere - 1
-                    let (text, length) = (keys.texts[number], keys.lengths[number])
-                    guard index + length <= bytes.count else { continue }
-                    var offset = 1
-                    while offset < length,
-                        Self.lowered(bytes[index + offset]) == UInt8(truncatingIfNeeded: text >> (8 * offset))
-                    {
-                        offset += 1
-                    }
-                    guard offset == length else { continue }
-                    found |= 1 << UInt16(number)
-                    table.collect(keys.hashes[number], confirmedBy: &tokens, into: &candidates)
-                    if found == keys.everyKey { return }
-                }
-                index += 1
+            while starts != 0 {
+                let position = index + starts.trailingZeroBitCount >> 3
+                starts &= starts - 1
+                guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else { return }
             }
+            index += 8
         }
+        while index < bytes.count {
+            guard find(keys, at: index, in: bytes, found: &found, &tokens, into: &candidates) else { return }
+            index += 1
+        }
+    }
+
+    /// Collects the rules of each key not in `found` that occurs at `index`, adding it to `found`;
+    /// false once every key is found.
+    @inline(__always)
+    private func find(
+        _ keys: FewKeys, at index: Int, in bytes: UnsafeBufferPointer<UInt8>, found: inout UInt16,
+        _ tokens: inout TokenHashes, into candidates: inout [Int32]
+    ) -> Bool {
+        var startingHere = keys.byFirstByte[Int(Self.lowered(bytes[index]))] & ~found
+        while startingHere != 0 {
+            let number = startingHere.trailingZeroBitCount
+            startingHere &= startingHere - 1
+            let (text, length) = (keys.texts[number], keys.lengths[number])
+            guard index + length <= bytes.count else { continue }
+            var offset = 1
+            while offset < length,
+                Self.lowered(bytes[index + offset]) == UInt8(truncatingIfNeeded: text >> (8 * offset))
+            {
+                offset += 1
+            }
+            guard offset == length else { continue }
+            found |= 1 << UInt16(number)
+            table.collect(keys.hashes[number], confirmedBy: &tokens, into: &candidates)
+            if found == keys.everyKey { return false }
+        }
+        return true
+    }
+
+    /// The eight bytes of `word` (first byte lowest) with ASCII capitals lower-cased.
+    @inline(__always)
+    static func loweredWord(_ word: UInt64) -> UInt64 {
+        let word = UInt64(littleEndian: word)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let low7 = word & (0x7F * ones)
+        // As in TokenScanner.alnumBits: the high bit of each byte from A to Z, none for bytes
+        // from 0x80.
+        let capitals = (low7 &+ (0x80 - 0x41) * ones) & ~(low7 &+ (0x7F - 0x5A) * ones) & ~word & (0x80 * ones)
+        return word | capitals >> 2
+    }
+
+    /// The high bit of each byte where `word` and `pattern` agree.
+    @inline(__always)
+    static func equalBytes(_ word: UInt64, _ pattern: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let difference = word ^ pattern
+        return ~(((difference & (0x7F * ones)) &+ 0x7F * ones) | difference) & (0x80 * ones)
     }
 
     /// A few infix keys, looked for in the subject as text.
@@ -492,9 +522,9 @@ extension RuleIndex.FieldGroup {
         let hashes: [UInt64]
         /// For each byte, the keys that start with it (bit `n`: key `n`).
         let byFirstByte: [UInt16]
-        /// Each first byte of a key, in either case, repeated eight times, and the keys starting with it.
-        let firstBytePatterns: [UInt64]
-        let keysByPattern: [UInt16]
+        /// Each distinct first two bytes of the keys (lower case), each repeated eight times, and
+        /// the keys that start with them; a one-byte key has no second byte.
+        let pairs: [(first: UInt64, second: UInt64, hasSecond: Bool, keys: UInt16)]
         /// One bit per key.
         let everyKey: UInt16
 
@@ -507,16 +537,15 @@ extension RuleIndex.FieldGroup {
             lengths = sorted.map(\.count)
             hashes = sorted.map { IndexKey(kind: .infix, text: $0).hashValue64 }
             var byFirstByte = [UInt16](repeating: 0, count: 256)
+            var byPair: [[UInt8]: UInt16] = [:]
             for (number, key) in sorted.enumerated() {
                 byFirstByte[Int(key[0])] |= 1 << UInt16(number)
-                // A letter also starts the key in upper case (keys are lower-cased).
-                if key[0] >= UInt8(ascii: "a"), key[0] <= UInt8(ascii: "z") {
-                    byFirstByte[Int(key[0] - 0x20)] |= 1 << UInt16(number)
-                }
+                byPair[Array(key.prefix(2)), default: 0] |= 1 << UInt16(number)
             }
-            let firstBytes = (0...255).filter { byFirstByte[$0] != 0 }
-            firstBytePatterns = firstBytes.map { UInt64($0) &* 0x0101_0101_0101_0101 }
-            keysByPattern = firstBytes.map { byFirstByte[$0] }
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            pairs = byPair.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { pair, keys in
+                (UInt64(pair[0]) &* ones, UInt64(pair.count > 1 ? pair[1] : 0) &* ones, pair.count > 1, keys)
+            }
             self.byFirstByte = byFirstByte
             everyKey = UInt16.max >> UInt16(16 - sorted.count)
         }
@@ -551,7 +580,7 @@ struct TokenHashFilter: Sendable {
     @inline(__always)
     func contains(_ hash: UInt64) -> Bool {
         let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
-        return words.withUnsafeBufferPointer { $0[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
+        return words.withUnsafeBufferPointer { $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }
     }
 }
 
@@ -580,7 +609,7 @@ struct BytePairSet: Sendable {
     @inline(__always)
     func contains(_ first: UInt8, then second: UInt8) -> Bool {
         let pair = Int(first) << 8 | Int(second)
-        return words.withUnsafeBufferPointer { $0[pair >> 6] & (1 << UInt64(pair & 63)) != 0 }
+        return words.withUnsafeBufferPointer { $0[pair &>> 6] & (1 &<< UInt64(truncatingIfNeeded: pair)) != 0 }
     }
 
     /// The lengths of the keys added with (`first`, `second`): bit `n - 1` for length `n`.

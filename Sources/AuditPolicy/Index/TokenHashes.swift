@@ -49,8 +49,8 @@ struct TokenHashes: ~Copyable {
     @inline(__always)
     mutating func append(_ hash: UInt64, start: Int, end: Int) {
         storage[count] = Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
-        count += 1
-        summary[Int(hash >> 61)] |= 1 << ((hash >> 55) & 63)
+        count &+= 1
+        summary[Int(truncatingIfNeeded: hash &>> 61)] |= 1 &<< (hash &>> 55)
     }
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash; false, having stopped,
@@ -66,7 +66,7 @@ struct TokenHashes: ~Copyable {
     /// Whether some token has hash `hash`.
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
-        guard summary[Int(hash >> 61)] & (1 << ((hash >> 55) & 63)) != 0 else { return false }
+        guard summary[Int(truncatingIfNeeded: hash &>> 61)] & (1 &<< (hash &>> 55)) != 0 else { return false }
         if set.isEmpty {
             if count <= 16 || comparisons < 4 * count {
                 comparisons += count

@@ -34,16 +34,16 @@ enum TokenScanner {
                         start = carriedStart
                         carriedStart = -1
                     } else {
-                        start = blockStart + starts.trailingZeroBitCount
-                        starts &= starts - 1
+                        start = blockStart &+ starts.trailingZeroBitCount
+                        starts &= starts &- 1
                     }
-                    let end = blockStart + ends.trailingZeroBitCount
-                    ends &= ends - 1
+                    let end = blockStart &+ ends.trailingZeroBitCount
+                    ends &= ends &- 1
                     return (start, end)
                 }
                 // A start left without an end runs into the next block.
                 if starts != 0 {
-                    carriedStart = blockStart + starts.trailingZeroBitCount
+                    carriedStart = blockStart &+ starts.trailingZeroBitCount
                     starts = 0
                 }
                 guard nextBlock < bytes.count else {
@@ -52,8 +52,8 @@ enum TokenScanner {
                     return (carriedStart, bytes.count)
                 }
                 blockStart = nextBlock
-                let blockLength = min(64, bytes.count - blockStart)
-                nextBlock += blockLength
+                let blockLength = min(64, bytes.count &- blockStart)
+                nextBlock &+= blockLength
                 guard let mask = alnumMask(bytes, from: blockStart, length: blockLength) else {
                     isTokenizable = false
                     carriedStart = -1
@@ -94,8 +94,8 @@ enum TokenScanner {
         var offset = 0
         while offset < length {
             let word: UInt64
-            if length - offset >= 8 {
-                word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start + offset, as: UInt64.self))
+            if length &- offset >= 8 {
+                word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start &+ offset, as: UInt64.self))
             } else {
                 var partial: UInt64 = 0
                 for index in 0..<(length - offset) { partial |= UInt64(bytes[start + offset + index]) << (8 * index) }
@@ -106,8 +106,8 @@ enum TokenScanner {
             {
                 return nil
             }
-            mask |= alnumBits(word) << UInt64(offset)
-            offset += 8
+            mask |= alnumBits(word) &<< UInt64(truncatingIfNeeded: offset)
+            offset &+= 8
         }
         return mask
     }
