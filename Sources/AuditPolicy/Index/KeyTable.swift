@@ -95,15 +95,18 @@ final class KeyTable: Sendable {
     ///
     /// A `:` after the token stands for any byte: normalizing a URL drops a default port (`:443`),
     /// so the token before it is followed by something else in the URL a rule sees.
+    ///
+    /// `isGated`: the caller has checked the hash against a filter of its own (see ``TokenGate``),
+    /// and the table's is skipped.
     @inline(__always)
     func collect(
         _ hash: UInt64, before: UInt8 = 0, after: UInt8 = 0, confirmedBy tokens: inout TokenHashes,
-        into candidates: inout [Int32]
+        into candidates: inout [Int32], isGated: Bool = false
     ) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
-        guard filter.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }) else {
-            return
-        }
+        guard
+            isGated || filter.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 })
+        else { return }
         slots.withUnsafeBufferPointer { slots in
             var slot = Int(truncatingIfNeeded: hash) & mask
             while true {

@@ -31,9 +31,9 @@ struct RuleIndex: Sendable {
         let hasInfixKeys: Bool
         let hasTokenKeys: Bool
         let hasPairKeys: Bool
-        /// The first tokens of pair keys: most tokens start none, and this small set says so
-        /// before the pair's hash is looked up.
-        let pairStarts: TokenHashFilter
+        /// Whether a token may be a whole-token key of `table`, and whether it may start a pair
+        /// key: most tokens are neither, and one read says so for both.
+        let tokenGate: TokenGate
         /// Which (first, second) byte pairs of a token some prefix key allows, and likewise for
         /// the last two bytes and suffix keys, and for each position and infix keys: most tokens
         /// start no affix key at all, and these 8 KiB sets say so without hashing or probing.
@@ -56,7 +56,7 @@ struct RuleIndex: Sendable {
             field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityPairStarts: TokenHashFilter,
             alwaysRun: [Int32], all: [Int32], hasPrefixKeys: Bool,
             hasSuffixKeys: Bool, hasInfixKeys: Bool, hasTokenKeys: Bool, hasPairKeys: Bool,
-            pairStarts: TokenHashFilter, prefixGate: BytePairSet,
+            tokenGate: TokenGate, prefixGate: BytePairSet,
             suffixGate: BytePairSet, infixGate: BytePairSet, infixKeys: Set<[UInt8]>, rulesByKind: [IndexKey.Kind: Int],
             rulesInAuthority: Int, busiestKeys: [(key: String, rules: Int)]
         ) {
@@ -78,7 +78,7 @@ struct RuleIndex: Sendable {
             self.hasInfixKeys = hasInfixKeys
             self.hasTokenKeys = hasTokenKeys
             self.hasPairKeys = hasPairKeys
-            self.pairStarts = pairStarts
+            self.tokenGate = tokenGate
             self.rulesByKind = rulesByKind
         }
     }
@@ -108,7 +108,8 @@ struct RuleIndex: Sendable {
         var hasInfixKeys = false
         var hasTokenKeys = false
         var hasPairKeys = false
-        var pairStarts = TokenHashFilter()
+        var tokenKeys: [UInt64] = []
+        var pairStarts: [UInt64] = []
         var prefixGate = BytePairSet()
         var suffixGate = BytePairSet()
         var infixGate = BytePairSet()
@@ -138,10 +139,12 @@ struct RuleIndex: Sendable {
                 }
                 entries.append(entry)
                 switch key.kind {
-                case .token: hasTokenKeys = true
+                case .token:
+                    hasTokenKeys = true
+                    tokenKeys.append(entry.hash)
                 case .tokenPair:
                     hasPairKeys = true
-                    pairStarts.insert(key.pairTokens.0.hashValue64)
+                    pairStarts.append(key.pairTokens.0.hashValue64)
                 case .tokenPrefix:
                     hasPrefixKeys = true
                     prefixGate.insert(
@@ -162,7 +165,8 @@ struct RuleIndex: Sendable {
             field: field, table: KeyTable(entries: entries), authorityTable: KeyTable(entries: authorityEntries),
             authorityPairStarts: authorityPairStarts, alwaysRun: alwaysRun, all: members,
             hasPrefixKeys: hasPrefixKeys, hasSuffixKeys: hasSuffixKeys, hasInfixKeys: hasInfixKeys,
-            hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys, pairStarts: pairStarts, prefixGate: prefixGate,
+            hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys,
+            tokenGate: TokenGate(keys: tokenKeys, pairStarts: pairStarts), prefixGate: prefixGate,
             suffixGate: suffixGate, infixGate: infixGate, infixKeys: infixKeys,
             rulesByKind: rulesByKind, rulesInAuthority: rulesInAuthority,
             busiestKeys: busiest(rulesByKey))
@@ -277,27 +281,31 @@ extension RuleIndex.FieldGroup {
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
         let hasAffixKeys = hasPrefixKeys || hasSuffixKeys || checksInfixGate
         let all = tokens.tokens
+        let checksTokenGate = hasTokenKeys || hasPairKeys
+        // The gate's answers for the two tokens before this one.
+        var previousFlags: UInt8 = 0
+        var flagsBeforePrevious: UInt8 = 0
         for (index, token) in all.enumerated() {
-            if hasTokenKeys {
+            let flags = checksTokenGate ? tokenGate.flags(token.hash) : 0
+            defer { (flagsBeforePrevious, previousFlags) = (previousFlags, flags) }
+            if flags & TokenGate.mayBeKey != 0 {
                 table.collect(
                     token.hash, before: Self.byte(bytes, Int(token.start) &- 1),
                     after: Self.byte(bytes, Int(token.end)),
-                    confirmedBy: &tokens, into: &candidates)
+                    confirmedBy: &tokens, into: &candidates, isGated: true)
             }
-            if hasPairKeys, index > 0 {
-                if pairStarts.contains(all[index &- 1].hash) {
-                    table.collect(
-                        IndexKey.pairHash(all[index &- 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
-                }
-                // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which
-                // makes the tokens around it neighbours there.
-                if index > 1, pairStarts.contains(all[index &- 2].hash),
-                    Self.defaultPortHashes.contains(all[index &- 1].hash),
-                    bytes[Int(all[index &- 1].start) &- 1] == UInt8(ascii: ":")
-                {
-                    table.collect(
-                        IndexKey.pairHash(all[index &- 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
-                }
+            if previousFlags & TokenGate.mayStartPair != 0 {
+                table.collect(
+                    IndexKey.pairHash(all[index &- 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
+            }
+            // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
+            // the tokens around it neighbours there.
+            if flagsBeforePrevious & TokenGate.mayStartPair != 0,
+                Self.defaultPortHashes.contains(all[index &- 1].hash),
+                bytes[Int(all[index &- 1].start) &- 1] == UInt8(ascii: ":")
+            {
+                table.collect(
+                    IndexKey.pairHash(all[index &- 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
             }
             if hasAffixKeys {
                 let start = Int(token.start)
@@ -581,6 +589,45 @@ struct TokenHashFilter: Sendable {
     func contains(_ hash: UInt64) -> Bool {
         let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
         return words.withUnsafeBufferPointer { $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }
+    }
+}
+
+/// Two one-hash Bloom filters of token hashes in one array, two bits per slot: whether a token
+/// may be a whole-token key, and whether it may start a pair key. About 16 slots per hash, between
+/// 1 KiB and 512 KiB; one read answers both questions for a token that is neither, as most are.
+struct TokenGate: Sendable {
+    static let mayBeKey: UInt8 = 1
+    static let mayStartPair: UInt8 = 2
+
+    private let words: [UInt64]
+    private let mask: Int
+
+    init(keys: [UInt64], pairStarts: [UInt64]) {
+        var slots = 4_096
+        while slots < (keys.count + pairStarts.count) * 16, slots < 1 << 21 { slots *= 2 }
+        var words = [UInt64](repeating: 0, count: slots / 32)
+        for (hashes, flag) in [(keys, Self.mayBeKey), (pairStarts, Self.mayStartPair)] {
+            for hash in hashes {
+                let slot = Self.slot(hash, mask: slots - 1)
+                words[slot >> 5] |= UInt64(flag) << UInt64(2 * (slot & 31))
+            }
+        }
+        self.words = words
+        mask = slots - 1
+    }
+
+    @inline(__always)
+    private static func slot(_ hash: UInt64, mask: Int) -> Int {
+        Int(truncatingIfNeeded: hash &>> 40) & mask
+    }
+
+    /// ``mayBeKey`` and ``mayStartPair`` for a token with hash `hash`: never clear for a key or a
+    /// pair start, now and then set for other tokens.
+    @inline(__always)
+    func flags(_ hash: UInt64) -> UInt8 {
+        let slot = Self.slot(hash, mask: mask)
+        let word = words.withUnsafeBufferPointer { $0[slot &>> 5] }
+        return UInt8(truncatingIfNeeded: word &>> UInt64(truncatingIfNeeded: 2 &* (slot & 31))) & 3
     }
 }
 
