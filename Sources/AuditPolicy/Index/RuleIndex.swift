@@ -39,6 +39,11 @@ struct RuleIndex: Sendable {
         /// start no affix key at all, and these 8 KiB sets say so without hashing or probing.
         let prefixGate: BytePairSet
         let suffixGate: BytePairSet
+        /// Whether a token may start with a prefix key, or end with a suffix key, judged by its
+        /// first (last) four bytes for keys of four bytes or more: the first two bytes of such keys
+        /// (`me` of `metrics`, `co` of `collect`) start too many tokens.
+        let prefixStarts: AffixGate
+        let suffixEnds: AffixGate
         let infixGate: BytePairSet
         /// The infix keys when they are few: the subject is searched for each at once, rather than
         /// every position of every token being checked against the gate (a policy with a handful
@@ -56,7 +61,7 @@ struct RuleIndex: Sendable {
             field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityPairStarts: TokenHashFilter,
             alwaysRun: [Int32], all: [Int32], hasPrefixKeys: Bool,
             hasSuffixKeys: Bool, hasInfixKeys: Bool, hasTokenKeys: Bool, hasPairKeys: Bool,
-            tokenGate: TokenGate, prefixGate: BytePairSet,
+            tokenGate: TokenGate, prefixGate: BytePairSet, prefixStarts: AffixGate, suffixEnds: AffixGate,
             suffixGate: BytePairSet, infixGate: BytePairSet, infixKeys: Set<[UInt8]>, rulesByKind: [IndexKey.Kind: Int],
             rulesInAuthority: Int, busiestKeys: [(key: String, rules: Int)]
         ) {
@@ -65,6 +70,8 @@ struct RuleIndex: Sendable {
             self.authorityPairStarts = authorityPairStarts
             self.rulesInAuthority = rulesInAuthority
             self.prefixGate = prefixGate
+            self.prefixStarts = prefixStarts
+            self.suffixEnds = suffixEnds
             self.suffixGate = suffixGate
             self.infixGate = infixGate
             self.fewInfixKeys = FewKeys(infixKeys)
@@ -112,6 +119,8 @@ struct RuleIndex: Sendable {
         var pairStarts: [UInt64] = []
         var prefixGate = BytePairSet()
         var suffixGate = BytePairSet()
+        var prefixStarts = AffixGate.Builder()
+        var suffixEnds = AffixGate.Builder()
         var infixGate = BytePairSet()
         var infixKeys: Set<[UInt8]> = []
         var rulesByKind: [IndexKey.Kind: Int] = [:]
@@ -147,11 +156,13 @@ struct RuleIndex: Sendable {
                     pairStarts.append(key.pairTokens.0.hashValue64)
                 case .tokenPrefix:
                     hasPrefixKeys = true
+                    prefixStarts.insert(key.text)
                     prefixGate.insert(
                         key.text[0], then: key.text.count > 1 ? key.text[1] : nil, length: key.text.count)
                 case .tokenSuffix:
                     hasSuffixKeys = true
                     let last = key.text.count - 1
+                    suffixEnds.insert(key.text.reversed())
                     suffixGate.insert(key.text[last], then: last > 0 ? key.text[last - 1] : nil, length: key.text.count)
                 case .infix:
                     hasInfixKeys = true
@@ -167,6 +178,7 @@ struct RuleIndex: Sendable {
             hasPrefixKeys: hasPrefixKeys, hasSuffixKeys: hasSuffixKeys, hasInfixKeys: hasInfixKeys,
             hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys,
             tokenGate: TokenGate(keys: tokenKeys, pairStarts: pairStarts), prefixGate: prefixGate,
+            prefixStarts: prefixStarts.gate, suffixEnds: suffixEnds.gate,
             suffixGate: suffixGate, infixGate: infixGate, infixKeys: infixKeys,
             rulesByKind: rulesByKind, rulesInAuthority: rulesInAuthority,
             busiestKeys: busiest(rulesByKey))
@@ -310,17 +322,11 @@ extension RuleIndex.FieldGroup {
             if hasAffixKeys {
                 let start = Int(token.start)
                 let end = Int(token.end)
-                let isLong = end &- start > 1
-                guard
-                    checksInfixGate
-                        || (hasPrefixKeys
-                            && prefixGate.contains(
-                                Self.lowered(bytes[start]), then: isLong ? Self.lowered(bytes[start &+ 1]) : 0))
-                        || (hasSuffixKeys
-                            && suffixGate.contains(
-                                Self.lowered(bytes[end &- 1]), then: isLong ? Self.lowered(bytes[end &- 2]) : 0))
-                else { continue }
-                collectAffixes(bytes, start, end, &tokens, into: &candidates)
+                let mayHavePrefix = hasPrefixKeys && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+                let mayHaveSuffix = hasSuffixKeys && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+                guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { continue }
+                collectAffixes(
+                    bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
             }
         }
     }
@@ -394,12 +400,12 @@ extension RuleIndex.FieldGroup {
     }
 
     private func collectAffixes(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ tokens: inout TokenHashes,
-        into candidates: inout [Int32]
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, prefixes: Bool, suffixes: Bool,
+        _ tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
         let length = end - start
         let affixLength = min(length, IndexKey.maximumAffixLength)
-        if hasPrefixKeys {
+        if prefixes {
             // Only the lengths of prefix keys that start with the token's first two bytes.
             let lengths = prefixGate.lengths(
                 Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
@@ -411,7 +417,7 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if hasSuffixKeys {
+        if suffixes {
             let lengths = suffixGate.lengths(
                 Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
             // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
@@ -631,6 +637,76 @@ struct TokenGate: Sendable {
     }
 }
 
+/// Whether a token may start with one of a set of keys (or, read backwards, end with one): keys
+/// of one to three bytes are judged by the token's first two bytes, longer ones by its first
+/// four, in a one-hash Bloom filter of about 16 bits per key (512 bits at least).
+struct AffixGate: Sendable {
+    /// Collects the keys of a gate.
+    struct Builder {
+        private var short = BytePairSet()
+        private var quads: [UInt32] = []
+
+        /// Adds a key, in the order the gate reads tokens (a suffix key last byte first).
+        mutating func insert<Key: Collection<UInt8>>(_ key: Key) {
+            let bytes = Array(key)
+            guard bytes.count >= 4 else {
+                short.insert(bytes[0], then: bytes.count > 1 ? bytes[1] : nil, length: bytes.count)
+                return
+            }
+            quads.append(bytes.prefix(4).reversed().reduce(0) { $0 << 8 | UInt32($1) })
+        }
+
+        var gate: AffixGate { AffixGate(short: short, quads: quads) }
+    }
+
+    private let short: BytePairSet
+    private let hasShortKeys: Bool
+    private let words: [UInt64]
+    private let shift: UInt32
+
+    private init(short: BytePairSet, quads: [UInt32]) {
+        self.short = short
+        hasShortKeys = short.hasPairs
+        var bitCount = 9
+        while 1 << bitCount < quads.count * 16, bitCount < 20 { bitCount += 1 }
+        shift = UInt32(32 - bitCount)
+        var words = [UInt64](repeating: 0, count: (1 << bitCount) / 64)
+        for quad in quads {
+            let bit = Self.bit(quad, shift: shift)
+            words[bit >> 6] |= 1 << UInt64(bit & 63)
+        }
+        self.words = words
+    }
+
+    @inline(__always)
+    private static func bit(_ quad: UInt32, shift: UInt32) -> Int {
+        Int(truncatingIfNeeded: (quad &* 0x9E37_79B1) &>> shift)
+    }
+
+    /// Whether the token `bytes[start..<end]` may start with a key (`backwards`: end with one);
+    /// never false when it does.
+    @inline(__always)
+    func mayMatch(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, backwards: Bool) -> Bool {
+        let length = end &- start
+        if length >= 4 {
+            // Every byte of a token is a letter or digit: setting bit 5 lower-cases it. Read
+            // backwards, the last byte comes first, as in the key.
+            let raw = UnsafeRawBufferPointer(bytes)
+            var quad = UInt32(
+                littleEndian: raw.loadUnaligned(fromByteOffset: backwards ? end &- 4 : start, as: UInt32.self))
+            if backwards { quad = quad.byteSwapped }
+            let bit = Self.bit(quad | 0x2020_2020, shift: shift)
+            if words.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }) {
+                return true
+            }
+        }
+        guard hasShortKeys else { return false }
+        let first = RuleIndex.FieldGroup.lowered(bytes[backwards ? end &- 1 : start])
+        let second = length > 1 ? RuleIndex.FieldGroup.lowered(bytes[backwards ? end &- 2 : start &+ 1]) : 0
+        return short.contains(first, then: second)
+    }
+}
+
 /// A set of byte pairs (a byte, then the byte after it or 0 for none), each with the lengths (1 to
 /// 8) of the keys that begin with it: 65,536 bits in 8 KiB, small enough to stay in the processor's
 /// first-level cache, answer most questions; the lengths take a byte per pair (64 KiB), read only
@@ -651,6 +727,9 @@ struct BytePairSet: Sendable {
         if lengthMasks.isEmpty { lengthMasks = [UInt8](repeating: 0, count: 65_536) }
         lengthMasks[pair] |= 1 << UInt8(min(length, 8) - 1)
     }
+
+    /// Whether any pair was added.
+    var hasPairs: Bool { !lengthMasks.isEmpty }
 
     /// Whether (`first`, `second`) was added.
     @inline(__always)
