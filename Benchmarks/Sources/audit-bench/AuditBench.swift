@@ -107,7 +107,7 @@ struct DecisionTable {
     let results: [DecisionBenchmark.Result]
     var markdown: String {
         var lines = [
-            "| rules | count | always run | engine ns/URL (median of 5) | p50 | p99 | naive loop ns/URL | naive ÷ engine |",
+            "| rules | count | always run | engine ns/URL (median of 5) | p50 (median of 3) | p99 (median of 3) | naive loop ns/URL | naive ÷ engine |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for result in results {
