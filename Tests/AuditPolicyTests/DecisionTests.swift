@@ -229,6 +229,19 @@ import Testing
         #expect(policy.verdict("https://bücher.test/strasse/ß").action == .pass)
     }
 
+    @Test(
+        "a URL with non-ASCII bytes is indexed in its normalized form, whose host lower-casing can add letters",
+        arguments: [
+            ("r ^https://i\\x{307}\\.test/", "https://\u{130}.test/"),
+            ("r ^https://i\\x{307}nfo\\.test/", "https://\u{130}NFO.test/"),
+            ("r (?i)://i\\x{307}\\.", "https://\u{130}.test/"),
+        ])
+    func nonASCIIHostLowerCased(rule: String, url: String) throws {
+        let policy = try Policy(parsing: "[block]\n\(rule)", file: "n.rules")
+        #expect(policy.evaluateEveryRule(AuditRequest(url: url)).action == .block)
+        #expect(policy.verdict(url).action == .block)
+    }
+
     @Test("percent-encoded, NUL and control characters in URLs are matched as sent, never decoded")
     func encodedGarbage() throws {
         let policy = try Policy(parsing: "[block]\nenc %00|%ff\n[warn]\nnul \\x00")

@@ -25,15 +25,10 @@ struct RequestSubjects {
         }
     }
 
-    /// Calls `body` with the URL's raw UTF-8 bytes and returns true, if they are all ASCII;
-    /// otherwise returns false without calling it.
-    func withASCIIURLBytes(_ body: (UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+    /// Calls `body` with the URL's raw UTF-8 bytes.
+    func withRawURLBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         var url = request.url
-        return url.withUTF8 { bytes in
-            guard TokenScanner.isASCII(bytes) else { return false }
-            body(bytes)
-            return true
-        }
+        return url.withUTF8(body)
     }
 
     /// The subject for `field`, or nil when the request has no such header.

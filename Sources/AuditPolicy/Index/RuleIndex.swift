@@ -228,11 +228,13 @@ struct RuleIndex: Sendable {
         var candidates: [Int32] = []
         for group in groups {
             // An ASCII URL is scanned as sent (see candidates(forURLOf:)).
-            if group.field == .url, subjects.withASCIIURLBytes({ group.collect(in: $0, into: &candidates) }) {
+            if group.field == .url,
+                subjects.withRawURLBytes({ group.collect(in: $0, into: &candidates, requiringASCII: true) })
+            {
                 continue
             }
             guard let subject = subjects.subject(for: group.field) else { continue }
-            subject.bytes.withUnsafeBufferPointer { group.collect(in: $0, into: &candidates) }
+            subject.bytes.withUnsafeBufferPointer { _ = group.collect(in: $0, into: &candidates) }
         }
         return Self.sortedWithoutRepeats(candidates)
     }
@@ -250,9 +252,7 @@ struct RuleIndex: Sendable {
         var candidates: [Int32] = []
         let isASCII =
             request.url.utf8.withContiguousStorageIfAvailable { bytes in
-                guard TokenScanner.isASCII(bytes) else { return false }
-                group.collect(in: bytes, into: &candidates)
-                return true
+                group.collect(in: bytes, into: &candidates, requiringASCII: true)
             } ?? false
         return isASCII ? Self.sortedWithoutRepeats(candidates) : nil
     }
@@ -272,17 +272,26 @@ struct RuleIndex: Sendable {
 }
 
 extension RuleIndex.FieldGroup {
-    /// Appends the rules of this group that a subject made of `bytes` may match.
-    func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32]) {
-        if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
+    /// Appends the rules of this group that a subject made of `bytes` may match, and returns true;
+    /// with `requiringASCII`, returns false having appended nothing if some byte is 0x80 or more
+    /// (the raw bytes of such a URL do not stand for its normalized form; see
+    /// ``RuleIndex/candidates(forURLOf:)``). The check is part of the scan for tokens.
+    @discardableResult
+    func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32], requiringASCII: Bool = false)
+        -> Bool
+    {
         // First every token's hash (rules filed with a second token are checked against these),
         // then the lookups.
         TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
-            guard tokens.append(tokensOf: bytes) else {
+            let scan = tokens.append(tokensOf: bytes)
+            if requiringASCII, !scan.isASCII { return false }
+            if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
+            guard scan.isTokenizable else {
                 candidates.append(contentsOf: all)
-                return
+                return true
             }
             collect(in: bytes, tokens: &tokens, into: &candidates)
+            return true
         }
     }
 

@@ -53,14 +53,15 @@ struct TokenHashes: ~Copyable {
         summary[Int(truncatingIfNeeded: hash &>> 61)] |= 1 &<< (hash &>> 55)
     }
 
-    /// Appends every token of `bytes` (see ``TokenScanner``) with its hash; false, having stopped,
-    /// when `bytes` cannot be tokenized (see ``TokenScanner/Cursor/isTokenizable``).
-    mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// Appends every token of `bytes` (see ``TokenScanner``) with its hash. `isTokenizable` is false,
+    /// the scan having stopped, when `bytes` cannot be tokenized (see
+    /// ``TokenScanner/Cursor/isTokenizable``); `isASCII` says whether every byte read is below 0x80.
+    mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
         var cursor = TokenScanner.Cursor(bytes)
         while let token = cursor.next() {
             append(IndexKey.tokenHash(bytes, token.start, token.end), start: token.start, end: token.end)
         }
-        return cursor.isTokenizable
+        return (cursor.isTokenizable, cursor.isASCII)
     }
 
     /// Whether some token has hash `hash`.

@@ -21,6 +21,8 @@ enum TokenScanner {
         /// s, C5 BF); the cursor then returns no more tokens. PCRE2 matches those caselessly
         /// against `k` and `s`, which tokens cannot express, so the caller must run every rule.
         private(set) var isTokenizable = true
+        /// False once a byte of 0x80 or more was read.
+        private(set) var isASCII = true
 
         init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -54,7 +56,7 @@ enum TokenScanner {
                 blockStart = nextBlock
                 let blockLength = min(64, bytes.count &- blockStart)
                 nextBlock &+= blockLength
-                guard let mask = alnumMask(bytes, from: blockStart, length: blockLength) else {
+                guard let mask = alnumMask(bytes, from: blockStart, length: blockLength, isASCII: &isASCII) else {
                     isTokenizable = false
                     carriedStart = -1
                     nextBlock = bytes.count
@@ -69,26 +71,13 @@ enum TokenScanner {
         }
     }
 
-    /// Whether every byte is below 0x80.
-    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let raw = UnsafeRawBufferPointer(bytes)
-        var highBits: UInt64 = 0
-        var offset = 0
-        while bytes.count - offset >= 8 {
-            highBits |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < bytes.count {
-            highBits |= UInt64(bytes[offset])
-            offset += 1
-        }
-        return highBits & 0x8080_8080_8080_8080 == 0
-    }
-
     /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` ≤ 64; higher bits clear).
-    /// Nil when a Kelvin sign or long s starts in the block.
+    /// Nil when a Kelvin sign or long s starts in the block. Clears `isASCII` at a byte of 0x80
+    /// or more.
     @inline(__always)
-    fileprivate static func alnumMask(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int) -> UInt64? {
+    fileprivate static func alnumMask(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int, isASCII: inout Bool
+    ) -> UInt64? {
         let raw = UnsafeRawBufferPointer(bytes)
         var mask: UInt64 = 0
         var offset = 0
@@ -101,10 +90,11 @@ enum TokenScanner {
                 for index in 0..<(length - offset) { partial |= UInt64(bytes[start + offset + index]) << (8 * index) }
                 word = partial
             }
-            if word & 0x8080_8080_8080_8080 != 0,
-                hasASCIIFoldingCharacter(bytes, from: start + offset, to: min(start + offset + 8, bytes.count))
-            {
-                return nil
+            if word & 0x8080_8080_8080_8080 != 0 {
+                isASCII = false
+                if hasASCIIFoldingCharacter(bytes, from: start + offset, to: min(start + offset + 8, bytes.count)) {
+                    return nil
+                }
             }
             mask |= alnumBits(word) &<< UInt64(truncatingIfNeeded: offset)
             offset &+= 8
