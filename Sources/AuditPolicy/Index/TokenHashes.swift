@@ -1,5 +1,6 @@
-/// The tokens of one subject: their hashes and where they are, a 512-bit summary that answers most
-/// "does the subject have this token?" questions without a search, and, for subjects with many
+/// The tokens of one subject: their hashes and where they are, a 512-bit summary (made at the first
+/// question, as most subjects are never asked one) that answers most "does the subject have this
+/// token?" questions without a search, and, for subjects with many
 /// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
 /// it hundreds of times).
 ///
@@ -19,6 +20,7 @@ struct TokenHashes: ~Copyable {
     private var count = 0
     /// One bit per token (bits 55 and up of its hash pick it): a clear bit means no such token.
     private var summary = InlineArray<8, UInt64>(repeating: 0)
+    private var hasSummary = false
     /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built once
     /// searching the tokens one by one has cost as much as building it would.
     private var set: [UInt64] = []
@@ -50,7 +52,7 @@ struct TokenHashes: ~Copyable {
     mutating func append(_ hash: UInt64, start: Int, end: Int) {
         storage[count] = Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
         count &+= 1
-        summary[Int(truncatingIfNeeded: hash &>> 61)] |= 1 &<< (hash &>> 55)
+        hasSummary = false
     }
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash. `isTokenizable` is false,
@@ -58,15 +60,23 @@ struct TokenHashes: ~Copyable {
     /// ``TokenScanner/Cursor/isTokenizable``); `isASCII` says whether every byte read is below 0x80.
     mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
         var cursor = TokenScanner.Cursor(bytes)
+        // The count in a local, so that it stays in a register rather than being stored each time.
+        var count = self.count
         while let token = cursor.next() {
-            append(IndexKey.tokenHash(bytes, token.start, token.end), start: token.start, end: token.end)
+            storage[count] = Token(
+                hash: IndexKey.tokenHash(bytes, token.start, token.end), start: Int32(truncatingIfNeeded: token.start),
+                end: Int32(truncatingIfNeeded: token.end))
+            count &+= 1
         }
+        self.count = count
+        hasSummary = false
         return (cursor.isTokenizable, cursor.isASCII)
     }
 
     /// Whether some token has hash `hash`.
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
+        if !hasSummary { summarize() }
         guard summary[Int(truncatingIfNeeded: hash &>> 61)] & (1 &<< (hash &>> 55)) != 0 else { return false }
         if set.isEmpty {
             if count <= 16 || comparisons < 4 * count {
@@ -84,6 +94,12 @@ struct TokenHashes: ~Copyable {
                 slot = (slot + 1) & mask
             }
         }
+    }
+
+    private mutating func summarize() {
+        summary = InlineArray(repeating: 0)
+        for token in tokens { summary[Int(truncatingIfNeeded: token.hash &>> 61)] |= 1 &<< (token.hash &>> 55) }
+        hasSummary = true
     }
 
     private mutating func buildSet() {
