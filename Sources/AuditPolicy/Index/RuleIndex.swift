@@ -34,9 +34,10 @@ struct RuleIndex: Sendable {
         /// Whether a token may be a whole-token key of `table`, and whether it may start a pair
         /// key: most tokens are neither, and one read says so for both.
         let tokenGate: TokenGate
-        /// Which (first, second) byte pairs of a token some prefix key allows, and likewise for
-        /// the last two bytes and suffix keys, and for each position and infix keys: most tokens
-        /// start no affix key at all, and these 8 KiB sets say so without hashing or probing.
+        /// Which (first, second) byte pairs of a token some prefix key begins with, and the
+        /// lengths of those keys; likewise for the last two bytes and suffix keys, and for each
+        /// position and infix keys. The lengths say which keys to look up for a token that passed
+        /// `prefixStarts` (`suffixEnds`); with many infix keys, `infixGate` is also their gate.
         let prefixGate: BytePairSet
         let suffixGate: BytePairSet
         /// Whether a token may start with a prefix key, or end with a suffix key, judged by its
