@@ -2,22 +2,60 @@
 ///
 /// Build it once and match many patterns against it. Bytes need not be valid UTF-8: PCRE2's
 /// invalid-UTF mode never matches across an ill-formed sequence and never misreads one.
+///
+/// A subject made of a string keeps the string and matches its own UTF-8 storage: making one
+/// copies nothing (an evaluation makes one for every request).
 public struct MatchSubject: Sendable, Hashable {
-    /// The subject's bytes.
-    public let bytes: [UInt8]
+    // A subject made of a string keeps it in `text`, with `array` empty; one made of bytes keeps
+    // them in `array`. (Two stored properties rather than an enum: reading an enum's payload copied
+    // it, at two reference counts a match.)
+    private let isText: Bool
+    private let text: String
+    private let array: [UInt8]
 
     /// A subject made of a string's UTF-8 encoding.
     public init(_ text: String) {
-        self.bytes = Array(text.utf8)
+        isText = true
+        self.text = text
+        array = []
     }
 
     /// A subject made of raw bytes, which may be ill-formed UTF-8.
     public init(bytes: [UInt8]) {
-        self.bytes = bytes
+        isText = false
+        text = ""
+        array = bytes
+    }
+
+    /// The subject's bytes.
+    public var bytes: [UInt8] { isText ? Array(text.utf8) : array }
+
+    /// Calls `body` with the subject's bytes, without copying them.
+    public func withBytes<Result, Failure: Error>(
+        _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        guard isText else { return try array.withUnsafeBufferPointer(body) }
+        // `withContiguousStorageIfAvailable` rethrows untyped errors: the result carries the typed
+        // one out. A native string's UTF-8 is contiguous; any other is copied once.
+        let inPlace: Swift.Result<Result, Failure>? = text.utf8.withContiguousStorageIfAvailable { buffer in
+            do throws(Failure) { return .success(try body(buffer)) } catch { return .failure(error) }
+        }
+        if let inPlace { return try inPlace.get() }
+        return try Array(text.utf8).withUnsafeBufferPointer(body)
     }
 
     /// The bytes in `range` decoded as UTF-8 (ill-formed sequences become U+FFFD).
     public func text(in range: Range<Int>) -> String {
-        String(decoding: bytes[range], as: UTF8.self)
+        withBytes { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
+
+    /// Subjects are equal when their bytes are.
+    public static func == (lhs: MatchSubject, rhs: MatchSubject) -> Bool {
+        lhs.withBytes { left in rhs.withBytes { right in left.elementsEqual(right) } }
+    }
+
+    /// Hashes the bytes.
+    public func hash(into hasher: inout Hasher) {
+        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

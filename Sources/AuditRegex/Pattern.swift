@@ -42,7 +42,7 @@ public struct Pattern: Sendable {
     ///
     /// - Throws: a limit error when the match gives up before answering.
     public func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
-        try subject.bytes.withUnsafeBufferPointer { bytes throws(PatternError) in
+        try subject.withBytes { bytes throws(PatternError) in
             try code.match(bytes, captures: false)
         } != nil
     }
@@ -56,7 +56,7 @@ public struct Pattern: Sendable {
     ///
     /// - Throws: a limit error when the match gives up before answering.
     public func firstMatch(in subject: MatchSubject) throws(PatternError) -> PatternMatch? {
-        let ranges = try subject.bytes.withUnsafeBufferPointer { bytes throws(PatternError) in
+        let ranges = try subject.withBytes { bytes throws(PatternError) in
             try code.match(bytes, captures: true)
         }
         return ranges.map { PatternMatch(ranges: $0, subject: subject) }

@@ -1,5 +1,6 @@
-import AuditPolicy
 import Testing
+
+@testable import AuditPolicy
 
 @Suite struct URLNormalizationTests {
     static let cases: [(String, String)] = [
@@ -27,6 +28,40 @@ import Testing
         arguments: cases)
     func normalizes(url: String, expected: String) {
         #expect(AuditRequest(url: url).normalizedURL == expected)
+    }
+
+    /// URLs the evaluation may match as sent (`true`) or must normalize first (`false`).
+    static let alreadyNormalized: [(String, Bool)] = [
+        ("https://shop.example.com/Cart?ID=1", true),
+        ("http://a-b.test/%7Euser/../X", true),
+        ("https://a.test?Q=A", true),
+        ("https://a.test", true),
+        ("not a url", true),
+        ("1http://A.test/", true),
+        ("https://a.test/?next=HTTP://B.TEST/", true),
+        ("HTTPS://a.test/", false),
+        ("https://A.test/", false),
+        ("https://a.test:443/", false),
+        ("https://a.test:/", false),
+        ("https://a.test:8443/", false),
+        ("https://u@a.test/", false),
+        ("http://[::1]/", false),
+        ("https://a.test/#top", false),
+        ("not a url#frag", false),
+        ("https://b\u{FC}cher.example/", false),
+    ]
+
+    @Test(
+        "a URL is matched as sent only when normalizing would not change it",
+        arguments: alreadyNormalized)
+    func matchedAsSent(url: String, isNormalized: Bool) {
+        #expect(URLParts.isNormalized(url) == isNormalized)
+        if isNormalized { #expect(URLParts(url).normalized == url) }
+    }
+
+    @Test("no URL that normalizing changes is matched as sent", arguments: cases.filter { $0.0 != $0.1 })
+    func changedURLIsNotMatchedAsSent(url: String, expected: String) {
+        #expect(URLParts.isNormalized(url) == false)
     }
 
     @Test("the host drops port, user info and IPv6 brackets")

@@ -69,6 +69,20 @@ import Testing
         #expect(try Pattern(#"x\.test/(.*)tail"#).firstMatch(in: subject) == nil)
     }
 
+    @Test("a subject made of a string matches, captures and compares like one made of its bytes")
+    func stringSubject() throws {
+        let text = "https://x.test/caf\u{E9}?q=1"
+        let fromText = MatchSubject(text)
+        let fromBytes = MatchSubject(bytes: Array(text.utf8))
+        #expect(fromText == fromBytes)
+        #expect(fromText.hashValue == fromBytes.hashValue)
+        #expect(fromText.bytes == Array(text.utf8))
+        #expect(try Pattern("caf\u{E9}\\?q").matches(fromText))
+        let match = try Pattern(#"/(\w+)(.)\?"#).firstMatch(in: fromText)
+        #expect(match?.groups == ["/caf\u{E9}?", "caf", "\u{E9}"])
+        #expect(MatchSubject("a") != MatchSubject(bytes: Array("b".utf8)))
+    }
+
     @Test("NUL bytes in the subject are ordinary characters")
     func nulBytes() throws {
         let subject = MatchSubject(bytes: Array("a".utf8) + [0] + Array("b".utf8))

@@ -20,12 +20,12 @@ extension Policy {
         if let candidates = index.candidates(forURLOf: request) {
             // No rule can match: the verdict `decide` would reach, without its bookkeeping.
             guard !candidates.isEmpty else { return Verdict(action: .pass) }
-            var subjects = RequestSubjects(request)
+            var subjects = RequestSubjects()
             return decide(
                 request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
         }
-        var subjects = RequestSubjects(request)
-        let candidates = index.candidates(for: &subjects)
+        var subjects = RequestSubjects()
+        let candidates = index.candidates(for: request, subjects: &subjects)
         guard !candidates.isEmpty else { return Verdict(action: .pass) }
         return decide(request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
     }
@@ -35,7 +35,7 @@ extension Policy {
     /// The reference the index is tested against, and the baseline of the benchmarks; slow for
     /// large policies.
     public func evaluateEveryRule(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
-        var subjects = RequestSubjects(request)
+        var subjects = RequestSubjects()
         return decide(request, candidates: rules.indices, subjects: &subjects, onError: onError)
     }
 
@@ -44,28 +44,42 @@ extension Policy {
         _ request: AuditRequest, candidates ruleIndices: Candidates, subjects: inout RequestSubjects,
         onError: MatchErrorHandling
     ) -> Verdict {
-        var candidates: [Int] = []
+        // The matching rules that decide (not record), in policy order: the first in a local, the
+        // rest in an array, so that the usual single match allocates nothing.
+        var firstMatch: Int?
+        var laterMatches: [Int] = []
         var recorded: [Rule] = []
         var errors: [EvaluationError] = []
         var failingRule: Rule?
 
         for index in ruleIndices {
             let rule = rules[index]
-            guard rule.applies(toMethod: request.method) else { continue }
-            guard let subject = subjects.subject(for: rule.field) else { continue }
             do {
-                guard try rule.pattern.matches(subject) else { continue }
+                guard try rule.matches(request, in: &subjects) else { continue }
             } catch {
                 errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
                 failingRule = failingRule ?? rule
                 continue
             }
-            if rule.action == .record { recorded.append(rule) } else { candidates.append(index) }
+            if rule.isRecord {
+                recorded.append(rule)
+            } else if firstMatch == nil {
+                firstMatch = index
+            } else {
+                laterMatches.append(index)
+            }
         }
         if onError == .block, let failingRule {
             return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
         }
+        guard let firstMatch else { return Verdict(action: .pass, recorded: recorded, errors: errors) }
+        if laterMatches.isEmpty, case let rule = rules[firstMatch], let action = rule.action.verdictAction,
+            action != .redirect
+        {
+            return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
+        }
 
+        var candidates = [firstMatch] + laterMatches
         if candidates.count > 1 { candidates.sort(by: decidesBefore) }
         for index in candidates {
             let rule = rules[index]
@@ -73,7 +87,7 @@ extension Policy {
             guard case .redirect(let template) = rule.action else {
                 return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
             }
-            switch redirectTarget(of: rule, template: template, subjects: &subjects) {
+            switch redirectTarget(of: rule, template: template, request: request, subjects: &subjects) {
             case .success(let target):
                 return Verdict(
                     action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
@@ -110,9 +124,9 @@ extension Policy {
     }
 
     private func redirectTarget(
-        of rule: Rule, template: RedirectTemplate, subjects: inout RequestSubjects
+        of rule: Rule, template: RedirectTemplate, request: AuditRequest, subjects: inout RequestSubjects
     ) -> Result<String, EvaluationError> {
-        guard let subject = subjects.subject(for: rule.field) else {
+        guard let subject = subjects.subject(for: rule.field, of: request) else {
             return .failure(EvaluationError(ruleID: rule.id, reason: .invalidRedirectTarget(template.source)))
         }
         let match: PatternMatch?

@@ -1,8 +1,10 @@
 import AuditRegex
 
 /// The match subjects of one request, built once per evaluation, each only when a rule asks for it.
+///
+/// It does not keep the request (copying one into it cost reference counts on every evaluation):
+/// each call takes the request the subjects are of.
 struct RequestSubjects {
-    private let request: AuditRequest
     private var lazyParts: URLParts?
     private var url: MatchSubject?
     private var host: MatchSubject?
@@ -11,40 +13,39 @@ struct RequestSubjects {
     private var method: MatchSubject?
     private var headers: [String: MatchSubject] = [:]
 
-    init(_ request: AuditRequest) {
-        self.request = request
-    }
-
     /// The URL split and normalized, made on first use: most requests are decided without it.
-    private var parts: URLParts {
-        mutating get {
-            if let parts = lazyParts { return parts }
-            let parts = URLParts(request.url)
-            lazyParts = parts
-            return parts
-        }
-    }
-
-    /// Calls `body` with the URL's raw UTF-8 bytes.
-    func withRawURLBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        var url = request.url
-        return url.withUTF8(body)
+    private mutating func parts(of request: AuditRequest) -> URLParts {
+        if let parts = lazyParts { return parts }
+        let parts = URLParts(request.url)
+        lazyParts = parts
+        return parts
     }
 
     /// The subject for `field`, or nil when the request has no such header.
-    mutating func subject(for field: RequestField) -> MatchSubject? {
+    mutating func subject(for field: RequestField, of request: AuditRequest) -> MatchSubject? {
         switch field {
         case .url:
-            if url == nil { url = MatchSubject(bytes: parts.normalizedBytes) }
+            if url == nil {
+                // Most URLs are sent normalized: then the subject is the URL itself, not a copy.
+                url =
+                    URLParts.isNormalized(request.url)
+                    ? MatchSubject(request.url) : MatchSubject(bytes: parts(of: request).normalizedBytes)
+            }
             return url
         case .host:
-            if host == nil { host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange])) }
+            if host == nil {
+                let parts = parts(of: request)
+                host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange]))
+            }
             return host
         case .path:
-            if path == nil { path = MatchSubject(bytes: Array(parts.requestPathBytes)) }
+            if path == nil { path = MatchSubject(bytes: Array(parts(of: request).requestPathBytes)) }
             return path
         case .query:
-            if query == nil { query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange])) }
+            if query == nil {
+                let parts = parts(of: request)
+                query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
+            }
             return query
         case .method: return Self.cached(&method) { MatchSubject(request.method) }
         case .header(let name):

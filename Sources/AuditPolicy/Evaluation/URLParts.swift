@@ -24,6 +24,30 @@ struct URLParts: Sendable {
         self = url.withUTF8 { URLParts(bytes: $0) }
     }
 
+    /// Whether `url` is surely its own normalized form, so that a policy can match the URL as sent
+    /// rather than a normalized copy; false also when it would take the full split to tell.
+    ///
+    /// True when the URL has no fragment and either has no scheme, or has a scheme with no
+    /// capital followed by an authority of ASCII letters, digits, dots and dashes (no capital, no
+    /// userinfo, port or brackets): then normalizing changes nothing.
+    static func isNormalized(_ url: String) -> Bool {
+        url.utf8.withContiguousStorageIfAvailable { bytes in
+            guard firstIndex(of: UInt8(ascii: "#"), in: bytes, from: 0, to: bytes.count) == nil else { return false }
+            guard let separator = firstSchemeSeparator(in: bytes), isScheme(bytes, to: separator) else { return true }
+            for index in 0..<separator where bytes[index] &- UInt8(ascii: "A") < 26 { return false }
+            var index = separator + 3
+            while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") {
+                let byte = bytes[index]
+                let isHostByte =
+                    byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: ".")
+                    || byte == UInt8(ascii: "-")
+                guard isHostByte else { return false }
+                index += 1
+            }
+            return true
+        } ?? false
+    }
+
     private init(bytes all: UnsafeBufferPointer<UInt8>) {
         let end = Self.firstIndex(of: UInt8(ascii: "#"), in: all, from: 0, to: all.count) ?? all.count
         let bytes = UnsafeBufferPointer(rebasing: all[..<end])

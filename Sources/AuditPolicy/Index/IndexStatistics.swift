@@ -69,7 +69,7 @@ extension Policy {
     ///
     /// For tuning a policy: a request with many candidates is slow to decide.
     public func candidateRules(for request: AuditRequest) -> [Rule] {
-        var subjects = RequestSubjects(request)
-        return index.candidates(for: &subjects).map { rules[Int($0)] }
+        var subjects = RequestSubjects()
+        return index.candidates(for: request, subjects: &subjects).map { rules[Int($0)] }
     }
 }

@@ -225,17 +225,19 @@ struct RuleIndex: Sendable {
     }
 
     /// The indices of every rule that may match, ascending and without repeats.
-    func candidates(for subjects: inout RequestSubjects) -> [Int32] {
+    func candidates(for request: AuditRequest, subjects: inout RequestSubjects) -> [Int32] {
         var candidates: [Int32] = []
         for group in groups {
             // An ASCII URL is scanned as sent (see candidates(forURLOf:)).
             if group.field == .url,
-                subjects.withRawURLBytes({ group.collect(in: $0, into: &candidates, requiringASCII: true) })
+                request.url.utf8.withContiguousStorageIfAvailable({
+                    group.collect(in: $0, into: &candidates, requiringASCII: true)
+                }) == true
             {
                 continue
             }
-            guard let subject = subjects.subject(for: group.field) else { continue }
-            subject.bytes.withUnsafeBufferPointer { _ = group.collect(in: $0, into: &candidates) }
+            guard let subject = subjects.subject(for: group.field, of: request) else { continue }
+            subject.withBytes { _ = group.collect(in: $0, into: &candidates) }
         }
         return Self.sortedWithoutRepeats(candidates)
     }

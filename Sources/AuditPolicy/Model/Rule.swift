@@ -77,6 +77,20 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
         storage.methods.isEmpty || storage.methods.contains(method)
     }
 
+    /// Whether the rule applies to `request`'s method and its pattern matches the request's field
+    /// (false when the request has no such header). Reads the fields in place: an evaluation asks
+    /// this of every candidate rule.
+    func matches(_ request: AuditRequest, in subjects: inout RequestSubjects) throws(PatternError) -> Bool {
+        guard storage.methods.isEmpty || storage.methods.contains(request.method) else { return false }
+        guard let subject = subjects.subject(for: storage.field, of: request) else { return false }
+        return try storage.pattern.matches(subject)
+    }
+
+    /// Whether the rule only records its matches.
+    var isRecord: Bool {
+        if case .record = storage.action { true } else { false }
+    }
+
     /// `category/name (file:line:column)`.
     public var description: String { "\(id) (\(location))" }
 
