@@ -41,18 +41,74 @@ struct Decisions: ParsableCommand {
                 if let hot = ProcessInfo.processInfo.environment["HOT_ONLY"] {
                     // For profiling: the first 1,000 URLs (HOT_SAMPLE=count) over and over
                     // (HOT_ONLY=rounds, default 2,000), nothing else; HOT_MINLEN and HOT_MAXLEN
-                    // keep only URLs of those lengths in bytes.
+                    // keep only URLs of those lengths in bytes, HOT_CANDIDATES=1 only URLs
+                    // with a candidate rule.
                     let rounds = Int(hot) ?? 2_000
                     let sampleSize = Int(ProcessInfo.processInfo.environment["HOT_SAMPLE"] ?? "") ?? 1_000
                     let minimumLength = Int(ProcessInfo.processInfo.environment["HOT_MINLEN"] ?? "") ?? 0
                     let maximumLength = Int(ProcessInfo.processInfo.environment["HOT_MAXLEN"] ?? "") ?? .max
                     let sample = Array(
                         requests.filter { (minimumLength...maximumLength).contains($0.url.utf8.count) }
+                            .filter { ProcessInfo.processInfo.environment["HOT_CANDIDATES"] == nil || !policy.candidateRules(for: $0).isEmpty }
                             .prefix(sampleSize))
                     for request in sample { _ = policy.evaluate(request) }
                     let begin = now()
                     for _ in 0..<rounds { for request in sample { _ = policy.evaluate(request) } }
                     print("hot: \(Double(now() - begin) / Double(rounds * sample.count)) ns/URL", to: &standardError)
+                    return
+                }
+                if ProcessInfo.processInfo.environment["TAIL"] != nil {
+                    // For tuning: each URL's best of three decisions and of three index lookups,
+                    // grouped by candidate count and by length, and the TAIL=n slowest URLs.
+                    var rows: [(UInt64, Int, Int, String)] = []
+                    var indexOnly: [Int: (Int, Double, Double)] = [:]
+                    for request in requests { _ = policy.evaluate(request) }
+                    for request in requests {
+                        var best = UInt64.max
+                        for _ in 0..<3 {
+                            let start = now()
+                            _ = policy.evaluate(request)
+                            best = min(best, now() - start)
+                        }
+                        var bestIndex = UInt64.max
+                        for _ in 0..<3 {
+                            let start = now()
+                            _ = policy.candidateRules(for: request)
+                            bestIndex = min(bestIndex, now() - start)
+                        }
+                        let count = policy.candidateRules(for: request).count
+                        indexOnly[min(count, 5), default: (0, 0, 0)].0 += 1
+                        indexOnly[min(count, 5), default: (0, 0, 0)].1 += Double(bestIndex)
+                        indexOnly[min(count, 5), default: (0, 0, 0)].2 += Double(request.url.utf8.count)
+                        rows.append((best, count, request.url.utf8.count, request.url))
+                    }
+                    let sum = rows.reduce(0) { $0 + Double($1.0) }
+                    print("mean of best-of-3: \(sum / Double(rows.count)) ns", to: &standardError)
+                    var byCandidates: [Int: (Int, Double)] = [:]
+                    for row in rows {
+                        let key = min(row.1, 5)
+                        byCandidates[key, default: (0, 0)].0 += 1
+                        byCandidates[key, default: (0, 0)].1 += Double(row.0)
+                    }
+                    for (key, (n, t)) in byCandidates.sorted(by: { $0.key < $1.key }) {
+                        print("candidates \(key): \(n) URLs, mean \(t / Double(n)) ns, share of time \(t / sum)", to: &standardError)
+                    }
+                    for (key, (n, t, l)) in indexOnly.sorted(by: { $0.key < $1.key }) {
+                        print("candidates \(key): index only mean \(t / Double(n)) ns, mean length \(l / Double(n))", to: &standardError)
+                    }
+                    var byLength: [Int: (Int, Double)] = [:]
+                    for row in rows {
+                        let key = min(row.2 / 100, 10)
+                        byLength[key, default: (0, 0)].0 += 1
+                        byLength[key, default: (0, 0)].1 += Double(row.0)
+                    }
+                    for (key, (n, t)) in byLength.sorted(by: { $0.key < $1.key }) {
+                        print("length \(key * 100)+: \(n) URLs, mean \(t / Double(n)) ns, share \(t / sum)", to: &standardError)
+                    }
+                    rows.sort { $0.0 > $1.0 }
+                    for row in rows.prefix(Int(ProcessInfo.processInfo.environment["TAIL"] ?? "") ?? 20) {
+                        print("\(row.0) ns \(row.1) cand \(row.2) B \(row.3.prefix(160))", to: &standardError)
+                    }
                     return
                 }
                 var total = 0
