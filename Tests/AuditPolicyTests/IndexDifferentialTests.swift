@@ -158,6 +158,31 @@ import Testing
         #expect(matched > 700)  // half the requests carry a rule's address
     }
 
+    @Test("rules checked for their confirmation tokens are matched exactly in URLs of more than 64 tokens")
+    func confirmationsInLongURLs() throws {
+        var random = Generator(state: 2027)
+        let octets = (0..<12).map { _ in String(random.below(256)) }
+        func address() -> String { (0..<4).map { _ in random.pick(octets) }.joined(separator: ".") }
+        var text = "[record]\n"
+        var addresses: [String] = []
+        for number in 0..<3_000 {
+            let ip = address()
+            addresses.append(ip)
+            text += "ip\(number) ^https?://\(ip.replacingOccurrences(of: ".", with: "\\."))(?:[:/?#]|$)\n"
+        }
+        let policy = try Policy(parsing: text, file: "danger.rules")
+        var matched = 0
+        for _ in 0..<300 {
+            let host = random.chance(50) ? random.pick(addresses) : address()
+            let query = (0..<40).map { _ in "\(random.pick(octets))=\(random.pick(octets))" }.joined(separator: "&")
+            let request = AuditRequest(url: "http://\(host)/p?\(query)")
+            let verdict = policy.evaluate(request)
+            matched += verdict.recorded.count
+            #expect(verdict == policy.evaluateEveryRule(request), "\(request.url)")
+        }
+        #expect(matched > 140)  // half the requests carry a rule's address
+    }
+
     @Test("a pair of tokens around a default port is found, since normalizing drops the port between them")
     func pairAcrossDefaultPort() throws {
         // 400 rules over 20 hosts and 20 paths: each path token is shared by 20 rules, so about

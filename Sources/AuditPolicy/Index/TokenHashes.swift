@@ -1,8 +1,12 @@
-/// The tokens of one subject: their hashes and where they are, a 512-bit summary (made at the first
-/// question, as most subjects are never asked one) that answers most "does the subject have this
-/// token?" questions without a search, and, for subjects with many
-/// tokens, a small hash set that answers the rest in one or two probes (a busy key's postings ask
-/// it hundreds of times).
+/// The tokens of one subject: their hashes and where they are, and what answers "does the
+/// subject have this token?" (asked for the confirmation tokens of rules found by a key).
+///
+/// Made at the first question, as most subjects are never asked one. For a subject of up to 64
+/// tokens the answer is exact: a 512-bit summary answers most questions without a search, and
+/// a small hash set the rest once searching has cost as much as building it (a busy key's
+/// postings ask hundreds of times). A longer subject gets a Bloom filter of about 16 bits per
+/// token instead, and its "yes" is not checked: a wrong "yes" (about one in seventy) only lets a
+/// rule run that PCRE2 then rejects, and building the exact set cost a long URL 8 % of its time.
 ///
 /// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
 /// the stack, so most evaluations allocate nothing for them.
@@ -22,8 +26,11 @@ struct TokenHashes: ~Copyable {
     private var summary = InlineArray<8, UInt64>(repeating: 0)
     private var hasSummary = false
     /// Open addressing over the token hashes (never 0, so 0 marks an empty slot); built once
-    /// searching the tokens one by one has cost as much as building it would.
+    /// searching the tokens one by one has cost as much as building it would. For a subject of
+    /// more than ``exactTokenLimit`` tokens, the Bloom filter's words instead.
     private var set: [UInt64] = []
+    /// The most tokens a subject may have for "does it have this token?" to be answered exactly.
+    static let exactTokenLimit = 64
     /// Tokens compared in searches so far, while there is no set.
     private var comparisons = 0
 
@@ -73,10 +80,20 @@ struct TokenHashes: ~Copyable {
         return (cursor.isTokenizable, cursor.isASCII)
     }
 
-    /// Whether some token has hash `hash`.
+    /// Whether some token has hash `hash`: never false when one has; for a subject of more than
+    /// ``exactTokenLimit`` tokens, now and then true when none has.
     @inline(__always)
     mutating func contains(_ hash: UInt64) -> Bool {
         if !hasSummary { summarize() }
+        if count > Self.exactTokenLimit {
+            return set.withUnsafeBufferPointer { bloom in
+                let mask = bloom.count &* 64 &- 1
+                let first = Int(truncatingIfNeeded: hash) & mask
+                let second = Int(truncatingIfNeeded: hash &>> 32) & mask
+                return bloom[first &>> 6] & (1 &<< UInt64(truncatingIfNeeded: first)) != 0
+                    && bloom[second &>> 6] & (1 &<< UInt64(truncatingIfNeeded: second)) != 0
+            }
+        }
         guard summary[Int(truncatingIfNeeded: hash &>> 61)] & (1 &<< (hash &>> 55)) != 0 else { return false }
         if set.isEmpty {
             if count <= 16 || comparisons < 4 * count {
@@ -97,6 +114,21 @@ struct TokenHashes: ~Copyable {
     }
 
     private mutating func summarize() {
+        hasSummary = true
+        if count > Self.exactTokenLimit {
+            // Two bits per token, in about 16 bits per token.
+            var bits = 1_024
+            while bits < count * 16 { bits *= 2 }
+            var bloom = [UInt64](repeating: 0, count: bits / 64)
+            for token in tokens {
+                let first = Int(truncatingIfNeeded: token.hash) & (bits - 1)
+                let second = Int(truncatingIfNeeded: token.hash >> 32) & (bits - 1)
+                bloom[first >> 6] |= 1 << UInt64(first & 63)
+                bloom[second >> 6] |= 1 << UInt64(second & 63)
+            }
+            set = bloom
+            return
+        }
         summary = InlineArray(repeating: 0)
         for token in tokens { summary[Int(truncatingIfNeeded: token.hash &>> 61)] |= 1 &<< (token.hash &>> 55) }
         hasSummary = true
