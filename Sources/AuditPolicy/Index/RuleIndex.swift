@@ -19,10 +19,8 @@ struct RuleIndex: Sendable {
         /// long path or query.
         let authorityTable: KeyTable
         let hasAuthorityKeys: Bool
-        /// Whether a token may be a whole-token key of the authority table, and whether it may
-        /// start one of its pair keys (a policy of 100,000 host rules has tens of thousands of
-        /// first tokens: a fixed 4 KiB filter of them let nearly every token through).
-        let authorityGate: TokenGate
+        /// The first tokens of the authority table's pair keys.
+        let authorityPairStarts: TokenHashFilter
         /// Rules with no usable requirement: matched for every request.
         let alwaysRun: [Int32]
         /// Every rule of the field, for subjects the index cannot reason about.
@@ -61,7 +59,7 @@ struct RuleIndex: Sendable {
         let busiestKeys: [(key: String, rules: Int)]
 
         init(
-            field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityGate: TokenGate,
+            field: RequestField, table: KeyTable, authorityTable: KeyTable, authorityPairStarts: TokenHashFilter,
             alwaysRun: [Int32], all: [Int32], hasPrefixKeys: Bool,
             hasSuffixKeys: Bool, hasInfixKeys: Bool, hasTokenKeys: Bool, hasPairKeys: Bool,
             tokenGate: TokenGate, prefixGate: BytePairSet, prefixStarts: AffixGate, suffixEnds: AffixGate,
@@ -70,7 +68,7 @@ struct RuleIndex: Sendable {
         ) {
             self.authorityTable = authorityTable
             self.hasAuthorityKeys = authorityTable.keyCount > 0
-            self.authorityGate = authorityGate
+            self.authorityPairStarts = authorityPairStarts
             self.rulesInAuthority = rulesInAuthority
             self.prefixGate = prefixGate
             self.prefixStarts = prefixStarts
@@ -110,8 +108,7 @@ struct RuleIndex: Sendable {
     private static func group(field: RequestField, members: [Int32], rules: [Rule]) -> FieldGroup {
         var entries: [KeyTable.Entry] = []
         var authorityEntries: [KeyTable.Entry] = []
-        var authorityTokenKeys: [UInt64] = []
-        var authorityPairStarts: [UInt64] = []
+        var authorityPairStarts = TokenHashFilter()
         var rulesInAuthority = 0
         var alwaysRun: [Int32] = []
         var hasPrefixKeys = false
@@ -147,11 +144,7 @@ struct RuleIndex: Sendable {
                     secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0)
                 if key.isInAuthority {
                     authorityEntries.append(entry)
-                    switch key.kind {
-                    case .token: authorityTokenKeys.append(entry.hash)
-                    case .tokenPair: authorityPairStarts.append(key.pairTokens.0.hashValue64)
-                    default: preconditionFailure("only whole tokens and pairs are looked up in the authority")
-                    }
+                    if key.kind == .tokenPair { authorityPairStarts.insert(key.pairTokens.0.hashValue64) }
                     continue
                 }
                 entries.append(entry)
@@ -182,8 +175,7 @@ struct RuleIndex: Sendable {
         }
         return FieldGroup(
             field: field, table: KeyTable(entries: entries), authorityTable: KeyTable(entries: authorityEntries),
-            authorityGate: TokenGate(keys: authorityTokenKeys, pairStarts: authorityPairStarts), alwaysRun: alwaysRun,
-            all: members,
+            authorityPairStarts: authorityPairStarts, alwaysRun: alwaysRun, all: members,
             hasPrefixKeys: hasPrefixKeys, hasSuffixKeys: hasSuffixKeys, hasInfixKeys: hasInfixKeys,
             hasTokenKeys: hasTokenKeys, hasPairKeys: hasPairKeys,
             tokenGate: TokenGate(keys: tokenKeys, pairStarts: pairStarts), prefixGate: prefixGate,
@@ -313,29 +305,12 @@ extension RuleIndex.FieldGroup {
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
         let hasAffixKeys = hasPrefixKeys || hasSuffixKeys || checksInfixGate
         let all = tokens.tokens
-        guard !all.isEmpty else { return }
         let checksTokenGate = hasTokenKeys || hasPairKeys
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: all.count) { gateFlags in
-            // The gate is read for every token first, in a loop of independent loads: the gate is
-            // too large for the first-level cache, and the processor then waits for several
-            // reads at once rather than for one after another.
-            for index in all.indices {
-                gateFlags[index] = checksTokenGate ? tokenGate.flags(all[index].hash) : 0
-            }
-            collect(in: bytes, gateFlags: UnsafeBufferPointer(gateFlags), hasAffixKeys, &tokens, into: &candidates)
-        }
-    }
-
-    private func collect(
-        in bytes: UnsafeBufferPointer<UInt8>, gateFlags: UnsafeBufferPointer<UInt8>, _ hasAffixKeys: Bool,
-        _ tokens: inout TokenHashes, into candidates: inout [Int32]
-    ) {
-        let all = tokens.tokens
         // The gate's answers for the two tokens before this one.
         var previousFlags: UInt8 = 0
         var flagsBeforePrevious: UInt8 = 0
         for (index, token) in all.enumerated() {
-            let flags = gateFlags[index]
+            let flags = checksTokenGate ? tokenGate.flags(token.hash) : 0
             defer { (flagsBeforePrevious, previousFlags) = (previousFlags, flags) }
             if flags & TokenGate.mayBeKey != 0 {
                 table.collect(
@@ -389,7 +364,6 @@ extension RuleIndex.FieldGroup {
         guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
         var separatorStart = start
         var previous: UInt64 = 0
-        var previousFlags: UInt8 = 0
         for token in tokens.tokens where token.start >= start {
             if isBounded {
                 var hasEnded = false
@@ -398,17 +372,13 @@ extension RuleIndex.FieldGroup {
                 }
                 if hasEnded { break }
             }
-            let flags = authorityGate.flags(token.hash)
-            if flags & TokenGate.mayBeKey != 0 {
-                authorityTable.collect(
-                    token.hash, before: Self.byte(bytes, Int(token.start) &- 1),
-                    after: Self.byte(bytes, Int(token.end)), confirmedBy: &tokens, into: &candidates, isGated: true)
-            }
-            if previousFlags & TokenGate.mayStartPair != 0 {
+            authorityTable.collect(
+                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
+                confirmedBy: &tokens, into: &candidates)
+            if previous != 0, authorityPairStarts.contains(previous) {
                 authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
             }
             previous = token.hash
-            previousFlags = flags
             separatorStart = Int(token.end)
         }
     }
@@ -621,6 +591,22 @@ extension RuleIndex.FieldGroup {
     @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
+    }
+}
+
+/// A one-hash Bloom filter of token hashes in 4 KiB: no false "no", a few false "maybe".
+struct TokenHashFilter: Sendable {
+    private var words = [UInt64](repeating: 0, count: 512)
+
+    mutating func insert(_ hash: UInt64) {
+        let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
+        words[bit >> 6] |= 1 << UInt64(bit & 63)
+    }
+
+    @inline(__always)
+    func contains(_ hash: UInt64) -> Bool {
+        let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
+        return words.withUnsafeBufferPointer { $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }
     }
 }
 
