@@ -131,7 +131,6 @@ struct TokenHashes: ~Copyable {
         }
         summary = InlineArray(repeating: 0)
         for token in tokens { summary[Int(truncatingIfNeeded: token.hash &>> 61)] |= 1 &<< (token.hash &>> 55) }
-        hasSummary = true
     }
 
     private mutating func buildSet() {

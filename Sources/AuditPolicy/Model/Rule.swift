@@ -81,7 +81,7 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
     /// (false when the request has no such header). Reads the fields in place: an evaluation asks
     /// this of every candidate rule.
     func matches(_ request: AuditRequest, in subjects: inout RequestSubjects) throws(PatternError) -> Bool {
-        guard storage.methods.isEmpty || storage.methods.contains(request.method) else { return false }
+        guard applies(toMethod: request.method) else { return false }
         guard let subject = subjects.subject(for: storage.field, of: request) else { return false }
         return try storage.pattern.matches(subject)
     }
