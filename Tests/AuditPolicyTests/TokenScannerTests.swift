@@ -82,6 +82,31 @@ private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
         }
     }
 
+    @Test("tokens that differ only in length or in their last bytes hash differently")
+    func tokenHashesAreDistinct() {
+        // Every token of up to three letters and digits, and every start of two long tokens: the
+        // hash mixes in no length, so these are the tokens a careless last word would confuse.
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        var texts: [[UInt8]] = alphabet.map { [$0] }
+        for first in alphabet {
+            for second in alphabet {
+                texts.append([first, second])
+                for third in alphabet { texts.append([first, second, third]) }
+            }
+        }
+        for long in ["aaaaaaaaaaaaaaaaaaaaaaaa", "x1y2z3w4v5u6t7s8r9q0p1o2"] {
+            let bytes = Array(long.utf8)
+            texts += (4...bytes.count).map { Array(bytes.prefix($0)) }
+        }
+        var seen: [UInt64: [UInt8]] = [:]
+        for text in texts {
+            let hash = IndexKey(kind: .token, text: text).hashValue64
+            #expect(seen[hash] == nil, "\(String(decoding: text, as: UTF8.self))")
+            seen[hash] = text
+        }
+        #expect(seen.count == texts.count)
+    }
+
     @Test("up to 64 tokens answer membership exactly, by search for a few and by hash set for more")
     func tokenMembership() {
         var random = SystemRandomNumberGenerator()

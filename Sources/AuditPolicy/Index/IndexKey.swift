@@ -197,7 +197,9 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// The hash of the token `bytes[start..<end]` (not empty), lower-cased: every byte of a token
     /// is an ASCII letter or digit, and setting bit 5 lower-cases a letter and leaves a digit as it
     /// is, so eight bytes are lower-cased and mixed in at once. The last one to eight bytes are
-    /// read with one load too, shifted and masked, whenever the buffer has eight bytes.
+    /// read with one load too, of the eight bytes that end where the token does, shifted down past
+    /// the bytes before the rest. The length is not mixed in: a token holds no zero byte, so its
+    /// words say where it ends.
     @inline(__always)
     static func tokenHash(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
         // Wrapping and masking arithmetic throughout: `start..<end` lies inside `bytes`, and the
@@ -205,7 +207,7 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         // the time of hashing a token.
         let raw = UnsafeRawBufferPointer(bytes)
         let lowerCaseBits: UInt64 = 0x2020_2020_2020_2020
-        var state = hashStart ^ (UInt64(truncatingIfNeeded: end &- start) &* 0x9e37_79b9_7f4a_7c15)
+        var state = hashStart
         var offset = start
         while end &- offset > 8 {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) | lowerCaseBits
@@ -214,18 +216,13 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
             offset &+= 8
         }
         let rest = end &- offset
-        let restMask: UInt64 = rest == 8 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: rest &* 8)) &- 1
-        var word: UInt64
-        if bytes.count >= 8 {
-            // The eight bytes from `base` hold the rest of the token, `offset - base` bytes in.
-            let base = min(offset, bytes.count &- 8)
-            let loaded = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))
-            word = (loaded &>> UInt64(truncatingIfNeeded: (offset &- base) &* 8)) & restMask
+        var word: UInt64 = 0
+        if end >= 8 {
+            let loaded = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: end &- 8, as: UInt64.self))
+            word = (loaded | lowerCaseBits) &>> UInt64(truncatingIfNeeded: (8 &- rest) &* 8)
         } else {
-            word = 0
-            for index in 0..<rest { word |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
+            for index in 0..<rest { word |= UInt64(bytes[offset + index] | 0x20) << UInt64(8 * index) }
         }
-        word |= lowerCaseBits & restMask
         state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
         state ^= state &>> 31
         return hashFinish(state, .token)

@@ -420,10 +420,10 @@ extension RuleIndex.FieldGroup {
         if prefixes {
             // Only the lengths of prefix keys that start with the token's first two bytes.
             let lengths = prefixGate.lengths(
-                Self.lowered(bytes[start]), then: length > 1 ? Self.lowered(bytes[start + 1]) : 0)
+                Self.loweredInToken(bytes[start]), then: length > 1 ? Self.loweredInToken(bytes[start + 1]) : 0)
             var state = IndexKey.hashStart
             for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
-                state = IndexKey.hashStep(state, Self.lowered(bytes[start + offset]))
+                state = IndexKey.hashStep(state, Self.loweredInToken(bytes[start + offset]))
                 if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: &tokens, into: &candidates)
                 }
@@ -431,11 +431,11 @@ extension RuleIndex.FieldGroup {
         }
         if suffixes {
             let lengths = suffixGate.lengths(
-                Self.lowered(bytes[end - 1]), then: length > 1 ? Self.lowered(bytes[end - 2]) : 0)
+                Self.loweredInToken(bytes[end - 1]), then: length > 1 ? Self.loweredInToken(bytes[end - 2]) : 0)
             // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
             var state = IndexKey.hashStart
             for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
-                state = IndexKey.hashStep(state, Self.lowered(bytes[end - 1 - offset]))
+                state = IndexKey.hashStep(state, Self.loweredInToken(bytes[end - 1 - offset]))
                 if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
                     table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: &tokens, into: &candidates)
                 }
@@ -444,11 +444,12 @@ extension RuleIndex.FieldGroup {
         if checksInfixGate {
             for offset in start..<end {
                 let lengths = infixGate.lengths(
-                    Self.lowered(bytes[offset]), then: offset + 1 < end ? Self.lowered(bytes[offset + 1]) : 0)
+                    Self.loweredInToken(bytes[offset]),
+                    then: offset + 1 < end ? Self.loweredInToken(bytes[offset + 1]) : 0)
                 guard lengths != 0 else { continue }
                 var state = IndexKey.hashStart
                 for infixOffset in 0..<min(end - offset, 8 - lengths.leadingZeroBitCount) {
-                    state = IndexKey.hashStep(state, Self.lowered(bytes[offset + infixOffset]))
+                    state = IndexKey.hashStep(state, Self.loweredInToken(bytes[offset + infixOffset]))
                     if lengths & (1 &<< UInt8(truncatingIfNeeded: infixOffset)) != 0 {
                         table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
                     }
@@ -588,6 +589,13 @@ extension RuleIndex.FieldGroup {
         index >= 0 && index < bytes.count ? bytes[index] : 0
     }
 
+    /// A byte of a token lower-cased: every byte of a token is an ASCII letter or digit, and
+    /// setting bit 5 lower-cases a letter and leaves a digit as it is.
+    @inline(__always)
+    static func loweredInToken(_ byte: UInt8) -> UInt8 {
+        byte | 0x20
+    }
+
     @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
@@ -713,8 +721,8 @@ struct AffixGate: Sendable {
             }
         }
         guard hasShortKeys else { return false }
-        let first = RuleIndex.FieldGroup.lowered(bytes[backwards ? end &- 1 : start])
-        let second = length > 1 ? RuleIndex.FieldGroup.lowered(bytes[backwards ? end &- 2 : start &+ 1]) : 0
+        let first = RuleIndex.FieldGroup.loweredInToken(bytes[backwards ? end &- 1 : start])
+        let second = length > 1 ? RuleIndex.FieldGroup.loweredInToken(bytes[backwards ? end &- 2 : start &+ 1]) : 0
         return short.contains(first, then: second)
     }
 }
