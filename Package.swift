@@ -21,7 +21,8 @@ let package = Package(
             providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
         ),
         .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking"]),
-        .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking"]),
+        .target(name: "CByteClasses"),
+        .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
         .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
         .target(name: "RequestAudit", dependencies: ["AuditReport", "AuditPolicy", "AuditLocking"]),

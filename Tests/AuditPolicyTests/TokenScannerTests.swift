@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuditPolicy
 
-/// The tokens of `bytes` read one byte at a time: the definition the word-at-a-time scanner must meet.
+/// The tokens of `bytes` read one byte at a time: the definition the block-at-a-time scanner must meet.
 private func tokensByteByByte(_ bytes: [UInt8]) -> [Range<Int>]? {
     for index in bytes.indices {
         if bytes[index] == 0xC5, index + 1 < bytes.count, bytes[index + 1] == 0xBF { return nil }
@@ -29,26 +29,46 @@ private func tokensByteByByte(_ bytes: [UInt8]) -> [Range<Int>]? {
 }
 
 private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
+    scan(bytes).tokens
+}
+
+/// The scanner's tokens (nil when it gave up) and whether it found the subject to be ASCII.
+private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
     bytes.withUnsafeBufferPointer { buffer in
         var tokens: [Range<Int>] = []
         var cursor = TokenScanner.Cursor(buffer)
         while let token = cursor.next() { tokens.append(token.start..<token.end) }
-        return cursor.isTokenizable ? tokens : nil
+        return (cursor.isTokenizable ? tokens : nil, cursor.isASCII)
     }
 }
 
 @Suite struct TokenScannerTests {
-    @Test("the word-at-a-time scanner finds exactly the tokens a byte-by-byte reading finds")
+    @Test("the block-at-a-time scanner finds exactly the tokens a byte-by-byte reading finds")
     func scannerMatchesDefinition() {
-        // Bytes around every class boundary, high bytes, and the lead bytes of K and ſ.
+        // Bytes around every class boundary, control bytes that set bit 5 turns into digits, high
+        // bytes (some a letter or digit but for the top bit), and the lead bytes of K and ſ.
         let alphabet: [UInt8] =
             Array("09azAZ/@[`{:._-%~".utf8) + [0x00, 0x1F, 0x2F, 0x3A, 0x40, 0x5B, 0x60, 0x7B, 0x7F, 0x80, 0xC5, 0xBF]
-            + [0xE2, 0x84, 0xAA, 0xFF, 0xDF, 0xE0]
+            + [0xE2, 0x84, 0xAA, 0xFF, 0xDF, 0xE0] + [0x10, 0x19, 0x0A, 0xB0, 0xB9, 0xC1, 0xDA, 0xE1, 0xFA]
         var random = SystemRandomNumberGenerator()
         for length in 0...200 {
             for _ in 0..<40 {
                 let bytes = (0..<length).map { _ in alphabet.randomElement(using: &random) ?? 0 }
                 #expect(scannedTokens(bytes) == tokensByteByByte(bytes), "\(bytes)")
+            }
+        }
+    }
+
+    @Test("the scanner finds a subject to be ASCII exactly when no byte is 0x80 or more")
+    func scannerLearnsASCII() {
+        // One high byte at every position of subjects of every length up to 200, and none.
+        for length in 1...200 {
+            let ascii = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            #expect(scan(ascii).isASCII, "length \(length)")
+            for position in 0..<length {
+                var bytes = ascii
+                bytes[position] = 0xE9
+                #expect(!scan(bytes).isASCII, "length \(length), at \(position)")
             }
         }
     }

@@ -526,8 +526,9 @@ extension RuleIndex.FieldGroup {
         let word = UInt64(littleEndian: word)
         let ones: UInt64 = 0x0101_0101_0101_0101
         let low7 = word & (0x7F * ones)
-        // As in TokenScanner.alnumBits: the high bit of each byte from A to Z, none for bytes
-        // from 0x80.
+        // Adding 0x80 - 0x41 sets a byte's high bit from A up, adding 0x7F - 0x5A from past Z up;
+        // no sum carries into the next byte, as the high bits were cleared. None for bytes from
+        // 0x80.
         let capitals = (low7 &+ (0x80 - 0x41) * ones) & ~(low7 &+ (0x7F - 0x5A) * ones) & ~word & (0x80 * ones)
         return word | capitals >> 2
     }

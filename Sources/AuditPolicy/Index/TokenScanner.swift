@@ -1,8 +1,11 @@
-/// Finds the tokens of a subject (see ``IndexKey``) eight bytes at a time.
+internal import CByteClasses
+
+/// Finds the tokens of a subject (see ``IndexKey``) sixteen bytes at a time.
 ///
-/// Each block of 64 bytes becomes a 64-bit mask of its letters and digits, computed with word
-/// arithmetic rather than a test and a branch per byte; tokens are then read off the mask's
-/// edges, so the work per byte is a few instructions and the branches are per token.
+/// Each block of 64 bytes becomes a 64-bit mask of its letters and digits, computed with vector
+/// comparisons (SSE2, in the C kernel `byte_classes`) rather than a test and a branch per byte;
+/// tokens are then read off the mask's edges, so the work per byte is under one instruction and
+/// the branches are per token.
 enum TokenScanner {
     /// The tokens of a subject one at a time: a loop over `next()` compiles to straight code with
     /// no call per token.
@@ -71,50 +74,20 @@ enum TokenScanner {
         }
     }
 
-    /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` ≤ 64; higher bits clear).
-    /// Nil when a Kelvin sign or long s starts in the block. Clears `isASCII` at a byte of 0x80
-    /// or more.
+    /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` from 1 to 64, and the
+    /// block ends the subject when shorter; higher bits clear). Nil when a Kelvin sign or long s
+    /// starts in the block. Clears `isASCII` at a byte of 0x80 or more.
     @inline(__always)
     fileprivate static func alnumMask(
         _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int, isASCII: inout Bool
     ) -> UInt64? {
-        let raw = UnsafeRawBufferPointer(bytes)
-        var mask: UInt64 = 0
-        var offset = 0
-        while offset < length {
-            let word: UInt64
-            if length &- offset >= 8 {
-                word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start &+ offset, as: UInt64.self))
-            } else {
-                var partial: UInt64 = 0
-                for index in 0..<(length - offset) { partial |= UInt64(bytes[start + offset + index]) << (8 * index) }
-                word = partial
-            }
-            if word & 0x8080_8080_8080_8080 != 0 {
-                isASCII = false
-                if hasASCIIFoldingCharacter(bytes, from: start + offset, to: min(start + offset + 8, bytes.count)) {
-                    return nil
-                }
-            }
-            mask |= alnumBits(word) &<< UInt64(truncatingIfNeeded: offset)
-            offset &+= 8
+        guard let base = bytes.baseAddress else { return 0 }
+        let masks = byte_classes(base, bytes.count, start, length)
+        if masks.nonASCII != 0 {
+            isASCII = false
+            if hasASCIIFoldingCharacter(bytes, from: start, to: start &+ length) { return nil }
         }
-        return mask
-    }
-
-    /// The letters and digits of the eight bytes of `word` (first byte lowest) as eight bits.
-    @inline(__always)
-    static func alnumBits(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let low7 = word & (0x7F * ones)
-        // For bytes below 0x80, adding (0x80 - lo) sets the high bit when byte >= lo, and adding
-        // (0x7F - hi) sets it when byte > hi; no byte sum carries into the next byte.
-        let digits = (low7 &+ (0x80 - 0x30) * ones) & ~(low7 &+ (0x7F - 0x39) * ones)
-        let folded = low7 | (0x20 * ones)
-        let letters = (folded &+ (0x80 - 0x61) * ones) & ~(folded &+ (0x7F - 0x7A) * ones)
-        let high = (digits | letters) & ~word & (0x80 * ones)
-        // Gather the eight high bits into the low byte.
-        return ((high >> 7) &* 0x0102_0408_1020_4080) >> 56
+        return masks.alnum
     }
 
     /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end`.

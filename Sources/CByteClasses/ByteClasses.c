@@ -1,0 +1,2 @@
+// The kernel is static inline in include/CByteClasses.h; a C target needs one source file.
+#include "CByteClasses.h"
