@@ -334,8 +334,14 @@ extension RuleIndex.FieldGroup {
             if hasAffixKeys {
                 let start = Int(token.start)
                 let end = Int(token.end)
-                let mayHavePrefix = hasPrefixKeys && prefixStarts.mayMatch(bytes, start, end, backwards: false)
-                let mayHaveSuffix = hasSuffixKeys && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+                // The byte-pair sets of all start (end) keys turn most tokens away with one read;
+                // the affix gates then judge the rest more closely.
+                let mayHavePrefix =
+                    hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
+                    && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+                let mayHaveSuffix =
+                    hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
+                    && suffixEnds.mayMatch(bytes, start, end, backwards: true)
                 guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { continue }
                 collectAffixes(
                     bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
@@ -388,14 +394,37 @@ extension RuleIndex.FieldGroup {
     static func authorityStart(in bytes: UnsafeBufferPointer<UInt8>) -> (Int, isBounded: Bool)? {
         let slash = UInt8(ascii: "/")
         var index = 0
-        while index < bytes.count, Self.isSchemeByte(bytes[index], first: index == 0) { index += 1 }
-        guard index > 0, index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == slash else {
-            return index < bytes.count && bytes[index] >= 0x80 ? (0, false) : nil
+        if let knownScheme = knownSchemeLength(bytes) {
+            index = knownScheme
+        } else {
+            while index < bytes.count, Self.isSchemeByte(bytes[index], first: index == 0) { index += 1 }
+            guard index > 0, index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == slash
+            else {
+                return index < bytes.count && bytes[index] >= 0x80 ? (0, false) : nil
+            }
+            index += 2
         }
-        index += 2
         while index < bytes.count, bytes[index] == slash { index += 1 }
         return (index, true)
     }
+
+    /// The length of `https://` or `http://` (either case) when the subject starts with one, read
+    /// with one load: setting bit 5 of a byte gives a lower-case letter only for that letter in
+    /// either case, and `:` and `/` have it set already.
+    @inline(__always)
+    private static func knownSchemeLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count >= 8 else { return nil }
+        let word = UInt64(littleEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self))
+        // Bit 5 is set in the letters' bytes only: set in a control byte (0x1A), it would make `:`.
+        if word | 0x0000_0020_2020_2020 == Self.httpsSlashes { return 8 }
+        if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == Self.httpSlashes { return 7 }
+        return nil
+    }
+
+    /// `https://` and `http://` as little-endian words (the first byte lowest): h t t p s : / /
+    /// is 68 74 74 70 73 3A 2F 2F.
+    private static let httpsSlashes: UInt64 = 0x2F2F_3A73_7074_7468
+    private static let httpSlashes: UInt64 = 0x002F_2F3A_7074_7468
 
     @inline(__always)
     private static func endsAuthority(_ byte: UInt8) -> Bool {
@@ -755,8 +784,29 @@ struct BytePairSet: Sendable {
     /// Whether (`first`, `second`) was added.
     @inline(__always)
     func contains(_ first: UInt8, then second: UInt8) -> Bool {
-        let pair = Int(first) << 8 | Int(second)
-        return words.withUnsafeBufferPointer { $0[pair &>> 6] & (1 &<< UInt64(truncatingIfNeeded: pair)) != 0 }
+        contains(pair: Int(first) << 8 | Int(second))
+    }
+
+    /// Whether the first two bytes of the token `bytes[start..<end]` (`backwards`: its last two,
+    /// last first), lower-cased, were added; a token of one byte is that byte then 0.
+    @inline(__always)
+    func containsPair(startingToken bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, backwards: Bool)
+        -> Bool
+    {
+        guard end &- start > 1 else { return contains(pair: Int(truncatingIfNeeded: bytes[start] | 0x20) &<< 8) }
+        // One load of two bytes, lower-cased by setting bit 5 (a token holds letters and digits
+        // only). Little-endian, the first two bytes load with the first low, and the last two
+        // with the last high, which is where a pair keeps its first byte.
+        let raw = UnsafeRawBufferPointer(bytes)
+        let two = UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: backwards ? end &- 2 : start, as: UInt16.self))
+        let lowered = two | 0x2020
+        return contains(pair: Int(truncatingIfNeeded: backwards ? lowered : lowered.byteSwapped))
+    }
+
+    /// Whether the pair `pair` (its first byte high, the second low) was added.
+    @inline(__always)
+    private func contains(pair: Int) -> Bool {
+        words.withUnsafeBufferPointer { $0[pair &>> 6 & 1_023] & (1 &<< UInt64(truncatingIfNeeded: pair)) != 0 }
     }
 
     /// The lengths of the keys added with (`first`, `second`): bit `n - 1` for length `n`.
