@@ -40,6 +40,28 @@ import Testing
         #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
     }
 
+    @Test(
+        "a few infix keys in capitals are found at every position of URLs of every length, and nowhere else",
+        arguments: [("Q7X", "infix/qx"), ("TTP", "infix/ttp")])
+    func everyPosition(example: (key: String, rule: String)) throws {
+        // Sixteen positions are searched at a time while seventeen bytes are left, then eight,
+        // then one: every length and position crosses each of those edges.
+        let policy = try Self.policy(extra: 0)
+        let opening = "ftp://a.test/"
+        for length in opening.utf8.count + 3...opening.utf8.count + 60 {
+            let fill = length - opening.utf8.count
+            #expect(
+                policy.candidateRules(for: AuditRequest(url: opening + String(repeating: "t", count: fill))).isEmpty)
+            for position in 0...fill - 3 {
+                let path =
+                    String(repeating: "t", count: position) + example.key
+                    + String(repeating: "p", count: fill - 3 - position)
+                let request = AuditRequest(url: opening + path)
+                #expect(policy.candidateRules(for: request).map(\.id) == [example.rule], "\(request.url)")
+            }
+        }
+    }
+
     @Test("with many infix keys, each found in a long URL finds its rule", arguments: [0, 20])
     func manyInOneURL(extra: Int) throws {
         let policy = try Self.policy(extra: extra)

@@ -1,5 +1,6 @@
 import AuditLocking
 import AuditRegex
+internal import CByteClasses
 import Dispatch
 
 /// Files a policy's rules under the tokens a request must carry for them to match, so that an
@@ -491,8 +492,8 @@ extension RuleIndex.FieldGroup {
     /// digits only, so wherever it occurs it lies inside a token: the same keys are found as by
     /// checking each position of each token.
     ///
-    /// Eight positions at a time are first tested, with word arithmetic on the lower-cased bytes
-    /// there and one further on, for the first two bytes of the keys not found yet; only the
+    /// Sixteen positions at a time are first tested, with SSE2 comparisons (`CByteClasses`), and
+    /// at the end eight, with word arithmetic, on the lower-cased bytes there and one further on, for the first two bytes of the keys not found yet; only the
     /// positions that hold such a pair are compared byte by byte. (Testing the first byte alone
     /// let through most words of a query full of digits, for keys such as `0x5bf`.)
     private func collect(
@@ -502,6 +503,30 @@ extension RuleIndex.FieldGroup {
         let raw = UnsafeRawBufferPointer(bytes)
         var found: UInt16 = 0
         var index = 0
+        // Sixteen positions at a time while seventeen bytes are left, then eight at a time.
+        if let base = bytes.baseAddress, bytes.count >= 17 {
+            var active = keys.activePairs(found: found)
+            keys.pairFirsts.withUnsafeBufferPointer { firsts in
+                keys.pairSeconds.withUnsafeBufferPointer { seconds in
+                    guard let firsts = firsts.baseAddress, let seconds = seconds.baseAddress else { return }
+                    while bytes.count - index >= 17 {
+                        var starts = byte_classes_pair_starts16(
+                            base + index, firsts, seconds, active, keys.pairsWithoutSecond)
+                        while starts != 0 {
+                            let position = index + starts.trailingZeroBitCount
+                            starts &= starts - 1
+                            let before = found
+                            guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else {
+                                index = bytes.count
+                                return
+                            }
+                            if found != before { active = keys.activePairs(found: found) }
+                        }
+                        index += 16
+                    }
+                }
+            }
+        }
         while bytes.count - index >= 9 {
             let here = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
             let next = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index + 1, as: UInt64.self))
@@ -600,11 +625,29 @@ extension RuleIndex.FieldGroup {
                 byPair[Array(key.prefix(2)), default: 0] |= 1 << UInt16(number)
             }
             let ones: UInt64 = 0x0101_0101_0101_0101
-            pairs = byPair.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { pair, keys in
-                (UInt64(pair[0]) &* ones, UInt64(pair.count > 1 ? pair[1] : 0) &* ones, pair.count > 1, keys)
+            let pairs = byPair.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { pair, keys in
+                (
+                    first: UInt64(pair[0]) &* ones, second: UInt64(pair.count > 1 ? pair[1] : 0) &* ones,
+                    hasSecond: pair.count > 1, keys: keys
+                )
             }
+            self.pairs = pairs
             self.byFirstByte = byFirstByte
             everyKey = UInt16.max >> UInt16(16 - sorted.count)
+            pairFirsts = pairs.map { UInt8(truncatingIfNeeded: $0.first) }
+            pairSeconds = pairs.map { UInt8(truncatingIfNeeded: $0.second) }
+            pairsWithoutSecond = pairs.indices.reduce(0) { $0 | (pairs[$1].hasSecond ? 0 : 1 << UInt32($1)) }
+        }
+
+        /// The first and second bytes of each pair of ``pairs``, for the vector search.
+        let pairFirsts: [UInt8]
+        let pairSeconds: [UInt8]
+        /// Bit `n`: pair `n` is a one-byte key's, with no second byte.
+        let pairsWithoutSecond: UInt32
+
+        /// Bit `n`: pair `n` starts a key not in `found`.
+        func activePairs(found: UInt16) -> UInt32 {
+            pairs.indices.reduce(0) { $0 | (pairs[$1].keys & ~found != 0 ? 1 << UInt32($1) : 0) }
         }
     }
 
