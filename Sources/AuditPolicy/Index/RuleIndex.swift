@@ -493,9 +493,10 @@ extension RuleIndex.FieldGroup {
     /// checking each position of each token.
     ///
     /// Sixteen positions at a time are first tested, with SSE2 comparisons (`CByteClasses`), and
-    /// at the end eight, with word arithmetic, on the lower-cased bytes there and one further on, for the first two bytes of the keys not found yet; only the
-    /// positions that hold such a pair are compared byte by byte. (Testing the first byte alone
-    /// let through most words of a query full of digits, for keys such as `0x5bf`.)
+    /// at the end eight, with word arithmetic, on the lower-cased bytes there and one further on,
+    /// for the first two bytes of the keys not found yet; only the positions that hold such a
+    /// pair are compared byte by byte. (Testing the first byte alone let through most words of a
+    /// query full of digits, for keys such as `0x5bf`.)
     private func collect(
         _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
         into candidates: inout [Int32]
