@@ -36,9 +36,9 @@ private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
 private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
     bytes.withUnsafeBufferPointer { buffer in
         var tokens: [Range<Int>] = []
-        var cursor = TokenScanner.Cursor(buffer)
-        while let token = cursor.next() { tokens.append(token.start..<token.end) }
-        return (cursor.isTokenizable ? tokens : nil, cursor.isASCII)
+        var isASCII = true
+        let isTokenizable = TokenScanner.forEachToken(in: buffer, isASCII: &isASCII) { tokens.append($0..<$1) }
+        return (isTokenizable ? tokens : nil, isASCII)
     }
 }
 

@@ -200,6 +200,12 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// read with one load too, of the eight bytes that end where the token does, shifted down past
     /// the bytes before the rest. The length is not mixed in: a token holds no zero byte, so its
     /// words say where it ends.
+    ///
+    /// Each word is mixed in by one folded multiply (the two halves of a 128-bit product, XORed),
+    /// whose every output bit depends on every input bit: one instruction does the work of a
+    /// multiply-shift-multiply finisher. A token's first word never equals the seed (the seed's
+    /// lowest byte has bit 5 clear, a token's first byte has it set), so no token of up to eight
+    /// bytes multiplies zero.
     @inline(__always)
     static func tokenHash(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
         // Wrapping and masking arithmetic throughout: `start..<end` lies inside `bytes`, and the
@@ -207,12 +213,11 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         // the time of hashing a token.
         let raw = UnsafeRawBufferPointer(bytes)
         let lowerCaseBits: UInt64 = 0x2020_2020_2020_2020
-        var state = hashStart
+        var state = tokenSeed
         var offset = start
         while end &- offset > 8 {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) | lowerCaseBits
-            state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
-            state ^= state &>> 31
+            state = foldedMultiply(state ^ word, 0xbf58_476d_1ce4_e5b9)
             offset &+= 8
         }
         let rest = end &- offset
@@ -223,9 +228,18 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
         } else {
             for index in 0..<rest { word |= UInt64(bytes[offset + index] | 0x20) << UInt64(8 * index) }
         }
-        state = (state ^ word) &* 0xbf58_476d_1ce4_e5b9
-        state ^= state &>> 31
-        return hashFinish(state, .token)
+        let hash = foldedMultiply(state ^ word, 0x9e37_79b9_7f4a_7c15)
+        return hash == 0 ? 1 : hash
+    }
+
+    /// Where a token's hash starts: its lowest byte, 0x15, has bit 5 clear (see ``tokenHash(_:_:_:)``).
+    private static let tokenSeed: UInt64 = 0x94d0_49bb_1331_1115
+
+    /// The high and low halves of the 128-bit product of `a` and `b`, XORed.
+    @inline(__always)
+    static func foldedMultiply(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (high, low) = a.multipliedFullWidth(by: b)
+        return high ^ low
     }
 }
 

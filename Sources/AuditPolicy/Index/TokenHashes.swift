@@ -64,20 +64,22 @@ struct TokenHashes: ~Copyable {
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash. `isTokenizable` is false,
     /// the scan having stopped, when `bytes` cannot be tokenized (see
-    /// ``TokenScanner/Cursor/isTokenizable``); `isASCII` says whether every byte read is below 0x80.
+    /// ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says whether every byte read is below 0x80.
     mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
-        var cursor = TokenScanner.Cursor(bytes)
-        // The count in a local, so that it stays in a register rather than being stored each time.
+        // The storage and the count in locals, so that they stay in registers rather than being
+        // loaded and stored for each token.
+        let storage = storage
         var count = self.count
-        while let token = cursor.next() {
+        var isASCII = true
+        let isTokenizable = TokenScanner.forEachToken(in: bytes, isASCII: &isASCII) { start, end in
             storage[count] = Token(
-                hash: IndexKey.tokenHash(bytes, token.start, token.end), start: Int32(truncatingIfNeeded: token.start),
-                end: Int32(truncatingIfNeeded: token.end))
+                hash: IndexKey.tokenHash(bytes, start, end), start: Int32(truncatingIfNeeded: start),
+                end: Int32(truncatingIfNeeded: end))
             count &+= 1
         }
         self.count = count
         hasSummary = false
-        return (cursor.isTokenizable, cursor.isASCII)
+        return (isTokenizable, isASCII)
     }
 
     /// Whether some token has hash `hash`: never false when one has; for a subject of more than

@@ -7,71 +7,47 @@ internal import CByteClasses
 /// tokens are then read off the mask's edges, so the work per byte is under one instruction and
 /// the branches are per token.
 enum TokenScanner {
-    /// The tokens of a subject one at a time: a loop over `next()` compiles to straight code with
-    /// no call per token.
-    struct Cursor {
-        private let bytes: UnsafeBufferPointer<UInt8>
-        /// Where the current block of 64 bytes starts, and where the next one does.
-        private var blockStart = 0
-        private var nextBlock = 0
-        /// The current block's token starts and ends (the first byte after a token) not yet read.
-        /// Starts and ends alternate, so pairing them in order needs no test per byte.
-        private var starts: UInt64 = 0
-        private var ends: UInt64 = 0
-        /// The start of a token that began in an earlier block, or -1.
-        private var carriedStart = -1
-        /// False once the subject was found to hold U+212A (Kelvin sign, E2 84 AA) or U+017F (long
-        /// s, C5 BF); the cursor then returns no more tokens. PCRE2 matches those caselessly
-        /// against `k` and `s`, which tokens cannot express, so the caller must run every rule.
-        private(set) var isTokenizable = true
-        /// False once a byte of 0x80 or more was read.
-        private(set) var isASCII = true
-
-        init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
-
-        /// The next token's bounds, or nil after the last.
-        @inline(__always)
-        mutating func next() -> (start: Int, end: Int)? {
-            while true {
-                if ends != 0 {
-                    let start: Int
-                    if carriedStart >= 0 {
-                        start = carriedStart
-                        carriedStart = -1
-                    } else {
-                        start = blockStart &+ starts.trailingZeroBitCount
-                        starts &= starts &- 1
-                    }
-                    let end = blockStart &+ ends.trailingZeroBitCount
-                    ends &= ends &- 1
-                    return (start, end)
-                }
-                // A start left without an end runs into the next block.
-                if starts != 0 {
-                    carriedStart = blockStart &+ starts.trailingZeroBitCount
-                    starts = 0
-                }
-                guard nextBlock < bytes.count else {
-                    guard carriedStart >= 0 else { return nil }
-                    defer { carriedStart = -1 }
-                    return (carriedStart, bytes.count)
-                }
-                blockStart = nextBlock
-                let blockLength = min(64, bytes.count &- blockStart)
-                nextBlock &+= blockLength
-                guard let mask = alnumMask(bytes, from: blockStart, length: blockLength, isASCII: &isASCII) else {
-                    isTokenizable = false
-                    carriedStart = -1
-                    nextBlock = bytes.count
-                    return nil
-                }
-                // Where a token starts, and where one ends; bits past a short block's end are clear
-                // in `mask`, so a token running to the end of the block ends there.
-                let before = mask << 1 | (carriedStart >= 0 ? 1 : 0)
-                starts = mask & ~before
-                ends = ~mask & before
+    /// Calls `body` with the bounds of each token of `bytes`, in order; returns false, having
+    /// stopped, once the subject is found to hold U+212A (Kelvin sign, E2 84 AA) or U+017F (long
+    /// s, C5 BF). PCRE2 matches those caselessly against `k` and `s`, which tokens cannot express,
+    /// so the caller must then run every rule. Clears `isASCII` once a byte of 0x80 or more is read.
+    ///
+    /// One loop over each block's token starts and ends, paired in order (they alternate), with no
+    /// test per byte and no state kept between tokens but the block's two masks: inlined, with
+    /// `body` storing each token, it compiles to straight code with a few registers per token.
+    @inline(__always)
+    static func forEachToken(
+        in bytes: UnsafeBufferPointer<UInt8>, isASCII: inout Bool, _ body: (_ start: Int, _ end: Int) -> Void
+    ) -> Bool {
+        // The start of a token that began in an earlier block and runs on, or -1.
+        var carriedStart = -1
+        var blockStart = 0
+        while blockStart < bytes.count {
+            let blockLength = min(64, bytes.count &- blockStart)
+            guard let mask = alnumMask(bytes, from: blockStart, length: blockLength, isASCII: &isASCII) else {
+                return false
             }
+            // Where a token starts, and where one ends (the first byte after it); bits past a short
+            // block's end are clear in `mask`, so a token running to the end of the block ends there.
+            let before = mask << 1 | (carriedStart >= 0 ? 1 : 0)
+            var starts = mask & ~before
+            var ends = ~mask & before
+            if carriedStart >= 0, ends != 0 {
+                body(carriedStart, blockStart &+ ends.trailingZeroBitCount)
+                ends &= ends &- 1
+                carriedStart = -1
+            }
+            while ends != 0 {
+                body(blockStart &+ starts.trailingZeroBitCount, blockStart &+ ends.trailingZeroBitCount)
+                starts &= starts &- 1
+                ends &= ends &- 1
+            }
+            // A start left without an end runs into the next block.
+            if starts != 0 { carriedStart = blockStart &+ starts.trailingZeroBitCount }
+            blockStart &+= blockLength
         }
+        if carriedStart >= 0 { body(carriedStart, bytes.count) }
+        return true
     }
 
     /// Bit `n` set: byte `from + n` is an ASCII letter or digit (`length` from 1 to 64, and the
