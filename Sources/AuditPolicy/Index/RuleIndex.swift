@@ -32,6 +32,11 @@ struct RuleIndex: Sendable {
         let hasInfixKeys: Bool
         let hasTokenKeys: Bool
         let hasPairKeys: Bool
+        /// Whether tokens are read against ``tokenGate`` (there are token or pair keys), and each
+        /// position of each token against ``infixGate`` (many infix keys; a few are searched for in
+        /// the whole subject instead, see ``fewInfixKeys``).
+        let checksTokenGate: Bool
+        let checksInfixGate: Bool
         /// Whether a token may be a whole-token key of `table`, and whether it may start a pair
         /// key: most tokens are neither, and one read says so for both.
         let tokenGate: TokenGate
@@ -87,6 +92,8 @@ struct RuleIndex: Sendable {
             self.hasInfixKeys = hasInfixKeys
             self.hasTokenKeys = hasTokenKeys
             self.hasPairKeys = hasPairKeys
+            self.checksTokenGate = hasTokenKeys || hasPairKeys
+            self.checksInfixGate = hasInfixKeys && fewInfixKeys == nil
             self.tokenGate = tokenGate
             self.rulesByKind = rulesByKind
         }
@@ -299,60 +306,102 @@ extension RuleIndex.FieldGroup {
         }
     }
 
+    /// Looks up the tokens of the subject that pass some gate (with many infix keys, every token).
+    ///
+    /// Which tokens pass is found first, for all of them at once, by a C kernel
+    /// (`index_mark_tokens`) that reads the token gate and the byte-pair sets of the start and
+    /// end keys with no branch per token; only the few that pass are looked at again. A loop that
+    /// asked each token every question in turn spent more on branches and on moving its state
+    /// between registers and the stack than on the questions.
     private func collect(
         in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
-        let hasAffixKeys = hasPrefixKeys || hasSuffixKeys || checksInfixGate
         let all = tokens.tokens
-        let checksTokenGate = hasTokenKeys || hasPairKeys
-        // The gate's answers for the two tokens before this one.
-        var previousFlags: UInt8 = 0
-        var flagsBeforePrevious: UInt8 = 0
-        for (index, token) in all.enumerated() {
-            let flags = checksTokenGate ? tokenGate.flags(token.hash) : 0
-            defer { (flagsBeforePrevious, previousFlags) = (previousFlags, flags) }
-            if flags & TokenGate.mayBeKey != 0 {
-                table.collect(
-                    token.hash, before: Self.byte(bytes, Int(token.start) &- 1),
-                    after: Self.byte(bytes, Int(token.end)),
-                    confirmedBy: &tokens, into: &candidates, isGated: true)
-            }
-            if previousFlags & TokenGate.mayStartPair != 0 {
-                table.collect(
-                    IndexKey.pairHash(all[index &- 1].hash, token.hash), confirmedBy: &tokens, into: &candidates)
-            }
-            // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
-            // the tokens around it neighbours there.
-            if flagsBeforePrevious & TokenGate.mayStartPair != 0,
-                Self.defaultPortHashes.contains(all[index &- 1].hash),
-                bytes[Int(all[index &- 1].start) &- 1] == UInt8(ascii: ":")
-            {
-                table.collect(
-                    IndexKey.pairHash(all[index &- 2].hash, token.hash), confirmedBy: &tokens, into: &candidates)
-            }
-            if hasAffixKeys {
-                let start = Int(token.start)
-                let end = Int(token.end)
-                // The byte-pair sets of all start (end) keys turn most tokens away with one read;
-                // the affix gates then judge the rest more closely.
-                let mayHavePrefix =
-                    hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
-                    && prefixStarts.mayMatch(bytes, start, end, backwards: false)
-                let mayHaveSuffix =
-                    hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
-                    && suffixEnds.mayMatch(bytes, start, end, backwards: true)
-                guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { continue }
-                collectAffixes(
-                    bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
+        guard !checksInfixGate else {
+            for index in all.indices { collect(at: index, of: all, bytes, &tokens, into: &candidates) }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: all.count) { marked in
+            for index in marked.prefix(markTokens(all, bytes, into: marked)) {
+                collect(at: Int(index), of: all, bytes, &tokens, into: &candidates)
             }
         }
     }
 
-    /// Whether each position of each token is checked against the infix gate (many infix keys; a
-    /// few are searched for in the whole subject instead).
-    private var checksInfixGate: Bool { hasInfixKeys && fewInfixKeys == nil }
+    /// Writes to `marked` the indices of the tokens of `all` that pass the token gate or the
+    /// byte-pair sets of the start and end keys, as the group has them, and returns how many.
+    private func markTokens(
+        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
+        into marked: UnsafeMutableBufferPointer<Int32>
+    ) -> Int {
+        Self.markTokens(
+            all, bytes, gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate,
+            readsPrefixes: hasPrefixKeys, suffixes: suffixGate, readsSuffixes: hasSuffixKeys, into: marked)
+    }
+
+    /// Writes to `marked` the indices of the tokens of `all` (the tokens of `bytes`) for which
+    /// `gate` has a flag set, whose first two bytes are in `prefixes`, or whose last two are in
+    /// `suffixes` (see ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, and
+    /// returns how many; each only when it `reads` it.
+    static func markTokens(
+        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>, gate: TokenGate,
+        readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool, suffixes: BytePairSet, readsSuffixes: Bool,
+        into marked: UnsafeMutableBufferPointer<Int32>
+    ) -> Int {
+        gate.withWords { gateWords, gateMask in
+            prefixes.withWords { prefixPairs in
+                suffixes.withWords { suffixPairs in
+                    index_mark_tokens(
+                        all.baseAddress, all.count, bytes.baseAddress, readsGate ? gateWords : nil, gateMask,
+                        readsPrefixes ? prefixPairs : nil, readsSuffixes ? suffixPairs : nil, marked.baseAddress)
+                }
+            }
+        }
+    }
+
+    /// Looks up token `index` of `all`: as a whole token, as the start of a pair, as a token a
+    /// prefix key starts or a suffix key ends, and at each position for infix keys, as the
+    /// group's keys require.
+    @inline(__always)
+    private func collect(
+        at index: Int, of all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
+        _ tokens: inout TokenHashes, into candidates: inout [Int32]
+    ) {
+        let token = all[index]
+        let flags = checksTokenGate ? tokenGate.flags(token.hash) : 0
+        if flags & TokenGate.mayBeKey != 0 {
+            table.collect(
+                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
+                confirmedBy: &tokens, into: &candidates, isGated: true)
+        }
+        if flags & TokenGate.mayStartPair != 0, index &+ 1 < all.count {
+            let next = all[index &+ 1]
+            table.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
+            // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
+            // the tokens around it neighbours there.
+            if index &+ 2 < all.count, Self.defaultPortHashes.contains(next.hash),
+                bytes[Int(next.start) &- 1] == UInt8(ascii: ":")
+            {
+                table.collect(
+                    IndexKey.pairHash(token.hash, all[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
+            }
+        }
+        guard hasPrefixKeys || hasSuffixKeys || checksInfixGate else { return }
+        let start = Int(token.start)
+        let end = Int(token.end)
+        // The byte-pair sets of all start (end) keys turn most tokens away; the affix gates then
+        // judge the rest more closely.
+        let mayHavePrefix =
+            hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
+            && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+        let mayHaveSuffix =
+            hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
+            && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+        guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { return }
+        collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
+    }
 
     /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
     /// authority table.
@@ -721,6 +770,11 @@ struct TokenGate: Sendable {
         Int(truncatingIfNeeded: hash &>> 40) & mask
     }
 
+    /// Calls `body` with the gate's words and slot mask, for the C kernel `index_mark_tokens`.
+    func withWords<Result>(_ body: (UnsafePointer<UInt64>?, UInt64) -> Result) -> Result {
+        words.withUnsafeBufferPointer { body($0.baseAddress, UInt64(mask)) }
+    }
+
     /// ``mayBeKey`` and ``mayStartPair`` for a token with hash `hash`: never clear for a key or a
     /// pair start, now and then set for other tokens.
     @inline(__always)
@@ -824,6 +878,12 @@ struct BytePairSet: Sendable {
 
     /// Whether any pair was added.
     var hasPairs: Bool { !lengthMasks.isEmpty }
+
+    /// Calls `body` with the set's 1,024 words (pair `p`: bit `p % 64` of word `p / 64`), for the C
+    /// kernel `index_mark_tokens`.
+    func withWords<Result>(_ body: (UnsafePointer<UInt64>?) -> Result) -> Result {
+        words.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
 
     /// Whether (`first`, `second`) was added.
     @inline(__always)

@@ -1,3 +1,5 @@
+internal import CByteClasses
+
 /// The tokens of one subject: their hashes and where they are, and what answers "does the
 /// subject have this token?" (asked for the confirmation tokens of rules found by a key).
 ///
@@ -11,11 +13,9 @@
 /// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
 /// the stack, so most evaluations allocate nothing for them.
 struct TokenHashes: ~Copyable {
-    struct Token {
-        let hash: UInt64
-        let start: Int32
-        let end: Int32
-    }
+    /// A token's hash, and where it starts and ends (the first byte after it); a C struct, so that
+    /// the index's C kernels read the tokens where they are.
+    typealias Token = IndexToken
 
     /// At most this many tokens are kept on the stack (1 KiB).
     private static let stackCapacity = 64

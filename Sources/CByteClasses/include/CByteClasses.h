@@ -2,7 +2,8 @@
 #define CBYTECLASSES_H
 
 // Byte classes of up to 64 bytes at once, for the token scanner in AuditPolicy, and the places
-// where a few byte pairs start, for its search for a few inside keys.
+// where a few byte pairs start, for its search for a few inside keys; and the tokens of a subject
+// that pass the index's gates.
 //
 // Swift has no portable way to turn a vector comparison into a bit mask (SSE2's movemask), and
 // its SIMD types compile byte comparisons to a loop, so these kernels are C: static inline, so
@@ -119,5 +120,24 @@ static inline uint32_t byte_classes_pair_starts16(const uint8_t *bytes, const ui
     return starts;
 #endif
 }
+
+/// One token of a subject as AuditPolicy keeps it (TokenHashes.Token): its hash, and where it
+/// starts and ends (the first byte after it).
+typedef struct {
+    uint64_t hash;
+    int32_t start;
+    int32_t end;
+} IndexToken;
+
+/// Writes to `marked` the indices of the tokens that pass some gate, in order, and returns how
+/// many: those whose slot of `gate` (two bits per slot, 32 slots a word; bits 40 and up of the
+/// hash pick it under `gate_mask`) is not clear, whose first two bytes lower-cased are in
+/// `prefix_pairs`, or whose last two (last first) are in `suffix_pairs` (sets of 65,536 bits, the
+/// first byte high); a one-byte token is its byte then 0. A null gate or set is not read.
+///
+/// Not inline (ByteClasses.c): compiled on its own, its loop keeps its state in registers.
+long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate,
+                       uint64_t gate_mask, const uint64_t *prefix_pairs, const uint64_t *suffix_pairs,
+                       int32_t *marked);
 
 #endif

@@ -1,0 +1,67 @@
+import Testing
+
+@testable import AuditPolicy
+
+@Suite struct TokenMarkerTests {
+    /// Random subjects: tokens of one to six letters and digits in either case, between separators.
+    private static func subject(using random: inout SystemRandomNumberGenerator) -> [UInt8] {
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        let separators = Array("/.:?&=_-%".utf8)
+        var bytes: [UInt8] = []
+        for _ in 0..<Int.random(in: 0...90, using: &random) {
+            for _ in 0..<Int.random(in: 1...6, using: &random) {
+                bytes.append(letters[Int.random(in: letters.indices, using: &random)])
+            }
+            bytes.append(separators[Int.random(in: separators.indices, using: &random)])
+        }
+        // Half the subjects end with a token, one byte long now and then.
+        if Bool.random(using: &random) { bytes.append(letters[Int.random(in: letters.indices, using: &random)]) }
+        return bytes
+    }
+
+    @Test("the C marker marks exactly the tokens the token gate or a byte-pair set lets through, in order")
+    func markerAgreesWithTheGates() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            let bytes = Self.subject(using: &random)
+            bytes.withUnsafeBufferPointer { buffer in
+                TokenHashes.withTokens(ofSubjectLength: buffer.count) { tokens in
+                    _ = tokens.append(tokensOf: buffer)
+                    let all = tokens.tokens
+                    // Some of the subject's own tokens are keys and pair starts, so that some pass;
+                    // the byte pairs of some of its tokens' starts and ends are in the sets.
+                    let some = all.filter { _ in Int.random(in: 0..<5, using: &random) == 0 }
+                    let half = some.count / 2
+                    let gate = TokenGate(
+                        keys: some.prefix(half).map(\.hash), pairStarts: some.dropFirst(half).map(\.hash))
+                    var prefixes = BytePairSet()
+                    var suffixes = BytePairSet()
+                    for token in all where Int.random(in: 0..<6, using: &random) == 0 {
+                        let (start, end) = (Int(token.start), Int(token.end))
+                        let one = end - start == 1
+                        prefixes.insert(buffer[start] | 0x20, then: one ? nil : buffer[start + 1] | 0x20, length: 3)
+                        suffixes.insert(buffer[end - 1] | 0x20, then: one ? nil : buffer[end - 2] | 0x20, length: 3)
+                    }
+                    for reads in 0..<8 {
+                        let (readsGate, readsPrefixes, readsSuffixes) = (reads & 4 != 0, reads & 2 != 0, reads & 1 != 0)
+                        let expected = all.indices.filter { index in
+                            let (token, start, end) = (all[index], Int(all[index].start), Int(all[index].end))
+                            return (readsGate && gate.flags(token.hash) != 0)
+                                || (readsPrefixes
+                                    && prefixes.containsPair(startingToken: buffer, start, end, backwards: false))
+                                || (readsSuffixes
+                                    && suffixes.containsPair(startingToken: buffer, start, end, backwards: true))
+                        }
+                        let marked = [Int32](unsafeUninitializedCapacity: max(all.count, 1)) { marked, count in
+                            count = RuleIndex.FieldGroup.markTokens(
+                                all, buffer, gate: gate, readsGate: readsGate, prefixes: prefixes,
+                                readsPrefixes: readsPrefixes, suffixes: suffixes, readsSuffixes: readsSuffixes,
+                                into: marked)
+                        }
+                        #expect(marked.map { Int($0) } == expected, "\(String(decoding: bytes, as: UTF8.self))")
+                    }
+                }
+            }
+        }
+    }
+}
