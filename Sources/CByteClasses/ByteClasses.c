@@ -25,14 +25,14 @@ static inline __attribute__((always_inline)) long mark_tokens(
         if (reads_prefixes) {
             uint32_t first = bytes[token.start] | 0x20;
             uint32_t second = is_long ? bytes[token.start + 1] | 0x20 : 0;
-            marks |= pair_bit(prefix_pairs, first << 8 | second);
+            marks |= pair_bit(prefix_pairs, first << 8 | second) << 2;
         }
         if (reads_suffixes) {
             uint32_t last = bytes[token.end - 1] | 0x20;
             uint32_t before = is_long ? bytes[token.end - 2] | 0x20 : 0;
-            marks |= pair_bit(suffix_pairs, last << 8 | before);
+            marks |= pair_bit(suffix_pairs, last << 8 | before) << 3;
         }
-        marked[found] = (int32_t)index;
+        marked[found] = (int32_t)(index << 4 | (long)marks);
         found += marks != 0;
     }
     return found;

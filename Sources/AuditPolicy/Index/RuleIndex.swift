@@ -319,19 +319,39 @@ extension RuleIndex.FieldGroup {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
         let all = tokens.tokens
-        guard !checksInfixGate else {
-            for index in all.indices { collect(at: index, of: all, bytes, &tokens, into: &candidates) }
+        guard !checksInfixGate, all.count < Self.markableTokens else {
+            for index in all.indices {
+                let token = all[index]
+                let (start, end) = (Int(token.start), Int(token.end))
+                let marks =
+                    (checksTokenGate ? tokenGate.flags(token.hash) : 0)
+                    | (hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
+                        ? Self.hasPrefixPair : 0)
+                    | (hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
+                        ? Self.hasSuffixPair : 0)
+                collect(at: index, marks: marks, of: all, bytes, &tokens, into: &candidates)
+            }
             return
         }
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: all.count) { marked in
-            for index in marked.prefix(markTokens(all, bytes, into: marked)) {
-                collect(at: Int(index), of: all, bytes, &tokens, into: &candidates)
+            for entry in marked.prefix(markTokens(all, bytes, into: marked)) {
+                collect(
+                    at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), of: all, bytes, &tokens,
+                    into: &candidates)
             }
         }
     }
 
-    /// Writes to `marked` the indices of the tokens of `all` that pass the token gate or the
-    /// byte-pair sets of the start and end keys, as the group has them, and returns how many.
+    /// What the marker found of a token, besides the token gate's ``TokenGate/mayBeKey`` and
+    /// ``TokenGate/mayStartPair``: its first (last) two bytes are a pair some prefix (suffix) key
+    /// starts (ends) with.
+    static let hasPrefixPair: UInt8 = 4
+    static let hasSuffixPair: UInt8 = 8
+    /// The marker keeps a token's index in the 27 bits of an entry above its marks.
+    private static let markableTokens = 1 << 27
+
+    /// Writes to `marked` the tokens of `all` that pass the token gate or the byte-pair sets of the
+    /// start and end keys, as the group has them, and returns how many (see ``markTokens(_:_:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:into:)``).
     private func markTokens(
         _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
         into marked: UnsafeMutableBufferPointer<Int32>
@@ -341,10 +361,11 @@ extension RuleIndex.FieldGroup {
             readsPrefixes: hasPrefixKeys, suffixes: suffixGate, readsSuffixes: hasSuffixKeys, into: marked)
     }
 
-    /// Writes to `marked` the indices of the tokens of `all` (the tokens of `bytes`) for which
+    /// Writes to `marked` the tokens of `all` (the tokens of `bytes`, fewer than 2^27) for which
     /// `gate` has a flag set, whose first two bytes are in `prefixes`, or whose last two are in
     /// `suffixes` (see ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, and
-    /// returns how many; each only when it `reads` it.
+    /// returns how many; each only when it `reads` it. An entry is the token's index times 16, plus
+    /// the gate's flags, plus ``hasPrefixPair`` and ``hasSuffixPair`` when they apply.
     static func markTokens(
         _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>, gate: TokenGate,
         readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool, suffixes: BytePairSet, readsSuffixes: Bool,
@@ -361,22 +382,21 @@ extension RuleIndex.FieldGroup {
         }
     }
 
-    /// Looks up token `index` of `all`: as a whole token, as the start of a pair, as a token a
-    /// prefix key starts or a suffix key ends, and at each position for infix keys, as the
-    /// group's keys require.
+    /// Looks up token `index` of `all`, with `marks` found by the marker: as a whole token, as the
+    /// start of a pair, as a token a prefix key starts or a suffix key ends, and at each position
+    /// for infix keys, as the group's keys require.
     @inline(__always)
     private func collect(
-        at index: Int, of all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
-        _ tokens: inout TokenHashes, into candidates: inout [Int32]
+        at index: Int, marks: UInt8, of all: UnsafeBufferPointer<TokenHashes.Token>,
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout [Int32]
     ) {
         let token = all[index]
-        let flags = checksTokenGate ? tokenGate.flags(token.hash) : 0
-        if flags & TokenGate.mayBeKey != 0 {
+        if marks & TokenGate.mayBeKey != 0 {
             table.collect(
                 token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
                 confirmedBy: &tokens, into: &candidates, isGated: true)
         }
-        if flags & TokenGate.mayStartPair != 0, index &+ 1 < all.count {
+        if marks & TokenGate.mayStartPair != 0, index &+ 1 < all.count {
             let next = all[index &+ 1]
             table.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
             // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
@@ -388,17 +408,14 @@ extension RuleIndex.FieldGroup {
                     IndexKey.pairHash(token.hash, all[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
             }
         }
-        guard hasPrefixKeys || hasSuffixKeys || checksInfixGate else { return }
+        guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 || checksInfixGate else { return }
         let start = Int(token.start)
         let end = Int(token.end)
-        // The byte-pair sets of all start (end) keys turn most tokens away; the affix gates then
-        // judge the rest more closely.
+        // The byte-pair sets of all start (end) keys turned most tokens away; the affix gates judge
+        // the rest more closely.
         let mayHavePrefix =
-            hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
-            && prefixStarts.mayMatch(bytes, start, end, backwards: false)
-        let mayHaveSuffix =
-            hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
-            && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+            marks & Self.hasPrefixPair != 0 && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+        let mayHaveSuffix = marks & Self.hasSuffixPair != 0 && suffixEnds.mayMatch(bytes, start, end, backwards: true)
         guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { return }
         collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
     }

@@ -129,11 +129,13 @@ typedef struct {
     int32_t end;
 } IndexToken;
 
-/// Writes to `marked` the indices of the tokens that pass some gate, in order, and returns how
-/// many: those whose slot of `gate` (two bits per slot, 32 slots a word; bits 40 and up of the
-/// hash pick it under `gate_mask`) is not clear, whose first two bytes lower-cased are in
-/// `prefix_pairs`, or whose last two (last first) are in `suffix_pairs` (sets of 65,536 bits, the
-/// first byte high); a one-byte token is its byte then 0. A null gate or set is not read.
+/// Writes to `marked` the tokens that pass some gate, in order, and returns how many: those whose
+/// slot of `gate` (two bits per slot, 32 slots a word; bits 40 and up of the hash pick it under
+/// `gate_mask`) is not clear, whose first two bytes lower-cased are in `prefix_pairs`, or whose
+/// last two (last first) are in `suffix_pairs` (sets of 65,536 bits, the first byte high); a
+/// one-byte token is its byte then 0. A null gate or set is not read. Each entry is the token's
+/// index times 16, plus its slot's two bits, plus 4 when its start pair is in `prefix_pairs`,
+/// plus 8 when its end pair is in `suffix_pairs`; `count` is below 2^27.
 ///
 /// Not inline (ByteClasses.c): compiled on its own, its loop keeps its state in registers.
 long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate,
