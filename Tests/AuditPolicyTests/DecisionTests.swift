@@ -272,3 +272,38 @@ import Testing
         #expect(mismatches == 0)
     }
 }
+
+@Suite struct VerdictValueTests {
+    @Test("a verdict is four words, so a caller gets it in registers and drops it with a few releases")
+    func verdictIsFourWords() {
+        // Six words went through memory, and Swift dropped each field through value witnesses.
+        #expect(MemoryLayout<Verdict>.size <= 4 * MemoryLayout<Int>.size)
+    }
+
+    @Test("verdicts are equal exactly when action, rule, redirect target, recorded rules and errors are")
+    func verdictEquality() throws {
+        let policy = try Policy(
+            parsing: """
+                [redirect https://b.test/]
+                r ^https://a\\.test/
+                [record]
+                s ^https://
+                """, file: "eq.rules")
+        let redirect = policy.evaluate(AuditRequest(url: "https://a.test/x"))
+        #expect(redirect.redirectTarget == "https://b.test/")
+        #expect(redirect.errors.isEmpty && !redirect.hasErrors)
+        #expect(redirect == policy.evaluate(AuditRequest(url: "https://a.test/y")))
+        let sameButTarget = Verdict(
+            action: redirect.action, rule: redirect.rule, redirectTarget: "https://c.test/", recorded: redirect.recorded
+        )
+        #expect(redirect != sameButTarget)
+        let failure = EvaluationError(ruleID: "eq/r", reason: .invalidRedirectTarget("x"))
+        let withError = Verdict(
+            action: redirect.action, rule: redirect.rule, redirectTarget: redirect.redirectTarget,
+            recorded: redirect.recorded, errors: [failure])
+        #expect(withError.hasErrors && withError.errors == [failure])
+        #expect(redirect != withError)
+        #expect(Verdict(action: .pass) == Verdict(action: .pass, redirectTarget: nil, recorded: [], errors: []))
+        #expect(Verdict(action: .pass).redirectTarget == nil)
+    }
+}
