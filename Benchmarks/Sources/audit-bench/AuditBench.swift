@@ -49,7 +49,10 @@ struct Decisions: ParsableCommand {
                     let maximumLength = Int(ProcessInfo.processInfo.environment["HOT_MAXLEN"] ?? "") ?? .max
                     let sample = Array(
                         requests.filter { (minimumLength...maximumLength).contains($0.url.utf8.count) }
-                            .filter { ProcessInfo.processInfo.environment["HOT_CANDIDATES"] == nil || !policy.candidateRules(for: $0).isEmpty }
+                            .filter {
+                                ProcessInfo.processInfo.environment["HOT_CANDIDATES"] == nil
+                                    || !policy.candidateRules(for: $0).isEmpty
+                            }
                             .prefix(sampleSize))
                     for request in sample { _ = policy.evaluate(request) }
                     let begin = now()
@@ -91,10 +94,14 @@ struct Decisions: ParsableCommand {
                         byCandidates[key, default: (0, 0)].1 += Double(row.0)
                     }
                     for (key, (n, t)) in byCandidates.sorted(by: { $0.key < $1.key }) {
-                        print("candidates \(key): \(n) URLs, mean \(t / Double(n)) ns, share of time \(t / sum)", to: &standardError)
+                        print(
+                            "candidates \(key): \(n) URLs, mean \(t / Double(n)) ns, share of time \(t / sum)",
+                            to: &standardError)
                     }
                     for (key, (n, t, l)) in indexOnly.sorted(by: { $0.key < $1.key }) {
-                        print("candidates \(key): index only mean \(t / Double(n)) ns, mean length \(l / Double(n))", to: &standardError)
+                        print(
+                            "candidates \(key): index only mean \(t / Double(n)) ns, mean length \(l / Double(n))",
+                            to: &standardError)
                     }
                     var byLength: [Int: (Int, Double)] = [:]
                     for row in rows {
@@ -103,7 +110,9 @@ struct Decisions: ParsableCommand {
                         byLength[key, default: (0, 0)].1 += Double(row.0)
                     }
                     for (key, (n, t)) in byLength.sorted(by: { $0.key < $1.key }) {
-                        print("length \(key * 100)+: \(n) URLs, mean \(t / Double(n)) ns, share \(t / sum)", to: &standardError)
+                        print(
+                            "length \(key * 100)+: \(n) URLs, mean \(t / Double(n)) ns, share \(t / sum)",
+                            to: &standardError)
                     }
                     rows.sort { $0.0 > $1.0 }
                     for row in rows.prefix(Int(ProcessInfo.processInfo.environment["TAIL"] ?? "") ?? 20) {

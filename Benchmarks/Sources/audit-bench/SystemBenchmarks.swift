@@ -40,6 +40,8 @@ struct InterceptionResult {
 final class LocalNginx {
     let port: Int
     let directory: String
+    /// The small file's address.
+    let url: URL
     private let process: Process
 
     init() throws {
@@ -49,6 +51,10 @@ final class LocalNginx {
         try Data(repeating: UInt8(ascii: "x"), count: 1_024).write(
             to: URL(fileURLWithPath: directory + "/www/small.txt"))
         port = 20_000 + Int(getpid() % 20_000)
+        guard let url = URL(string: "http://127.0.0.1:\(port)/small.txt") else {
+            throw BenchError("no URL for port \(port)")
+        }
+        self.url = url
         let config = """
             daemon off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log;
             events { worker_connections 1024; }
@@ -63,8 +69,6 @@ final class LocalNginx {
         Thread.sleep(forTimeInterval: 0.5)
         guard process.isRunning else { throw BenchError("nginx did not start (see \(directory)/error.log)") }
     }
-
-    var url: URL { URL(string: "http://127.0.0.1:\(port)/small.txt")! }
 
     func stop() {
         process.terminate()

@@ -38,6 +38,8 @@ func runFuzzerDriver(
     _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
 ) -> CInt
 
+/// The harness's entry point: hands the command line to libFuzzer's driver with this file's
+/// fuzz target.
 @_cdecl("FuzzRuleFiles_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
     var count = argc
