@@ -20,7 +20,8 @@ let package = Package(
             pkgConfig: "libpcre2-8",
             providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
         ),
-        .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking"]),
+        .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking", "CLiteralSearch"]),
+        .target(name: "CLiteralSearch"),
         .target(name: "CByteClasses"),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),

@@ -18,6 +18,8 @@ public struct Pattern: Sendable {
     /// The limits every match runs under.
     public let limits: MatchLimits
     let code: PCRE2Code
+    /// The string the pattern stands for, when it is one (matched without PCRE2).
+    let literal: LiteralPattern?
 
     /// Compiles `source`.
     ///
@@ -28,6 +30,7 @@ public struct Pattern: Sendable {
         self.isCaseInsensitive = caseInsensitive
         self.limits = limits
         self.code = try PCRE2Code(pattern: source, caseInsensitive: caseInsensitive, limits: limits)
+        self.literal = LiteralPattern(source, caseInsensitive: caseInsensitive, limits: limits)
     }
 
     /// Number of capturing groups in the pattern.
@@ -40,12 +43,19 @@ public struct Pattern: Sendable {
 
     /// Whether the pattern matches anywhere in `subject`.
     ///
+    /// A pattern that is one ASCII string is searched for without PCRE2, with PCRE2's answer (see
+    /// `LiteralPattern`).
+    ///
     /// - Throws: a limit error when the match gives up before answering.
     public func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
-        try subject.withBytes { bytes throws(PatternError) in
+        if let literal, let answer = subject.withBytes({ literal.matches($0) }) { return answer }
+        return try subject.withBytes { bytes throws(PatternError) in
             try code.match(bytes, captures: false)
         } != nil
     }
+
+    /// Whether `matches` searches for a string rather than running PCRE2 (for tests).
+    var isLiteral: Bool { literal != nil }
 
     /// Whether the pattern matches anywhere in `text`.
     public func matches(_ text: String) throws(PatternError) -> Bool {
