@@ -36,6 +36,9 @@ long literal_search(const uint8_t *subject, size_t count, const uint8_t *literal
 #if defined(__SSE2__)
         __m128i first = _mm_set1_epi8((char)literal[0]);
         __m128i final = _mm_set1_epi8((char)literal[literal_count - 1]);
+        // Only a letter needs the subject's capitals lower-cased to compare with it.
+        int fold_first = caseless && literal[0] >= 'a' && literal[0] <= 'z';
+        int fold_final = caseless && literal[literal_count - 1] >= 'a' && literal[literal_count - 1] <= 'z';
         __m128i highs = _mm_setzero_si128();
         // Positions position ..< position + 16, reading bytes up to position + 15 + literal_count - 1.
         for (; position + 16 <= last + 1; position += 16) {
@@ -43,8 +46,8 @@ long literal_search(const uint8_t *subject, size_t count, const uint8_t *literal
             __m128i ends = _mm_loadu_si128((const __m128i *)(subject + position + literal_count - 1));
             highs = _mm_or_si128(highs, starts);
             uint32_t both = (uint32_t)_mm_movemask_epi8(
-                _mm_and_si128(_mm_cmpeq_epi8(folded16(starts, caseless), first),
-                              _mm_cmpeq_epi8(folded16(ends, caseless), final)));
+                _mm_and_si128(_mm_cmpeq_epi8(folded16(starts, fold_first), first),
+                              _mm_cmpeq_epi8(folded16(ends, fold_final), final)));
             while (both != 0) {
                 size_t at = position + (size_t)__builtin_ctz(both);
                 both &= both - 1;
