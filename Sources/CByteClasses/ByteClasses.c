@@ -1,4 +1,5 @@
-// The byte-class kernels are static inline in include/CByteClasses.h; the token marker is here.
+// The byte-class kernels are static inline in include/CByteClasses.h; the token marker and the
+// search for a few byte pairs are here.
 #include "CByteClasses.h"
 
 /// Whether the pair `pair` (first byte high) is in a set of 65,536 bits (1,024 words).
@@ -51,5 +52,62 @@ long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *byte
     case 2: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 0, 1, 0);
     case 1: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 0, 0, 1);
     default: return 0;
+    }
+}
+
+/// index_next_pair_start for `pair_count` pairs, their vectors built: with the count constant,
+/// the pairs' loop unrolls.
+static inline __attribute__((always_inline)) long next_pair_start(const uint8_t *bytes, long count, long from,
+                                                                  const uint8_t *firsts, const uint8_t *seconds,
+                                                                  const int *pairs, int pair_count,
+                                                                  uint32_t without_second) {
+#if defined(__SSE2__)
+    if (count >= 17) {
+        __m128i bit5 = _mm_set1_epi8(0x20);
+        __m128i first_vectors[32], second_vectors[32], any_second[32];
+        for (int n = 0; n < pair_count; n++) {
+            first_vectors[n] = _mm_set1_epi8((char)firsts[pairs[n]]);
+            second_vectors[n] = _mm_set1_epi8((char)seconds[pairs[n]]);
+            any_second[n] = _mm_set1_epi8((without_second >> pairs[n]) & 1 ? (char)0xFF : 0);
+        }
+        // The last block ends at the byte before the last; it overlaps the one before, whose
+        // positions are masked off.
+        for (long index = from; index < count - 1;) {
+            long block = index < count - 17 ? index : count - 17;
+            __m128i here = _mm_or_si128(_mm_loadu_si128((const __m128i *)(bytes + block)), bit5);
+            __m128i next = _mm_or_si128(_mm_loadu_si128((const __m128i *)(bytes + block + 1)), bit5);
+            __m128i starts = _mm_setzero_si128();
+            for (int n = 0; n < pair_count; n++) {
+                __m128i second = _mm_or_si128(_mm_cmpeq_epi8(next, second_vectors[n]), any_second[n]);
+                starts = _mm_or_si128(starts, _mm_and_si128(_mm_cmpeq_epi8(here, first_vectors[n]), second));
+            }
+            uint32_t mask = (uint32_t)_mm_movemask_epi8(starts) & (0xFFFFu << (index - block));
+            if (mask != 0) return block + __builtin_ctz(mask);
+            index = block + 16;
+        }
+        return -1;
+    }
+#endif
+    for (long index = from; index < count - 1; index++) {
+        uint8_t here = bytes[index] | 0x20, next = bytes[index + 1] | 0x20;
+        for (int n = 0; n < pair_count; n++) {
+            if (here == firsts[pairs[n]] && (((without_second >> pairs[n]) & 1) || next == seconds[pairs[n]])) {
+                return index;
+            }
+        }
+    }
+    return -1;
+}
+
+long index_next_pair_start(const uint8_t *bytes, long count, long from, const uint8_t *firsts,
+                           const uint8_t *seconds, uint32_t active, uint32_t without_second) {
+    int pairs[32];
+    int pair_count = 0;
+    for (; active != 0; active &= active - 1) pairs[pair_count++] = __builtin_ctz(active);
+    switch (pair_count) {
+    case 0: return -1;
+    case 1: return next_pair_start(bytes, count, from, firsts, seconds, pairs, 1, without_second);
+    case 2: return next_pair_start(bytes, count, from, firsts, seconds, pairs, 2, without_second);
+    default: return next_pair_start(bytes, count, from, firsts, seconds, pairs, pair_count, without_second);
     }
 }

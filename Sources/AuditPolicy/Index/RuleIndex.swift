@@ -558,60 +558,27 @@ extension RuleIndex.FieldGroup {
     /// digits only, so wherever it occurs it lies inside a token: the same keys are found as by
     /// checking each position of each token.
     ///
-    /// Sixteen positions at a time are first tested, with SSE2 comparisons (`CByteClasses`), and
-    /// at the end eight, with word arithmetic, on the lower-cased bytes there and one further on,
-    /// for the first two bytes of the keys not found yet; only the positions that hold such a
-    /// pair are compared byte by byte. (Testing the first byte alone let through most words of a
-    /// query full of digits, for keys such as `0x5bf`.)
+    /// The positions where the first two bytes of a key not found yet stand are found by a C
+    /// kernel (`index_next_pair_start`), sixteen at a time with SSE2; only those positions are
+    /// compared byte by byte. (Testing the first byte alone let through most words of a query
+    /// full of digits, for keys such as `0x5bf`.) A search in Swift, sixteen positions a call,
+    /// spent about 70 instructions on each sixteen bytes, a tenth of a decision with the policy
+    /// mix's five infix keys.
     private func collect(
         _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
         into candidates: inout [Int32]
     ) {
-        let raw = UnsafeRawBufferPointer(bytes)
+        guard !bytes.isEmpty else { return }
         var found: UInt16 = 0
+        var active = keys.activePairs(found: found)
         var index = 0
-        // Sixteen positions at a time while seventeen bytes are left, then eight at a time.
-        if let base = bytes.baseAddress, bytes.count >= 17 {
-            var active = keys.activePairs(found: found)
-            keys.pairFirsts.withUnsafeBufferPointer { firsts in
-                keys.pairSeconds.withUnsafeBufferPointer { seconds in
-                    guard let firsts = firsts.baseAddress, let seconds = seconds.baseAddress else { return }
-                    while bytes.count - index >= 17 {
-                        var starts = byte_classes_pair_starts16(
-                            base + index, firsts, seconds, active, keys.pairsWithoutSecond)
-                        while starts != 0 {
-                            let position = index + starts.trailingZeroBitCount
-                            starts &= starts - 1
-                            let before = found
-                            guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else {
-                                index = bytes.count
-                                return
-                            }
-                            if found != before { active = keys.activePairs(found: found) }
-                        }
-                        index += 16
-                    }
-                }
-            }
+        while let position = keys.nextPairStart(in: bytes, from: index, active: active) {
+            guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else { return }
+            active = keys.activePairs(found: found)
+            index = position + 1
         }
-        while bytes.count - index >= 9 {
-            let here = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            let next = Self.loweredWord(raw.loadUnaligned(fromByteOffset: index + 1, as: UInt64.self))
-            var starts: UInt64 = 0
-            for pair in keys.pairs where pair.keys & ~found != 0 {
-                starts |= Self.equalBytes(here, pair.first) & (pair.hasSecond ? Self.equalBytes(next, pair.second) : ~0)
-            }
-            while starts != 0 {
-                let position = index + starts.trailingZeroBitCount >> 3
-                starts &= starts - 1
-                guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else { return }
-            }
-            index += 8
-        }
-        while index < bytes.count {
-            guard find(keys, at: index, in: bytes, found: &found, &tokens, into: &candidates) else { return }
-            index += 1
-        }
+        // The last byte can only start a key of one byte.
+        _ = find(keys, at: bytes.count - 1, in: bytes, found: &found, &tokens, into: &candidates)
     }
 
     /// Collects the rules of each key not in `found` that occurs at `index`, adding it to `found`;
@@ -641,27 +608,6 @@ extension RuleIndex.FieldGroup {
         return true
     }
 
-    /// The eight bytes of `word` (first byte lowest) with ASCII capitals lower-cased.
-    @inline(__always)
-    static func loweredWord(_ word: UInt64) -> UInt64 {
-        let word = UInt64(littleEndian: word)
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let low7 = word & (0x7F * ones)
-        // Adding 0x80 - 0x41 sets a byte's high bit from A up, adding 0x7F - 0x5A from past Z up;
-        // no sum carries into the next byte, as the high bits were cleared. None for bytes from
-        // 0x80.
-        let capitals = (low7 &+ (0x80 - 0x41) * ones) & ~(low7 &+ (0x7F - 0x5A) * ones) & ~word & (0x80 * ones)
-        return word | capitals >> 2
-    }
-
-    /// The high bit of each byte where `word` and `pattern` agree.
-    @inline(__always)
-    static func equalBytes(_ word: UInt64, _ pattern: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let difference = word ^ pattern
-        return ~(((difference & (0x7F * ones)) &+ 0x7F * ones) | difference) & (0x80 * ones)
-    }
-
     /// A few infix keys, looked for in the subject as text.
     final class FewKeys: Sendable {
         static let maximumCount = 16
@@ -671,9 +617,9 @@ extension RuleIndex.FieldGroup {
         let hashes: [UInt64]
         /// For each byte, the keys that start with it (bit `n`: key `n`).
         let byFirstByte: [UInt16]
-        /// Each distinct first two bytes of the keys (lower case), each repeated eight times, and
-        /// the keys that start with them; a one-byte key has no second byte.
-        let pairs: [(first: UInt64, second: UInt64, hasSecond: Bool, keys: UInt16)]
+        /// For each distinct first two bytes of the keys (a one-byte key has no second byte), the
+        /// keys that start with them.
+        let keysByPair: [UInt16]
         /// One bit per key.
         let everyKey: UInt16
 
@@ -691,30 +637,45 @@ extension RuleIndex.FieldGroup {
                 byFirstByte[Int(key[0])] |= 1 << UInt16(number)
                 byPair[Array(key.prefix(2)), default: 0] |= 1 << UInt16(number)
             }
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let pairs = byPair.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { pair, keys in
-                (
-                    first: UInt64(pair[0]) &* ones, second: UInt64(pair.count > 1 ? pair[1] : 0) &* ones,
-                    hasSecond: pair.count > 1, keys: keys
-                )
-            }
-            self.pairs = pairs
+            let pairs = byPair.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+            keysByPair = pairs.map(\.value)
             self.byFirstByte = byFirstByte
             everyKey = UInt16.max >> UInt16(16 - sorted.count)
-            pairFirsts = pairs.map { UInt8(truncatingIfNeeded: $0.first) }
-            pairSeconds = pairs.map { UInt8(truncatingIfNeeded: $0.second) }
-            pairsWithoutSecond = pairs.indices.reduce(0) { $0 | (pairs[$1].hasSecond ? 0 : 1 << UInt32($1)) }
+            pairFirsts = pairs.map { $0.key[0] }
+            pairSeconds = pairs.map { $0.key.count > 1 ? $0.key[1] : 0 }
+            pairsWithoutSecond = pairs.indices.reduce(0) { $0 | (pairs[$1].key.count > 1 ? 0 : 1 << UInt32($1)) }
         }
 
-        /// The first and second bytes of each pair of ``pairs``, for the vector search.
+        /// The first and second bytes of each pair of ``keysByPair``, for the search
+        /// (`index_next_pair_start`).
         let pairFirsts: [UInt8]
         let pairSeconds: [UInt8]
         /// Bit `n`: pair `n` is a one-byte key's, with no second byte.
         let pairsWithoutSecond: UInt32
 
+        /// The first position from `index` on, and before the last byte, where a pair of
+        /// `active` (bit `n`: pair `n`) stands, its bytes' bit 5 set; nil when there is none. Bit
+        /// 5 set lower-cases a capital letter and leaves lower-case letters and digits alone, so
+        /// no position of a key in any case is missed; the bytes of a position found need
+        /// comparing, as a few others pass (0x10 for `0`).
+        @inline(__always)
+        func nextPairStart(in bytes: UnsafeBufferPointer<UInt8>, from index: Int, active: UInt32) -> Int? {
+            let position = pairFirsts.withUnsafeBufferPointer { firsts in
+                pairSeconds.withUnsafeBufferPointer { seconds in
+                    index_next_pair_start(
+                        bytes.baseAddress, bytes.count, index, firsts.baseAddress, seconds.baseAddress, active,
+                        pairsWithoutSecond)
+                }
+            }
+            return position >= 0 ? position : nil
+        }
+
         /// Bit `n`: pair `n` starts a key not in `found`.
+        @inline(__always)
         func activePairs(found: UInt16) -> UInt32 {
-            pairs.indices.reduce(0) { $0 | (pairs[$1].keys & ~found != 0 ? 1 << UInt32($1) : 0) }
+            var active: UInt32 = 0
+            for (pair, keys) in keysByPair.enumerated() where keys & ~found != 0 { active |= 1 << UInt32(pair) }
+            return active
         }
     }
 

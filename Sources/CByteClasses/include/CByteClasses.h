@@ -6,8 +6,9 @@
 // that pass the index's gates.
 //
 // Swift has no portable way to turn a vector comparison into a bit mask (SSE2's movemask), and
-// its SIMD types compile byte comparisons to a loop, so these kernels are C: static inline, so
-// the Swift compiler inlines them into the scan. Without SSE2 they fall back to byte loops.
+// its SIMD types compile byte comparisons to a loop, so these kernels are C: the byte classes
+// static inline, so the Swift compiler inlines them into the scan; the marker and the pair search
+// compiled on their own (ByteClasses.c). Without SSE2 they fall back to byte loops.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,48 +80,6 @@ static inline ByteClassMasks byte_classes(const uint8_t *bytes, size_t count, si
     return masks;
 }
 
-/// Bit n set (n from 0 to 15): for some pair k set in `active`, byte `n` of `bytes` lower-cased
-/// is `firsts[k]`, and byte `n + 1` lower-cased is `seconds[k]` (not tested for a pair set in
-/// `withoutSecond`). Reads `bytes[0..<17]`; `firsts` and `seconds` hold at least as many pairs as
-/// the highest bit of `active` says (at most 32).
-static inline uint32_t byte_classes_pair_starts16(const uint8_t *bytes, const uint8_t *firsts,
-                                                  const uint8_t *seconds, uint32_t active,
-                                                  uint32_t withoutSecond) {
-#if defined(__SSE2__)
-    // Capitals are the bytes that adding 0x80 - 0x41 lands in [-128, -128 + 26).
-    __m128i capitalsStart = _mm_set1_epi8((char)(0x80 - 0x41));
-    __m128i capitalsEnd = _mm_set1_epi8((char)(-128 + 26));
-    __m128i bit5 = _mm_set1_epi8(0x20);
-    __m128i here = _mm_loadu_si128((const __m128i *)bytes);
-    __m128i next = _mm_loadu_si128((const __m128i *)(bytes + 1));
-    here = _mm_or_si128(here, _mm_and_si128(_mm_cmplt_epi8(_mm_add_epi8(here, capitalsStart), capitalsEnd), bit5));
-    next = _mm_or_si128(next, _mm_and_si128(_mm_cmplt_epi8(_mm_add_epi8(next, capitalsStart), capitalsEnd), bit5));
-    __m128i starts = _mm_setzero_si128();
-    while (active != 0) {
-        int pair = __builtin_ctz(active);
-        active &= active - 1;
-        __m128i matches = _mm_cmpeq_epi8(here, _mm_set1_epi8((char)firsts[pair]));
-        if (!((withoutSecond >> pair) & 1)) {
-            matches = _mm_and_si128(matches, _mm_cmpeq_epi8(next, _mm_set1_epi8((char)seconds[pair])));
-        }
-        starts = _mm_or_si128(starts, matches);
-    }
-    return (uint32_t)_mm_movemask_epi8(starts);
-#else
-    uint32_t starts = 0;
-    for (int position = 0; position < 16; position++) {
-        uint8_t here = bytes[position], next = bytes[position + 1];
-        if (here >= 'A' && here <= 'Z') here |= 0x20;
-        if (next >= 'A' && next <= 'Z') next |= 0x20;
-        for (int pair = 0; pair < 32; pair++) {
-            if (!((active >> pair) & 1) || here != firsts[pair]) continue;
-            if (((withoutSecond >> pair) & 1) || next == seconds[pair]) starts |= 1u << position;
-        }
-    }
-    return starts;
-#endif
-}
-
 /// One token of a subject as AuditPolicy keeps it (TokenHashes.Token): its hash, and where it
 /// starts and ends (the first byte after it).
 typedef struct {
@@ -141,5 +100,19 @@ typedef struct {
 long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate,
                        uint64_t gate_mask, const uint64_t *prefix_pairs, const uint64_t *suffix_pairs,
                        int32_t *marked);
+
+/// The first position p from `from` up, and before the last byte, where for some pair k set in
+/// `active` (at most 32) byte p of `bytes` with bit 5 set is `firsts[k]` and byte p + 1 with bit
+/// 5 set is `seconds[k]` (not tested for a pair set in `without_second`); -1 when there is none.
+/// Reads `bytes[0..<count]` only.
+///
+/// Setting bit 5 lower-cases a capital letter and leaves lower-case letters and digits as they
+/// are, so for pairs of lower-case letters and digits no position where they stand, in either
+/// case, is missed; now and then a position holds other bytes (0x10 for `0`), so the caller
+/// compares the bytes at each position found. Sixteen positions at a time with SSE2.
+///
+/// Not inline (ByteClasses.c): compiled on its own, its loop keeps the pairs' vectors in registers.
+long index_next_pair_start(const uint8_t *bytes, long count, long from, const uint8_t *firsts,
+                           const uint8_t *seconds, uint32_t active, uint32_t without_second);
 
 #endif
