@@ -247,7 +247,8 @@ struct RuleIndex: Sendable {
             guard let subject = subjects.subject(for: group.field, of: request) else { continue }
             subject.withBytes { _ = group.collect(in: $0, into: &candidates) }
         }
-        return Self.sortedWithoutRepeats(candidates)
+        Self.sortWithoutRepeats(&candidates)
+        return candidates
     }
 
     /// ``candidates(for:)`` without building any subject, for the common case of a policy whose
@@ -265,12 +266,14 @@ struct RuleIndex: Sendable {
             request.url.utf8.withContiguousStorageIfAvailable { bytes in
                 group.collect(in: bytes, into: &candidates, requiringASCII: true)
             } ?? false
-        return isASCII ? Self.sortedWithoutRepeats(candidates) : nil
+        guard isASCII else { return nil }
+        Self.sortWithoutRepeats(&candidates)
+        return candidates
     }
 
-    private static func sortedWithoutRepeats(_ candidates: [Int32]) -> [Int32] {
-        guard candidates.count > 1 else { return candidates }
-        var candidates = candidates
+    /// Sorts `candidates` in place and drops repeats (a copy to sort cost an allocation a decision).
+    private static func sortWithoutRepeats(_ candidates: inout [Int32]) {
+        guard candidates.count > 1 else { return }
         candidates.sort()
         var unique = 0
         for index in candidates.indices where index == 0 || candidates[index] != candidates[index - 1] {
@@ -278,7 +281,6 @@ struct RuleIndex: Sendable {
             unique += 1
         }
         candidates.removeLast(candidates.count - unique)
-        return candidates
     }
 }
 
