@@ -5,19 +5,34 @@ import AuditRegex
 /// It does not keep the request (copying one into it cost reference counts on every evaluation):
 /// each call takes the request the subjects are of.
 struct RequestSubjects {
-    private var lazyParts: URLParts?
     private var url: MatchSubject?
-    private var host: MatchSubject?
-    private var path: MatchSubject?
-    private var query: MatchSubject?
-    private var method: MatchSubject?
-    private var headers: [String: MatchSubject] = [:]
+    /// Everything but the URL's subject, made on first use: most policies read only the URL, and
+    /// an evaluation then makes and drops one optional reference here rather than seven fields.
+    private var others: Others?
+
+    /// The subjects of the other fields, and the URL's parts.
+    private final class Others {
+        var parts: URLParts?
+        var host: MatchSubject?
+        var path: MatchSubject?
+        var query: MatchSubject?
+        var method: MatchSubject?
+        var headers: [String: MatchSubject] = [:]
+    }
+
+    private mutating func othersMade() -> Others {
+        if let others { return others }
+        let made = Others()
+        others = made
+        return made
+    }
 
     /// The URL split and normalized, made on first use: most requests are decided without it.
     private mutating func parts(of request: AuditRequest) -> URLParts {
-        if let parts = lazyParts { return parts }
+        let others = othersMade()
+        if let parts = others.parts { return parts }
         let parts = URLParts(request.url)
-        lazyParts = parts
+        others.parts = parts
         return parts
     }
 
@@ -33,35 +48,34 @@ struct RequestSubjects {
             }
             return url
         case .host:
-            if host == nil {
+            let others = othersMade()
+            if others.host == nil {
                 let parts = parts(of: request)
-                host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange]))
+                others.host = MatchSubject(bytes: Array(parts.normalizedBytes[parts.hostRange]))
             }
-            return host
+            return others.host
         case .path:
-            if path == nil { path = MatchSubject(bytes: Array(parts(of: request).requestPathBytes)) }
-            return path
+            let others = othersMade()
+            if others.path == nil { others.path = MatchSubject(bytes: Array(parts(of: request).requestPathBytes)) }
+            return others.path
         case .query:
-            if query == nil {
+            let others = othersMade()
+            if others.query == nil {
                 let parts = parts(of: request)
-                query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
+                others.query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
             }
-            return query
-        case .method: return Self.cached(&method) { MatchSubject(request.method) }
+            return others.query
+        case .method:
+            let others = othersMade()
+            if others.method == nil { others.method = MatchSubject(request.method) }
+            return others.method
         case .header(let name):
-            if let cached = headers[name] { return cached }
+            let others = othersMade()
+            if let cached = others.headers[name] { return cached }
             guard let value = request.headerValue(name) else { return nil }
             let subject = MatchSubject(value)
-            headers[name] = subject
+            others.headers[name] = subject
             return subject
         }
-    }
-
-    @inline(__always)
-    private static func cached(_ slot: inout MatchSubject?, _ make: () -> MatchSubject) -> MatchSubject {
-        if let subject = slot { return subject }
-        let subject = make()
-        slot = subject
-        return subject
     }
 }
