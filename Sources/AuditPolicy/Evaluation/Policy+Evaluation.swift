@@ -17,17 +17,16 @@ extension Policy {
     /// token the request does not carry (see README, "How evaluation stays fast"). The verdict is
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
-        if let candidates = index.candidates(forURLOf: request) {
+        CandidateList.withEmptyList { candidates in
+            var subjects = RequestSubjects()
+            if !index.collectCandidates(forURLOf: request, into: &candidates) {
+                index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
+            }
             // No rule can match: the verdict `decide` would reach, without its bookkeeping.
             guard !candidates.isEmpty else { return Verdict(action: .pass) }
-            var subjects = RequestSubjects()
             return decide(
-                request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
+                request, candidates: candidates.rules.lazy.map(Int.init), subjects: &subjects, onError: onError)
         }
-        var subjects = RequestSubjects()
-        let candidates = index.candidates(for: request, subjects: &subjects)
-        guard !candidates.isEmpty else { return Verdict(action: .pass) }
-        return decide(request, candidates: candidates.lazy.map(Int.init), subjects: &subjects, onError: onError)
     }
 
     /// ``evaluate(_:onError:)`` without the index: every rule is matched in turn.

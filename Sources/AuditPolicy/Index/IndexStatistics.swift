@@ -70,6 +70,9 @@ extension Policy {
     /// For tuning a policy: a request with many candidates is slow to decide.
     public func candidateRules(for request: AuditRequest) -> [Rule] {
         var subjects = RequestSubjects()
-        return index.candidates(for: request, subjects: &subjects).map { rules[Int($0)] }
+        return CandidateList.withEmptyList { candidates in
+            index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
+            return candidates.rules.map { rules[Int($0)] }
+        }
     }
 }

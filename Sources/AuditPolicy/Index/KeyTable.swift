@@ -101,7 +101,7 @@ final class KeyTable: Sendable {
     @inline(__always)
     func collect(
         _ hash: UInt64, before: UInt8 = 0, after: UInt8 = 0, confirmedBy tokens: inout TokenHashes,
-        into candidates: inout [Int32], isGated: Bool = false
+        into candidates: inout CandidateList, isGated: Bool = false
     ) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
         guard

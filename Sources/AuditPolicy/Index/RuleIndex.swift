@@ -232,11 +232,12 @@ struct RuleIndex: Sendable {
             .sorted { ($0.rules, $1.key) > ($1.rules, $0.key) }.prefix(10).map { $0 }
     }
 
-    /// The indices of every rule that may match, ascending and without repeats.
-    func candidates(for request: AuditRequest, subjects: inout RequestSubjects) -> [Int32] {
-        var candidates: [Int32] = []
+    /// Adds to `candidates` the index of every rule that may match, ascending and without repeats.
+    func collectCandidates(
+        for request: AuditRequest, subjects: inout RequestSubjects, into candidates: inout CandidateList
+    ) {
         for group in groups {
-            // An ASCII URL is scanned as sent (see candidates(forURLOf:)).
+            // An ASCII URL is scanned as sent (see collectCandidates(forURLOf:into:)).
             if group.field == .url,
                 request.url.utf8.withContiguousStorageIfAvailable({
                     group.collect(in: $0, into: &candidates, requiringASCII: true)
@@ -247,40 +248,27 @@ struct RuleIndex: Sendable {
             guard let subject = subjects.subject(for: group.field, of: request) else { continue }
             subject.withBytes { _ = group.collect(in: $0, into: &candidates) }
         }
-        Self.sortWithoutRepeats(&candidates)
-        return candidates
+        candidates.sortWithoutRepeats()
     }
 
-    /// ``candidates(for:)`` without building any subject, for the common case of a policy whose
-    /// rules all read the URL and a request whose URL is ASCII; nil in every other case.
+    /// ``collectCandidates(for:subjects:into:)`` without building any subject, for the common case of
+    /// a policy whose rules all read the URL and a request whose URL is ASCII; in every other case,
+    /// returns false having added nothing.
     ///
     /// An ASCII URL's tokens include every token of its normalized form (normalizing only
     /// lower-cases scheme and host and drops a default port and the fragment, each set off by
     /// separators), so its raw bytes can be scanned without building the normalized copy: more
     /// candidates at worst, never fewer. PCRE2 still matches the normalized URL.
-    func candidates(forURLOf request: AuditRequest) -> [Int32]? {
-        guard groups.count == 1, groups[0].field == .url else { return nil }
+    func collectCandidates(forURLOf request: AuditRequest, into candidates: inout CandidateList) -> Bool {
+        guard groups.count == 1, groups[0].field == .url else { return false }
         let group = groups[0]
-        var candidates: [Int32] = []
         let isASCII =
             request.url.utf8.withContiguousStorageIfAvailable { bytes in
                 group.collect(in: bytes, into: &candidates, requiringASCII: true)
             } ?? false
-        guard isASCII else { return nil }
-        Self.sortWithoutRepeats(&candidates)
-        return candidates
-    }
-
-    /// Sorts `candidates` in place and drops repeats (a copy to sort cost an allocation a decision).
-    private static func sortWithoutRepeats(_ candidates: inout [Int32]) {
-        guard candidates.count > 1 else { return }
-        candidates.sort()
-        var unique = 0
-        for index in candidates.indices where index == 0 || candidates[index] != candidates[index - 1] {
-            candidates[unique] = candidates[index]
-            unique += 1
-        }
-        candidates.removeLast(candidates.count - unique)
+        guard isASCII else { return false }
+        candidates.sortWithoutRepeats()
+        return true
     }
 }
 
@@ -288,9 +276,11 @@ extension RuleIndex.FieldGroup {
     /// Appends the rules of this group that a subject made of `bytes` may match, and returns true;
     /// with `requiringASCII`, returns false having appended nothing if some byte is 0x80 or more
     /// (the raw bytes of such a URL do not stand for its normalized form; see
-    /// ``RuleIndex/candidates(forURLOf:)``). The check is part of the scan for tokens.
+    /// ``RuleIndex/collectCandidates(forURLOf:into:)``). The check is part of the scan for tokens.
     @discardableResult
-    func collect(in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout [Int32], requiringASCII: Bool = false)
+    func collect(
+        in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool = false
+    )
         -> Bool
     {
         // First every token's hash (rules filed with a second token are checked against these),
@@ -316,7 +306,7 @@ extension RuleIndex.FieldGroup {
     /// asked each token every question in turn spent more on branches and on moving its state
     /// between registers and the stack than on the questions.
     private func collect(
-        in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout [Int32]
+        in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
@@ -390,7 +380,7 @@ extension RuleIndex.FieldGroup {
     @inline(__always)
     private func collect(
         at index: Int, marks: UInt8, of all: UnsafeBufferPointer<TokenHashes.Token>,
-        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout [Int32]
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         let token = all[index]
         if marks & TokenGate.mayBeKey != 0 {
@@ -434,7 +424,7 @@ extension RuleIndex.FieldGroup {
     /// drops a default port). A non-ASCII byte where the scheme would be makes the whole subject
     /// count, which is never wrong.
     private func collectInAuthority(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout [Int32]
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
         var separatorStart = start
@@ -511,7 +501,7 @@ extension RuleIndex.FieldGroup {
 
     private func collectAffixes(
         _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, prefixes: Bool, suffixes: Bool,
-        _ tokens: inout TokenHashes, into candidates: inout [Int32]
+        _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         let length = end - start
         let affixLength = min(length, IndexKey.maximumAffixLength)
@@ -568,7 +558,7 @@ extension RuleIndex.FieldGroup {
     /// mix's five infix keys.
     private func collect(
         _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
-        into candidates: inout [Int32]
+        into candidates: inout CandidateList
     ) {
         guard !bytes.isEmpty else { return }
         var found: UInt16 = 0
@@ -588,7 +578,7 @@ extension RuleIndex.FieldGroup {
     @inline(__always)
     private func find(
         _ keys: FewKeys, at index: Int, in bytes: UnsafeBufferPointer<UInt8>, found: inout UInt16,
-        _ tokens: inout TokenHashes, into candidates: inout [Int32]
+        _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) -> Bool {
         var startingHere = keys.byFirstByte[Int(Self.lowered(bytes[index]))] & ~found
         while startingHere != 0 {

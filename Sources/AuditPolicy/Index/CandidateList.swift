@@ -1,0 +1,87 @@
+/// The indices of the rules a request may match, as the index collects them: on the stack up to
+/// ``stackCapacity``, in memory of their own beyond, so that most decisions allocate nothing for
+/// them.
+///
+/// Lives only inside ``withEmptyList(_:)``. An array grown from empty cost a decision of the policy
+/// mix, whose every request has a candidate, an allocation, a reallocation or two and a free; a
+/// list of 32 kept in place (`InlineArray`) was copied about twenty times a decision instead.
+struct CandidateList: ~Copyable {
+    /// At most this many rules are kept on the stack (128 bytes).
+    static let stackCapacity = 32
+
+    private var storage: UnsafeMutableBufferPointer<Int32>
+    /// Whether `storage` was allocated by the list (and is freed with it).
+    private var isAllocated = false
+    /// How many rules the list holds.
+    private(set) var count = 0
+
+    private init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+
+    deinit { if isAllocated { storage.deallocate() } }
+
+    /// Calls `body` with an empty list.
+    static func withEmptyList<Result>(_ body: (inout CandidateList) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: stackCapacity) { storage in
+            var list = CandidateList(storage: storage)
+            return body(&list)
+        }
+    }
+
+    /// The rules in the order they were added (after ``sortWithoutRepeats()``, ascending); valid
+    /// until the list changes.
+    var rules: UnsafeBufferPointer<Int32> { UnsafeBufferPointer(rebasing: storage[..<count]) }
+
+    /// Whether the list holds no rule.
+    var isEmpty: Bool { count == 0 }
+
+    /// Adds `rule` at the end.
+    @inline(__always)
+    mutating func append(_ rule: Int32) {
+        if count == storage.count { grow(toHold: count + 1) }
+        storage[count] = rule
+        count &+= 1
+    }
+
+    /// Adds `rules` at the end, in order.
+    mutating func append(contentsOf rules: [Int32]) {
+        if count + rules.count > storage.count { grow(toHold: count + rules.count) }
+        for rule in rules {
+            storage[count] = rule
+            count &+= 1
+        }
+    }
+
+    /// Moves the list to memory of its own with room for `capacity` rules or more.
+    private mutating func grow(toHold capacity: Int) {
+        let larger = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(capacity, 2 * storage.count))
+        _ = larger.initialize(fromContentsOf: storage[..<count])
+        if isAllocated { storage.deallocate() }
+        storage = larger
+        isAllocated = true
+    }
+
+    /// Sorts the list ascending and drops repeats.
+    mutating func sortWithoutRepeats() {
+        guard count > 1 else { return }
+        if count <= Self.stackCapacity {
+            // Insertion sort: usually a handful of rules.
+            for position in 1..<count {
+                let rule = storage[position]
+                var hole = position
+                while hole > 0, storage[hole - 1] > rule {
+                    storage[hole] = storage[hole - 1]
+                    hole -= 1
+                }
+                storage[hole] = rule
+            }
+        } else {
+            storage[..<count].sort()
+        }
+        var unique = 1
+        for position in 1..<count where storage[position] != storage[unique - 1] {
+            storage[unique] = storage[position]
+            unique += 1
+        }
+        count = unique
+    }
+}

@@ -1,0 +1,79 @@
+import Testing
+
+@testable import AuditPolicy
+
+/// The list the index collects candidate rules in: on the stack up to 32, in memory of its own
+/// beyond.
+@Suite struct CandidateListTests {
+    /// What a list made by `fill` holds, as added and then sorted without repeats.
+    private static func contents(_ fill: (inout CandidateList) -> Void) -> (added: [Int32], sorted: [Int32]) {
+        CandidateList.withEmptyList { list in
+            fill(&list)
+            let added = Array(list.rules)
+            list.sortWithoutRepeats()
+            return (added, Array(list.rules))
+        }
+    }
+
+    @Test("an empty list stays empty when sorted")
+    func emptyList() {
+        #expect(Self.contents { _ in }.sorted == [])
+    }
+
+    @Test("a short list is sorted ascending without repeats")
+    func shortList() {
+        let list = Self.contents { list in for rule: Int32 in [7, 3, 7, 0, 12, 3, 3] { list.append(rule) } }
+        #expect(list.added == [7, 3, 7, 0, 12, 3, 3])
+        #expect(list.sorted == [0, 3, 7, 12])
+    }
+
+    @Test("a list of exactly 32 keeps every rule")
+    func fullStackList() {
+        let list = Self.contents { list in for rule in (0..<32).reversed() { list.append(Int32(rule)) } }
+        #expect(list.sorted == (0..<32).map(Int32.init))
+    }
+
+    @Test("the 33rd rule moves the list to memory of its own, in order, with nothing lost")
+    func grownList() {
+        let rules = (0..<40).map { Int32($0 * 3 % 40) }
+        let list = Self.contents { list in for rule in rules { list.append(rule) } }
+        #expect(list.added == rules)
+        #expect(list.sorted == (0..<40).map(Int32.init))
+    }
+
+    @Test("appending an array of rules keeps their order, on the stack or beyond")
+    func appendingContents() {
+        let list = Self.contents { list in
+            list.append(5)
+            list.append(contentsOf: [9, 1])
+            list.append(contentsOf: (100..<140).map(Int32.init))
+            list.append(2)
+        }
+        #expect(list.added == [5, 9, 1] + (100..<140).map(Int32.init) + [2])
+    }
+
+    @Test("random lists of up to 200 rules sort as a sorted set of the same rules")
+    func randomLists() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let rules = (0..<Int.random(in: 0...200, using: &random)).map { _ in
+                Int32.random(in: 0..<60, using: &random)
+            }
+            let list = Self.contents { list in
+                var position = 0
+                while position < rules.count {
+                    // Some rules one by one, some as an array, as the index adds them.
+                    let length = min(Int.random(in: 1...40, using: &random), rules.count - position)
+                    if Bool.random(using: &random) {
+                        for rule in rules[position..<position + length] { list.append(rule) }
+                    } else {
+                        list.append(contentsOf: Array(rules[position..<position + length]))
+                    }
+                    position += length
+                }
+            }
+            #expect(list.added == rules)
+            #expect(list.sorted == Set(rules).sorted(), "rules \(rules)")
+        }
+    }
+}
