@@ -1,5 +1,5 @@
-// The byte-class kernels are static inline in include/CByteClasses.h; the token marker and the
-// search for a few byte pairs are here.
+// The byte-class kernels are static inline in include/CByteClasses.h; the token marker, the
+// search for a few byte pairs and the span of host bytes are here.
 #include "CByteClasses.h"
 
 /// Whether the pair `pair` (first byte high) is in a set of 65,536 bits (1,024 words).
@@ -110,4 +110,54 @@ long index_next_pair_start(const uint8_t *bytes, long count, long from, const ui
     case 2: return next_pair_start(bytes, count, from, firsts, seconds, pairs, 2, without_second);
     default: return next_pair_start(bytes, count, from, firsts, seconds, pairs, pair_count, without_second);
     }
+}
+
+#if defined(__SSE2__)
+/// Bit n set when byte n of `block` is not a lower-case letter, a digit, `.` or `-`.
+static inline uint32_t non_host_bytes(__m128i block) {
+    // x - low < width, unsigned, as a signed comparison after moving the range to the bottom.
+    __m128i bias = _mm_set1_epi8((char)0x80);
+    __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_sub_epi8(block, _mm_set1_epi8('a')), bias),
+                                    _mm_set1_epi8((char)(0x80 + 26)));
+    __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(_mm_sub_epi8(block, _mm_set1_epi8('0')), bias),
+                                   _mm_set1_epi8((char)(0x80 + 10)));
+    // `-` and `.` are 0x2D and 0x2E.
+    __m128i dash_or_dot = _mm_cmplt_epi8(_mm_add_epi8(_mm_sub_epi8(block, _mm_set1_epi8('-')), bias),
+                                         _mm_set1_epi8((char)(0x80 + 2)));
+    return ~(uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), dash_or_dot)) & 0xFFFFu;
+}
+#else
+/// Whether `byte` is a lower-case letter, a digit, `.` or `-`.
+static inline int is_host_byte(uint8_t byte) {
+    return (uint8_t)(byte - 'a') < 26 || (uint8_t)(byte - '0') < 10 || byte == '.' || byte == '-';
+}
+#endif
+
+long url_host_span(const uint8_t *bytes, long count, long from) {
+#if defined(__SSE2__)
+    if (count - from >= 16) {
+        for (long index = from; index < count;) {
+            // The last block may start before `index`: the bytes it reads again were host bytes.
+            long block = index < count - 16 ? index : count - 16;
+            uint32_t mask = non_host_bytes(_mm_loadu_si128((const __m128i *)(bytes + block)));
+            if (mask != 0) return block + __builtin_ctz(mask);
+            index = block + 16;
+        }
+        return count;
+    }
+    if (from < count) {
+        // Fewer than sixteen bytes: a copy, padded with a byte that ends the span.
+        uint8_t padded[16];
+        memset(padded, '/', sizeof padded);
+        memcpy(padded, bytes + from, (size_t)(count - from));
+        uint32_t mask = non_host_bytes(_mm_loadu_si128((const __m128i *)padded));
+        long found = from + __builtin_ctz(mask);
+        return found < count ? found : count;
+    }
+    return count;
+#else
+    long index = from;
+    while (index < count && is_host_byte(bytes[index])) index++;
+    return index;
+#endif
 }

@@ -64,6 +64,52 @@ import Testing
         #expect(URLParts.isNormalized(url) == false)
     }
 
+    @Test(
+        "a host of any length is matched as sent only when every byte is a lower-case letter, digit, dot or dash",
+        arguments: ["https://", "http://", "wss://", "h://"])
+    func hostBytesAtEveryPosition(scheme: String) {
+        let hostBytes = Array("ab-c.0z9".utf8)
+        for length in 1...40 {
+            let host = String(decoding: (0..<length).map { hostBytes[$0 % hostBytes.count] }, as: UTF8.self)
+            for ending in ["", "/", "/P?Q", "?Q=A"] {
+                #expect(URLParts.isNormalized(scheme + host + ending), "\(scheme + host + ending)")
+            }
+            for position in 0..<length {
+                for odd in ["A", "Z", "_", "@", ":", "`", "{", ",", "\u{FC}"] {
+                    var changed = Array(host)
+                    changed[position] = Character(odd)
+                    let url = scheme + String(changed) + "/x"
+                    #expect(!URLParts.isNormalized(url), "\(url)")
+                }
+            }
+        }
+    }
+
+    @Test("the span of host bytes is found sixteen at a time as it is byte by byte")
+    func hostSpanAgainstByteByByte() {
+        let alphabet = Array("az09.-/?:`{,@AZ_".utf8) + [0x2C, 0x2F, 0x40, 0x5B, 0x7F, 0x80, 0xFF]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 0...70, using: &random)
+            // Mostly host bytes, so that spans run across blocks.
+            let bytes = (0..<count).map { _ in
+                Int.random(in: 0..<4, using: &random) == 0
+                    ? alphabet.randomElement(using: &random) ?? 0
+                    : Array("a0.-z9".utf8).randomElement(using: &random) ?? 0
+            }
+            let from = Int.random(in: 0...count, using: &random)
+            var expected = from
+            while expected < count,
+                bytes[expected] &- UInt8(ascii: "a") < 26 || bytes[expected] &- UInt8(ascii: "0") < 10
+                    || bytes[expected] == UInt8(ascii: ".") || bytes[expected] == UInt8(ascii: "-")
+            {
+                expected += 1
+            }
+            let found = bytes.withUnsafeBufferPointer { URLParts.hostSpan($0, from: from) }
+            #expect(found == expected, "\(bytes) from \(from)")
+        }
+    }
+
     @Test("the host drops port, user info and IPv6 brackets")
     func host() {
         #expect(AuditRequest(url: "https://u@WWW.Test:8443/x").host == "www.test")

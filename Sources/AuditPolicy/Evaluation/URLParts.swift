@@ -1,3 +1,5 @@
+internal import CByteClasses
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -33,19 +35,39 @@ struct URLParts: Sendable {
     static func isNormalized(_ url: String) -> Bool {
         url.utf8.withContiguousStorageIfAvailable { bytes in
             guard firstIndex(of: UInt8(ascii: "#"), in: bytes, from: 0, to: bytes.count) == nil else { return false }
-            guard let separator = firstSchemeSeparator(in: bytes), isScheme(bytes, to: separator) else { return true }
-            for index in 0..<separator where bytes[index] &- UInt8(ascii: "A") < 26 { return false }
-            var index = separator + 3
-            while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") {
-                let byte = bytes[index]
-                let isHostByte =
-                    byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: ".")
-                    || byte == UInt8(ascii: "-")
-                guard isHostByte else { return false }
-                index += 1
+            let authority: Int
+            if let start = lowerCaseHTTPAuthorityStart(bytes) {
+                authority = start
+            } else {
+                guard let separator = firstSchemeSeparator(in: bytes), isScheme(bytes, to: separator) else {
+                    return true
+                }
+                for index in 0..<separator where bytes[index] &- UInt8(ascii: "A") < 26 { return false }
+                authority = separator + 3
             }
-            return true
+            // The authority's bytes, sixteen at a time (a loop of a byte at a time cost about 13
+            // instructions a byte).
+            let end = hostSpan(bytes, from: authority)
+            return end == bytes.count || bytes[end] == UInt8(ascii: "/") || bytes[end] == UInt8(ascii: "?")
         } ?? false
+    }
+
+    /// The index of the first byte of `bytes` at or after `from` that is not a lower-case letter, a
+    /// digit, `.` or `-`, or `bytes.count` (see `url_host_span`).
+    static func hostSpan(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        guard let base = bytes.baseAddress else { return 0 }
+        return url_host_span(base, bytes.count, from)
+    }
+
+    /// Where the authority starts when `bytes` begins with `https://` or `http://` as written (most
+    /// URLs), told by one load; nil otherwise.
+    private static func lowerCaseHTTPAuthorityStart(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count >= 8, let base = bytes.baseAddress else { return nil }
+        let word = UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(as: UInt64.self))
+        // "https://" and "http://", first byte lowest.
+        if word == 0x2F2F_3A73_7074_7468 { return 8 }
+        if word & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return 7 }
+        return nil
     }
 
     private init(bytes all: UnsafeBufferPointer<UInt8>) {

@@ -3,7 +3,7 @@
 
 // Byte classes of up to 64 bytes at once, for the token scanner in AuditPolicy, and the places
 // where a few byte pairs start, for its search for a few inside keys; and the tokens of a subject
-// that pass the index's gates.
+// that pass the index's gates; and how far a URL's host is in normalized form.
 //
 // Swift has no portable way to turn a vector comparison into a bit mask (SSE2's movemask), and
 // its SIMD types compile byte comparisons to a loop, so these kernels are C: the byte classes
@@ -114,5 +114,12 @@ long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *byte
 /// Not inline (ByteClasses.c): compiled on its own, its loop keeps the pairs' vectors in registers.
 long index_next_pair_start(const uint8_t *bytes, long count, long from, const uint8_t *firsts,
                            const uint8_t *seconds, uint32_t active, uint32_t without_second);
+
+/// The index of the first byte at or after `from` of `bytes[0..<count]` that is not a lower-case
+/// letter, a digit, `.` or `-` (the bytes of a normalized host name), or `count` if there is none.
+/// Sixteen bytes at a time with SSE2, the last block overlapping the one before.
+///
+/// Not inline (ByteClasses.c): for the check that a URL is already in normalized form.
+long url_host_span(const uint8_t *bytes, long count, long from);
 
 #endif
