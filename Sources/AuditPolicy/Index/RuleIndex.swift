@@ -393,8 +393,10 @@ extension RuleIndex.FieldGroup {
             table.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
             // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
             // the tokens around it neighbours there.
-            if index &+ 2 < all.count, Self.defaultPortHashes.contains(next.hash),
-                bytes[Int(next.start) &- 1] == UInt8(ascii: ":")
+            // (The byte before the port first: it is rarely a colon, and reading the hashes costs a
+            // check that they are made.)
+            if index &+ 2 < all.count, bytes[Int(next.start) &- 1] == UInt8(ascii: ":"),
+                Self.defaultPortHashes.contains(next.hash)
             {
                 table.collect(
                     IndexKey.pairHash(token.hash, all[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
