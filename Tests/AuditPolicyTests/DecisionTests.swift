@@ -199,6 +199,26 @@ import Testing
         #expect(verdict.errors.map(\.ruleID) == ["r/unwrap"])
     }
 
+    @Test("with onError: .pass each failing redirect is dropped in turn, in the order rules decide")
+    func failingRedirectsDroppedInDecidingOrder() throws {
+        let policy = try Policy(
+            parsing: """
+                [warn]
+                low ^https://t\\.test/
+                [redirect $1] priority=1
+                first u=([^&]*)
+                [block]
+                later ^https://t\\.test/\\?u=ftp
+                [redirect $1] priority=2
+                top v=([^&]*)
+                """, file: "r.rules")
+        let verdict = policy.evaluate(AuditRequest(url: "https://t.test/?u=ftp://x&v=mailto:y"), onError: .pass)
+        // top (priority 2) and first (priority 1) fail; block and warn tie at 0, block ranks first.
+        #expect(verdict.action == .block)
+        #expect(verdict.rule?.id == "r/later")
+        #expect(verdict.errors.map(\.ruleID) == ["r/top", "r/first"])
+    }
+
     @Test("a match that hits the match limit blocks, naming the rule (fail closed)")
     func matchLimitFailsClosed() throws {
         let limits = MatchLimits(matchLimit: 5_000, depthLimit: 5_000)

@@ -43,61 +43,65 @@ extension Policy {
         _ request: AuditRequest, candidates ruleIndices: Candidates, subjects: inout RequestSubjects,
         onError: MatchErrorHandling
     ) -> Verdict {
-        // The matching rules that decide (not record), in policy order: the first in a local, the
-        // rest in an array, so that the usual single match allocates nothing.
-        var firstMatch: Int?
-        var laterMatches: [Int] = []
-        var recorded: [Rule] = []
-        var errors: [EvaluationError] = []
-        var failingRule: Rule?
+        // The matching rules that decide (not record), in policy order, on the stack.
+        CandidateList.withEmptyList { matches in
+            var recorded: [Rule] = []
+            var errors: [EvaluationError] = []
+            var failingRule: Rule?
 
-        for index in ruleIndices {
-            let rule = rules[index]
-            do {
-                guard try rule.matches(request, in: &subjects) else { continue }
-            } catch {
-                errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
-                failingRule = failingRule ?? rule
-                continue
-            }
-            if rule.isRecord {
-                recorded.append(rule)
-            } else if firstMatch == nil {
-                firstMatch = index
-            } else {
-                laterMatches.append(index)
-            }
-        }
-        if onError == .block, let failingRule {
-            return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
-        }
-        guard let firstMatch else { return Verdict(action: .pass, recorded: recorded, errors: errors) }
-        if laterMatches.isEmpty, case let rule = rules[firstMatch], let action = rule.action.verdictAction,
-            action != .redirect
-        {
-            return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
-        }
-
-        var candidates = [firstMatch] + laterMatches
-        if candidates.count > 1 { candidates.sort(by: decidesBefore) }
-        for index in candidates {
-            let rule = rules[index]
-            guard let action = rule.action.verdictAction else { continue }
-            guard case .redirect(let template) = rule.action else {
-                return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
-            }
-            switch redirectTarget(of: rule, template: template, request: request, subjects: &subjects) {
-            case .success(let target):
-                return Verdict(
-                    action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
-            case .failure(let error):
-                errors.append(error)
-                if onError == .block {
-                    return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+            for index in ruleIndices {
+                let rule = rules[index]
+                do throws(PatternError) {
+                    guard try rule.matches(request, in: &subjects) else { continue }
+                } catch {
+                    errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
+                    failingRule = failingRule ?? rule
+                    continue
+                }
+                if rule.isRecord {
+                    recorded.append(rule)
+                } else {
+                    matches.append(Int32(truncatingIfNeeded: index))
                 }
             }
+            if onError == .block, let failingRule {
+                return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
+            }
+            // The winner is the match that decides before every other; a redirect whose target
+            // fails is dropped (with `.pass`) and the next winner taken. No sort: most requests
+            // have one or two matches, and a failed redirect is rare.
+            while let winner = firstDeciding(among: matches.rules) {
+                let rule = rules[winner]
+                guard let action = rule.action.verdictAction else {
+                    // A record rule is never among the matches; were one there, it would not decide.
+                    matches.remove(Int32(truncatingIfNeeded: winner))
+                    continue
+                }
+                guard case .redirect(let template) = rule.action else {
+                    return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
+                }
+                switch redirectTarget(of: rule, template: template, request: request, subjects: &subjects) {
+                case .success(let target):
+                    return Verdict(
+                        action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
+                case .failure(let error):
+                    errors.append(error)
+                    if onError == .block {
+                        return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+                    }
+                }
+                matches.remove(Int32(truncatingIfNeeded: winner))
+            }
+            return Verdict(action: .pass, recorded: recorded, errors: errors)
         }
-        return Verdict(action: .pass, recorded: recorded, errors: errors)
+    }
+
+    /// The rule among `matches` that decides before every other (see ``decidesBefore(_:_:)``), or
+    /// nil when there is none.
+    private func firstDeciding(among matches: UnsafeBufferPointer<Int32>) -> Int? {
+        guard var best = matches.first.map(Int.init) else { return nil }
+        for match in matches.dropFirst() where decidesBefore(Int(match), best) { best = Int(match) }
+        return best
     }
 
     /// ``evaluate(_:onError:)`` and the time it took, in nanoseconds.

@@ -1,4 +1,5 @@
-/// The indices of the rules a request may match, as the index collects them: on the stack up to
+/// The indices of the rules a request may match, as the index collects them (and of those that
+/// match, as a decision collects them): on the stack up to
 /// ``stackCapacity``, in memory of their own beyond, so that most decisions allocate nothing for
 /// them.
 ///
@@ -49,6 +50,13 @@ struct CandidateList: ~Copyable {
             storage[count] = rule
             count &+= 1
         }
+    }
+
+    /// Removes the first occurrence of `rule`, keeping the others in order.
+    mutating func remove(_ rule: Int32) {
+        guard let position = rules.firstIndex(of: rule) else { return }
+        for later in position..<count &- 1 { storage[later] = storage[later &+ 1] }
+        count &-= 1
     }
 
     /// Moves the list to memory of its own with room for `capacity` rules or more.
