@@ -36,6 +36,23 @@ struct RequestSubjects {
         return parts
     }
 
+    /// Whether `pattern` matches the subject for `field`; false when the request has no such
+    /// header.
+    ///
+    /// The URL's subject, which most rules read, is matched where it is kept: handing out a copy
+    /// cost two reference counts a match.
+    mutating func matches(_ pattern: Pattern, field: RequestField, of request: AuditRequest) throws(PatternError)
+        -> Bool
+    {
+        if case .url = field {
+            if url == nil { _ = subject(for: .url, of: request) }
+            guard let url else { return false }
+            return try pattern.matches(url)
+        }
+        guard let subject = subject(for: field, of: request) else { return false }
+        return try pattern.matches(subject)
+    }
+
     /// The subject for `field`, or nil when the request has no such header.
     mutating func subject(for field: RequestField, of request: AuditRequest) -> MatchSubject? {
         switch field {

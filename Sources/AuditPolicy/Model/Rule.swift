@@ -82,8 +82,7 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
     /// this of every candidate rule.
     func matches(_ request: AuditRequest, in subjects: inout RequestSubjects) throws(PatternError) -> Bool {
         guard applies(toMethod: request.method) else { return false }
-        guard let subject = subjects.subject(for: storage.field, of: request) else { return false }
-        return try storage.pattern.matches(subject)
+        return try subjects.matches(storage.pattern, field: storage.field, of: request)
     }
 
     /// Whether the rule only records its matches.
