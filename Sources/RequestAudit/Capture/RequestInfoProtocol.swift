@@ -26,6 +26,15 @@ public final class RequestInfoProtocol: URLProtocol {
     static let active = Locked<Auditor?>(nil)
 
     private let state = Locked(LoadState())
+    /// Where `startLoading` hands each request on to be decided and forwarded: one serial queue.
+    ///
+    /// A serial queue runs on libdispatch's overcommit threads, so the hop never waits behind the
+    /// caller's Swift tasks, which share the global concurrent queue's few threads. And while it
+    /// drains, further hops join it without waking another thread. Its work is short (a decision)
+    /// or waits for the session queue every session shares anyway (creating and resuming the
+    /// forwarded task). Measured against `DispatchQueue.global()`: interception overhead one
+    /// request at a time +9.4 % -> +5.0 % p50 (median of 12 alternated runs).
+    private static let hopQueue = DispatchQueue(label: "RequestAudit.RequestInfoProtocol.hop")
     /// The caller session's work queue, where the client is told of results (see CallerSession).
     private let clientQueue = Locked<DispatchQueue?>(nil)
 
@@ -81,8 +90,8 @@ public final class RequestInfoProtocol: URLProtocol {
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
-        // needs async, and `run` starts a task for it).
-        DispatchQueue.global().async {
+        // needs async, and `run` starts a task for it). See `hopQueue`.
+        Self.hopQueue.async {
             this.value.run(auditor, caller: this.value.readCallerSession(known))
         }
     }
