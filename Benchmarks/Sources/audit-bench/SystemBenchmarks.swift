@@ -1,6 +1,10 @@
 import Foundation
 import RequestAudit
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -44,17 +48,35 @@ final class LocalNginx {
     let url: URL
     private let process: Process
 
+    /// Starts nginx on the first of a few ports that are free: ports below the kernel's
+    /// ephemeral range (32768 and up by default), where a connection left over from an earlier run
+    /// may still hold a port, each checked by binding it first, and nginx counted as started only
+    /// once it accepts a connection (it retries a taken port for a few seconds before giving up).
     init() throws {
         directory = NSTemporaryDirectory() + "audit-bench-nginx-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
         try Data(repeating: UInt8(ascii: "x"), count: 1_024).write(
             to: URL(fileURLWithPath: directory + "/www/small.txt"))
-        port = 20_000 + Int(getpid() % 20_000)
-        guard let url = URL(string: "http://127.0.0.1:\(port)/small.txt") else {
-            throw BenchError("no URL for port \(port)")
+        let first = 20_000 + Int(getpid() % 10_000)
+        for attempt in 0..<5 {
+            let port = 20_000 + (first - 20_000 + attempt * 1_009) % 12_000
+            guard let url = URL(string: "http://127.0.0.1:\(port)/small.txt") else {
+                throw BenchError("no URL for port \(port)")
+            }
+            guard Self.canBind(port: port) else { continue }
+            let process = try Self.start(port: port, directory: directory)
+            if Self.waitUntilAccepting(port: port, process: process) {
+                (self.port, self.url, self.process) = (port, url, process)
+                return
+            }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
         }
-        self.url = url
+        throw BenchError("nginx could not listen on any of five ports (see \(directory)/error.log)")
+    }
+
+    private static func start(port: Int, directory: String) throws -> Process {
         let config = """
             daemon off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log;
             events { worker_connections 1024; }
@@ -62,17 +84,59 @@ final class LocalNginx {
               server { listen 127.0.0.1:\(port); root \(directory)/www; } }
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/nginx.conf"))
-        process = Process()
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", directory + "/nginx.conf", "-p", directory]
         try process.run()
-        Thread.sleep(forTimeInterval: 0.5)
-        guard process.isRunning else { throw BenchError("nginx did not start (see \(directory)/error.log)") }
+        return process
     }
 
+    /// Whether nginx accepts a TCP connection on `port` within five seconds, while it runs.
+    private static func waitUntilAccepting(port: Int, process: Process) -> Bool {
+        for _ in 0..<100 {
+            guard process.isRunning else { return false }
+            if canConnect(port: port) { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        withSocket(port: port) { socket, address, length in connect(socket, address, length) == 0 }
+    }
+
+    /// Whether `port` can be bound as nginx binds it (with `SO_REUSEADDR`).
+    private static func canBind(port: Int) -> Bool {
+        withSocket(port: port) { socket, address, length in
+            var yes: Int32 = 1
+            setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+            return bind(socket, address, length) == 0
+        }
+    }
+
+    /// Calls `body` with a new TCP socket and the address of `port` on 127.0.0.1; closes the socket.
+    private static func withSocket(
+        port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return false }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    }
+
+    /// Stops nginx and removes its directory (its configuration, the file, and the audit log).
     func stop() {
         process.terminate()
         process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
