@@ -248,7 +248,8 @@ struct WriteLog: ParsableCommand {
 struct Interception: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "interception", shouldDisplay: false)
     @OptionGroup var options: DataOptions
-    @Option(help: "Requests per interception round.") var interceptionRequests = 3_200
+    @Option(help: "Requests per session and concurrency (see InterceptionBenchmark.defaultRequests).")
+    var interceptionRequests = InterceptionBenchmark.defaultRequests
     @Option(help: "Only this session (direct or audited), for profiling one path.") var only: String?
 
     func run() async throws {
@@ -284,7 +285,8 @@ struct All: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Runs every benchmark and prints the table.")
     @OptionGroup var options: DataOptions
     @Option(help: "The audit binary to time for reports.") var audit = "../.build/release/audit"
-    @Option(help: "Requests per interception round.") var interceptionRequests = 3_200
+    @Option(help: "Requests per session and concurrency (see InterceptionBenchmark.defaultRequests).")
+    var interceptionRequests = InterceptionBenchmark.defaultRequests
 
     func run() async throws {
         let data = BenchData(directory: options.data)

@@ -141,6 +141,12 @@ final class LocalNginx {
 }
 
 struct InterceptionBenchmark {
+    /// Requests per session at each concurrency. The ratios drift with the machine's minute even
+    /// though the sessions alternate: at 3,200 the same binary's 16-at-a-time p50 overhead ranged
+    /// from +6.3 % to +15.0 % over eight runs; at 12,800 it ranged from +7.9 % to +13.1 % over six
+    /// (2026-11-23). The section then takes about 40 s.
+    static let defaultRequests = 12_800
+
     let policy: Policy
     let requests: Int
     /// Only these sessions ("direct", "audited"), for profiling one path; nil measures both.
