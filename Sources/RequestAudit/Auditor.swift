@@ -61,7 +61,7 @@ public final class Auditor: Sendable {
         } else {
             log = nil
         }
-        forwarder = Forwarder(hopVerdict: Self.hopVerdict(policy, onError: configuration.onMatchError))
+        forwarder = Forwarder()
     }
 
     /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
@@ -145,7 +145,9 @@ public final class Auditor: Sendable {
     /// Foundation's own HTTP protocol, which is asked before any registered class: such sessions are
     /// not intercepted by this call. Use ``install(into:)`` on their configuration.
     ///
-    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``.
+    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``, or
+    ///   ``RequestAuditError/unsupportedPlatform(_:)`` when this Foundation lacks what interception
+    ///   relies on.
     public func install() throws(RequestAuditError) {
         try activate()
         // FoundationNetworking consults registered classes in registration order and registers its
@@ -159,7 +161,9 @@ public final class Auditor: Sendable {
 
     /// Intercepts the sessions created from `sessionConfiguration` from now on.
     ///
-    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``.
+    /// - Throws: ``RequestAuditError/anotherAuditorInstalled``, or
+    ///   ``RequestAuditError/unsupportedPlatform(_:)`` when this Foundation lacks what interception
+    ///   relies on.
     public func install(into sessionConfiguration: URLSessionConfiguration) throws(RequestAuditError) {
         try activate()
         let others = (sessionConfiguration.protocolClasses ?? []).filter { $0 != RequestInfoProtocol.self }
@@ -176,6 +180,8 @@ public final class Auditor: Sendable {
     }
 
     private func activate() throws(RequestAuditError) {
+        try PlatformInternals.check()
+        guard forwarder.completesOnWorkQueue else { throw .unsupportedPlatform("URLSession.workQueue not found") }
         try RequestInfoProtocol.active.withLock { active throws(RequestAuditError) in
             if let active, active !== self { throw .anotherAuditorInstalled }
             active = self

@@ -23,6 +23,11 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     case blocked(rule: String, message: String?, url: String)
     /// A `warn` rule matched and the warning was declined; nothing was sent.
     case warningDeclined(rule: String, message: String?, url: String)
+    /// A `redirect` rule matched a download or upload task, which Foundation's own protocol loads and
+    /// cannot send elsewhere; nothing was sent (the rule fails closed).
+    case redirectUnavailable(rule: String, target: String, url: String)
+    /// This Foundation lacks what interception relies on (named in the message); nothing is installed.
+    case unsupportedPlatform(String)
     /// Another auditor is installed; uninstall it first.
     case anotherAuditorInstalled
     /// The audit log could not be opened or written.
@@ -43,6 +48,10 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
             "blocked by RequestAudit rule \(rule)\(message.map { ": \($0)" } ?? "") (\(url))"
         case .warningDeclined(let rule, let message, let url):
             "warning declined for RequestAudit rule \(rule)\(message.map { ": \($0)" } ?? "") (\(url))"
+        case .redirectUnavailable(let rule, let target, let url):
+            "RequestAudit rule \(rule) redirects to \(target), which a download or upload task cannot follow (\(url))"
+        case .unsupportedPlatform(let missing):
+            "RequestAudit cannot intercept on this Foundation: \(missing)"
         case .anotherAuditorInstalled:
             "another Auditor is installed; uninstall it first"
         case .auditLog(let reason):
@@ -57,9 +66,9 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     var urlError: URLError {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description, Self.userInfoKey: self]
         switch self {
-        case .blocked(_, _, let url), .warningDeclined(_, _, let url):
+        case .blocked(_, _, let url), .warningDeclined(_, _, let url), .redirectUnavailable(_, _, let url):
             if let failing = URL(string: url) { userInfo[NSURLErrorFailingURLErrorKey] = failing }
-        case .anotherAuditorInstalled, .auditLog, .policyReload:
+        case .anotherAuditorInstalled, .auditLog, .policyReload, .unsupportedPlatform:
             break
         }
         return URLError(Self.refusalCode, userInfo: userInfo)

@@ -7,22 +7,50 @@ import Foundation
 /// The life of one intercepted load, as a value: each transition returns what the caller must do
 /// after leaving the lock.
 struct LoadState: @unchecked Sendable {
-    // URLSessionDataTask is only cancelled through the returned action, outside the lock.
+    // The task and protocol held here are only acted on through the returned actions, outside the lock.
+
+    /// What `stopLoading` must do.
+    enum StopAction {
+        /// Nothing is running yet, or the load already ended.
+        case none
+        /// Cancel the forwarded task.
+        case cancel(URLSessionDataTask)
+        /// Stop Foundation's own protocol; `isSuspending` when the caller suspended the task, which
+        /// it may resume.
+        case stopSystemLoader(URLProtocol, isSuspending: Bool)
+    }
+
     private enum Phase {
         case idle
         case deciding
         case forwarding(URLSessionDataTask)
+        /// Foundation's own HTTP protocol loads the caller's task (see SystemLoad).
+        case systemLoading(URLProtocol)
         case stopped
         case finished
     }
 
     private var phase = Phase.idle
 
-    /// `startLoading`: true when the load should run (only the first start does).
-    mutating func start() -> Bool {
-        guard case .idle = phase else { return false }
-        phase = .deciding
-        return true
+    /// `startLoading`: `.begin` for the first start, `.resume(protocol)` when a suspended system load
+    /// goes on, `.ignore` otherwise.
+    mutating func start() -> StartAction {
+        switch phase {
+        case .idle:
+            phase = .deciding
+            return .begin
+        case .systemLoading(let loader):
+            return .resume(loader)
+        default:
+            return .ignore
+        }
+    }
+
+    /// What `startLoading` must do.
+    enum StartAction {
+        case begin
+        case resume(URLProtocol)
+        case ignore
     }
 
     /// The forwarded task was created; returns it when the load was stopped meanwhile, to cancel.
@@ -36,11 +64,28 @@ struct LoadState: @unchecked Sendable {
         }
     }
 
-    /// `stopLoading`: the forwarded task to cancel, if one is running.
-    mutating func stop() -> URLSessionDataTask? {
-        defer { if case .finished = phase {} else { phase = .stopped } }
-        if case .forwarding(let task) = phase { return task }
-        return nil
+    /// Foundation's own protocol is about to load the task: false when the load was stopped meanwhile.
+    mutating func loadingBySystem(_ loader: URLProtocol) -> Bool {
+        guard case .deciding = phase else { return false }
+        phase = .systemLoading(loader)
+        return true
+    }
+
+    /// `stopLoading`: what to stop. A suspension of a system load keeps it resumable.
+    mutating func stop(isSuspending: Bool) -> StopAction {
+        switch phase {
+        case .forwarding(let task):
+            phase = .stopped
+            return .cancel(task)
+        case .systemLoading(let loader):
+            if !isSuspending { phase = .stopped }
+            return .stopSystemLoader(loader, isSuspending: isSuspending)
+        case .finished:
+            return .none
+        default:
+            phase = .stopped
+            return .none
+        }
     }
 
     /// The load ended: true when the caller still waits for the result (it was not stopped).
@@ -49,6 +94,14 @@ struct LoadState: @unchecked Sendable {
         if case .finished = phase { return false }
         phase = .finished
         return true
+    }
+
+    /// Whether the caller still waits for events (the load was neither stopped nor finished).
+    var isWaiting: Bool {
+        switch phase {
+        case .stopped, .finished: false
+        default: true
+        }
     }
 
     /// Whether `stopLoading` was called before the load ended.

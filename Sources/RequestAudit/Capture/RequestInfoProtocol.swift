@@ -14,11 +14,14 @@ import Synchronization
 ///
 /// Install it through ``Auditor/install()`` or ``Auditor/install(into:)``, not directly.
 ///
-/// Platform notes (Linux FoundationNetworking): the response body is delivered in one piece at the
-/// end, because each `didLoad` replaces the body of completion-handler and `async` callers; HTTP
-/// redirects are followed by the forwarding session and the caller gets the final response (its URL
-/// is the final URL); a request that may carry a body the protocol cannot see (`uploadTask(with:from:)`)
-/// is decided in `canInit` and, unless refused, left to the system loader so its body is never lost.
+/// What the caller sees is what it would see without RequestAudit, for every way a task can be made:
+/// - data tasks go through the forwarding session, and each event is relayed as it happens: the
+///   response when its header is complete, each body chunk to a delegate as it arrives (a completion
+///   handler or `async` caller gets the whole body at the end, as FoundationNetworking gives it),
+///   every redirect put to the caller's `willPerformHTTPRedirection` and checked by the policy, every
+///   authentication challenge put to the caller's delegate or answered from its credential storage;
+/// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
+///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
 public final class RequestInfoProtocol: URLProtocol {
     // `URLProtocol` is not Sendable (and Linux marks the conformance unavailable); every mutable field
     // of this class is in `state`, guarded by a lock (`Locked`, a Mutex), so it crosses tasks inside `Reference`.
@@ -48,62 +51,60 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The caller session's work queue, where the client is told of results (see CallerSession).
     private let clientQueue = Locked<DispatchQueue?>(nil)
 
-    /// Whether this protocol handles `request`: http(s), an auditor installed,
-    /// and, for a request whose body may be invisible here, a verdict that refuses it.
+    /// Whether this protocol handles `request`: http(s) with an auditor installed.
+    ///
+    /// Nothing is decided here: FoundationNetworking may ask more than once per task, and a decision
+    /// leaves a trace (counted, published, logged). `startLoading` decides each request once.
     public override class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let auditor = active.withLock({ $0 })
+        guard let scheme = request.url?.scheme, scheme.caseInsensitiveCompare("http") == .orderedSame
+            || scheme.caseInsensitiveCompare("https") == .orderedSame
         else { return false }
-        guard request.mayHaveInvisibleBody else { return true }
-        // The body lives in the task, out of reach: refuse here or let the system loader send it.
-        let decision = auditor.decide(request)
-        if isRefused(decision, auditor: auditor) {
-            // startLoading decides again and refuses; this decision only served to choose.
-            auditor.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0))
-            return true
-        }
-        let warning =
-            decision.verdict.action == .warn
-            ? WarningResolution(decision: .proceed, decidedBy: .default) : nil
-        auditor.finish(
-            decision, warning: warning,
-            outcome: OutcomeSnapshot(
-                kind: .systemLoader, durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                forwardedURL: decision.snapshot.url
-            )
-        )
-        return false
-    }
-
-    private static func isRefused(_ decision: Auditor.Decision, auditor: Auditor) -> Bool {
-        switch decision.verdict.action {
-        case .block: true
-        case .warn: auditor.configuration.defaultWarningDecision == .cancel
-        default: false
-        }
+        return active.withLock { $0 != nil }
     }
 
     /// Returns `request` unchanged.
     public override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
 
+    /// How a load reaches the network.
+    enum Route: Sendable, Equatable {
+        /// Through the forwarding session, every event relayed to a caller of this behaviour.
+        case relay(CallerSession.Behaviour)
+        /// By Foundation's own HTTP protocol, loading the caller's task itself (see SystemLoad):
+        /// downloads and uploads, whose file or body lives in the task, out of a protocol's reach.
+        case system
+    }
+
     /// Decides and starts the request off the session's work queue.
     public override func startLoading() {
-        guard state.withLock({ $0.start() }) else { return }
+        switch state.withLock({ $0.start() }) {
+        case .ignore: return
+        case .resume(let loader): return loader.startLoading()
+        case .begin: break
+        }
         let this = Reference(self)
-        // This runs on the caller session's work queue, which keeps the session's details after its first task.
-        let known = CallerSession.detailsOfCurrentQueue()
+        // This runs on the caller session's work queue, which keeps the session's details after its
+        // first task, and where its task registry (how the task was made) may be read.
+        let caller = readCallerSession(CallerSession.detailsOfCurrentQueue())
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
-            Task.detached { this.value.forwardUnaudited(this.value.readCallerSession(known)) }
-            return
+            return startSystemLoad(nil, caller: caller)
         }
+        let route = route(for: caller)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it). See `hopQueues`.
         Self.nextHopQueue.async {
-            this.value.run(auditor, caller: this.value.readCallerSession(known))
+            this.value.run(auditor, caller: caller, route: route)
         }
+    }
+
+    /// The route for this protocol's task (read on the caller session's work queue).
+    private func route(for caller: CallerSession.Details) -> Route {
+        guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask),
+            let behaviour = caller.behaviour(of: task), behaviour != .downloadCompletionHandler
+        else { return .system }
+        return .relay(behaviour)
     }
 
     /// The caller session's details (`known` from its work queue, or read by reflection, see
@@ -116,17 +117,27 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Carries the protocol across tasks. Safe because its mutable state is all in `state` (a `Locked` Mutex)
     /// and `client`/`request`/`task` are set once by Foundation before `startLoading`.
-    private struct Reference: @unchecked Sendable {
+    struct Reference: @unchecked Sendable {
         let value: RequestInfoProtocol
         init(_ value: RequestInfoProtocol) { self.value = value }
     }
 
-    /// Cancels the forwarded request; the session reports the cancellation to the caller itself.
+    /// Stops the load: cancels the forwarded request (the session reports the cancellation to the
+    /// caller itself), or stops Foundation's own protocol where it loads the task.
     public override func stopLoading() {
-        guard let task = state.withLock({ $0.stop() }) else { return }
-        // stopLoading runs on the work queue every session shares: touching a task here deadlocks.
-        let forwarded = ForwardedTask(task)
-        Task.detached { forwarded.task.cancel() }
+        let isSuspending = task?.state == .suspended
+        switch state.withLock({ $0.stop(isSuspending: isSuspending) }) {
+        case .none:
+            return
+        case .cancel(let task):
+            // stopLoading runs on the work queue every session shares: touching a task here deadlocks.
+            let forwarded = ForwardedTask(task)
+            Task.detached { forwarded.task.cancel() }
+        case .stopSystemLoader(let loader, let isSuspending):
+            // Foundation's protocol expects to be stopped right here, on the session's work queue.
+            loader.stopLoading()
+            if !isSuspending { (loader.client as? SystemLoad)?.stopped() }
+        }
     }
 
     /// A forwarded task crossing to another thread to be cancelled; `cancel()` is thread-safe.
@@ -135,7 +146,7 @@ public final class RequestInfoProtocol: URLProtocol {
         init(_ task: URLSessionDataTask) { self.task = task }
     }
 
-    private func run(_ auditor: Auditor, caller: CallerSession.Details) {
+    private func run(_ auditor: Auditor, caller: CallerSession.Details, route: Route) {
         let decision = auditor.decide(request)
         let verdict = decision.verdict
         let url = decision.snapshot.url
@@ -145,29 +156,45 @@ public final class RequestInfoProtocol: URLProtocol {
         case .warn:
             let this = Reference(self)
             Task {
-                await this.value.resolveWarning(decision, auditor, caller: caller)
+                await this.value.resolveWarning(decision, auditor, caller: caller, route: route)
             }
         case .redirect:
+            guard route != .system else {
+                let refusal = RequestAuditError.redirectUnavailable(
+                    rule: verdict.rule?.id ?? "-", target: decision.decision.redirect ?? "", url: url)
+                return refuse(refusal, auditor, decision, nil)
+            }
             var redirected = request
             redirected.url = verdict.redirectTarget.flatMap(URL.init(string:)) ?? request.url
-            forward(redirected, auditor, decision, nil, caller)
+            forward(redirected, auditor, decision, nil, caller, route)
         case .allow, .pass:
-            forward(request, auditor, decision, nil, caller)
+            proceed(auditor, decision, nil, caller, route)
         }
     }
 
     /// Asks about a `warn` verdict, then refuses or forwards the request.
     private func resolveWarning(
-        _ decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details
+        _ decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details, route: Route
     ) async {
         let verdict = decision.verdict
-        let resolution = await auditor.resolveWarning(decision, askHandler: !request.mayHaveInvisibleBody)
+        let resolution = await auditor.resolveWarning(decision, askHandler: true)
         if resolution.decision == .cancel {
             let refusal = RequestAuditError.warningDeclined(
                 rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
             refuse(refusal, auditor, decision, resolution)
         } else {
-            forward(request, auditor, decision, resolution, caller)
+            proceed(auditor, decision, resolution, caller, route)
+        }
+    }
+
+    /// Sends the request unchanged by the route it takes.
+    private func proceed(
+        _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
+        _ caller: CallerSession.Details, _ route: Route
+    ) {
+        switch route {
+        case .relay: forward(request, auditor, decision, warning, caller, route)
+        case .system: startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
         }
     }
 
@@ -176,7 +203,7 @@ public final class RequestInfoProtocol: URLProtocol {
     ) {
         let error = refusal.urlError
         let isDelivered = state.withLock { $0.finish() }
-        let kind: OutcomeSnapshot.Kind = if case .blocked = refusal { .blocked } else { .warningDeclined }
+        let kind: OutcomeSnapshot.Kind = if case .warningDeclined = refusal { .warningDeclined } else { .blocked }
         // The record is published before the caller hears of it: a finished request always has one.
         auditor.finish(
             decision, warning: warning,
@@ -192,7 +219,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Runs `message` on the caller session's work queue (or here when it is unknown), or right here
     /// when `isOnSessionQueue`: the forwarding session's work queue targets the same serial queue as
     /// the caller's, so nothing else of the caller's session runs meanwhile.
-    private func tellClient(
+    func tellClient(
         isOnSessionQueue: Bool = false, _ message: @escaping @Sendable (RequestInfoProtocol) -> Void
     ) {
         let this = Reference(self)
@@ -200,102 +227,59 @@ public final class RequestInfoProtocol: URLProtocol {
         queue.async { message(this.value) }
     }
 
+    /// Runs `message` as ``tellClient(isOnSessionQueue:_:)`` does, if the caller still waits for
+    /// events (it neither stopped the load nor got its end).
+    func tellClientIfWaiting(
+        isOnSessionQueue: Bool, _ message: @escaping @Sendable (RequestInfoProtocol) -> Void
+    ) {
+        guard state.withLock({ $0.isWaiting }) else { return }
+        tellClient(isOnSessionQueue: isOnSessionQueue, message)
+    }
+
+    /// Claims the right to tell the caller how the load ended: false when it stopped the load.
+    func claimEnd() -> Bool {
+        state.withLock { $0.finish() }
+    }
+
     private func forward(
         _ request: URLRequest, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
-        _ caller: CallerSession.Details
+        _ caller: CallerSession.Details, _ route: Route
     ) {
+        guard case .relay(let behaviour) = route else { return }
         let outgoing = request.applying(caller)
-        let redaction = auditor.configuration.redaction
-        let this = Reference(self)
-        let cookies = Forwarder.CookieJar(caller.configuration)
-        let task = auditor.forwarder.start(outgoing, cookies: cookies, hopVerdict: auditor.hopVerdict(decision.policy))
-        {
-            result in
-            let delivery = this.value.delivery(of: result)
-            auditor.finish(
-                decision, warning: warning,
-                outcome: OutcomeSnapshot(
-                    kind: delivery.kind, status: (result.response as? HTTPURLResponse)?.statusCode,
-                    bytes: delivery.kind == .response ? result.data?.count ?? 0 : nil,
-                    durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                    forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
-                    finalURL: result.response?.url.map { redaction.redact(url: $0.absoluteString) },
-                    redirects: result.trace.redirects.map { redaction.redact(url: $0.absoluteString) },
-                    error: delivery.error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-                )
-            )
-            this.value.relay(
-                delivery, result, cookies: cookies, isOnSessionQueue: auditor.forwarder.completesOnWorkQueue)
-        }
+        let load = RelayedLoad(
+            owner: self, caller: caller, behaviour: behaviour, outgoing: outgoing,
+            audit: RelayedLoad.Audit(auditor: auditor, decision: decision, warning: warning))
+        let task = auditor.forwarder.start(outgoing, observer: load)
         state.withLock { $0.forwarding(task) }?.cancel()
     }
 
-    /// What the caller is to get for a forwarded result.
-    private struct Delivery {
-        var kind: OutcomeSnapshot.Kind
-        var error: Error?
-        /// False when the caller stopped the load: nothing is relayed.
-        var isDelivered: Bool
-    }
-
-    /// Works out what the caller gets for `result`, and claims the right to tell it.
-    private func delivery(of result: Forwarder.Result) -> Delivery {
-        guard state.withLock({ $0.finish() }) else {
-            return Delivery(kind: .cancelled, error: result.error ?? URLError(.cancelled), isDelivered: false)
-        }
-        if let (_, refusal) = result.trace.blockedHop {
-            return Delivery(kind: .blocked, error: refusal.urlError, isDelivered: true)
-        }
-        if let error = result.error { return Delivery(kind: .failure, error: error, isDelivered: true) }
-        guard result.response != nil else {
-            return Delivery(kind: .failure, error: URLError(.badServerResponse), isDelivered: true)
-        }
-        return Delivery(kind: .response, error: nil, isDelivered: true)
-    }
-
-    /// Hands the forwarded result to the caller, exactly as received (see `tellClient` for
-    /// `isOnSessionQueue`).
-    private func relay(
-        _ delivery: Delivery, _ result: Forwarder.Result, cookies: Forwarder.CookieJar?, isOnSessionQueue: Bool = false
-    ) {
-        guard delivery.isDelivered else { return }
-        if let error = delivery.error {
-            let failure = SendableError(error)
-            tellClient(isOnSessionQueue: isOnSessionQueue) { this in
-                this.client?.urlProtocol(this, didFailWithError: failure.error)
+    /// Has Foundation's own HTTP protocol load the caller's task, on the caller session's work queue,
+    /// with `audit` recording what it does (nil: not audited, RequestAudit was uninstalled meanwhile).
+    private func startSystemLoad(_ audit: SystemLoad.Audit?, caller: CallerSession.Details) {
+        let this = Reference(self)
+        let start: @Sendable () -> Void = {
+            let owner = this.value
+            guard let task = owner.task, let client = owner.client,
+                let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit)
+            else {
+                audit?.finishUnstarted(outcome: .failure)
+                return owner.tellClient { this in
+                    this.client?.urlProtocol(this, didFailWithError: URLError(.unsupportedURL))
+                }
             }
-            return
+            guard owner.state.withLock({ $0.loadingBySystem(loader) }) else {
+                return audit?.finishUnstarted(outcome: .cancelled) ?? ()
+            }
+            loader.startLoading()
         }
-        guard let response = result.response else { return }
-        if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
-        let data = result.data
-        let snapshot = Forwarder.Result(data: data, response: response, error: nil, trace: result.trace)
-        tellClient(isOnSessionQueue: isOnSessionQueue) { this in
-            guard let response = snapshot.response else { return }
-            this.client?.urlProtocol(this, didReceive: response, cacheStoragePolicy: .notAllowed)
-            if let data = snapshot.data, !data.isEmpty { this.client?.urlProtocol(this, didLoad: data) }
-            this.client?.urlProtocolDidFinishLoading(this)
-        }
-    }
-
-    private func forwardUnaudited(_ caller: CallerSession.Details) {
-        let outgoing = request.applying(caller)
-        let session = URLSession(configuration: .ephemeral)
-        let this = Reference(self)
-        let task = session.dataTask(with: outgoing) { data, response, error in
-            let result = Forwarder.Result(data: data, response: response, error: error, trace: Forwarder.Trace())
-            this.value.relay(
-                this.value.delivery(of: result), result, cookies: Forwarder.CookieJar(caller.configuration))
-            session.finishTasksAndInvalidate()
-        }
-        state.withLock { $0.forwarding(task) }?.cancel()
-        task.resume()
+        if let queue = caller.workQueue { queue.async(execute: start) } else { start() }
     }
 }
 
 /// An error handed to the caller's queue. `@unchecked`: errors from URLSession and RequestAudit are
 /// immutable values once made.
-private struct SendableError: @unchecked Sendable {
+struct SendableError: @unchecked Sendable {
     let error: Error
     init(_ error: Error) { self.error = error }
 }

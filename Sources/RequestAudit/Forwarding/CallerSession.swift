@@ -15,7 +15,33 @@ import Foundation
 /// Reflection costs 20–40 µs of a request, so it is done for a session's first task only: its
 /// details are then kept on the session's work queue (a dispatch queue-specific value), where
 /// `startLoading` runs, and read there for the next tasks in well under a microsecond.
+///
+/// What a caller's task observes also depends on how it was made (a delegate, a completion
+/// handler, a download): FoundationNetworking keeps that in the session's task registry, read here
+/// by reflection on the session's work queue (see ``Behaviour``).
 enum CallerSession {
+    /// How FoundationNetworking delivers a caller task's events, from its session's task registry.
+    enum Behaviour: Sendable, Equatable {
+        /// The session's or task's delegate gets every event, body chunks included
+        /// (`dataTask(with:)` on a session with a delegate).
+        case delegate
+        /// No delegate and no completion handler: nothing observes the body.
+        case noDelegate
+        /// A completion handler gets the whole body (`dataTask(with:completionHandler:)`, `async data`);
+        /// `hasTaskDelegate` when a task delegate also gets the response and redirect callbacks.
+        case dataCompletionHandler(hasTaskDelegate: Bool)
+        /// A completion handler gets a downloaded file.
+        case downloadCompletionHandler
+
+        /// Whether the caller sees the body chunk by chunk, as it arrives.
+        var receivesChunks: Bool {
+            switch self {
+            case .delegate, .noDelegate: true
+            case .dataCompletionHandler, .downloadCompletionHandler: false
+            }
+        }
+    }
+
     /// What forwarding needs from the caller's session.
     final class Details: @unchecked Sendable {
         // @unchecked: the configuration is the session's own copy, only ever read; `workQueue` is weak
@@ -30,19 +56,37 @@ enum CallerSession {
         /// removing tasks; under load that corrupts the registry and crashes. So results are handed
         /// to the client on this queue.
         weak let workQueue: DispatchQueue?
+        /// The session itself, for its delegate and delegate queue (weak: these details are kept on its
+        /// work queue, which the session owns).
+        weak let session: URLSession?
+        /// The session's task registry (FoundationNetworking's `_TaskRegistry`), read on the work queue.
+        private let taskRegistry: AnyObject?
         /// The session's `httpAdditionalHeaders`, as strings.
         let additionalHeaders: [(name: String, value: String)]
         /// The session's `timeoutIntervalForRequest`.
         let requestTimeout: TimeInterval?
 
-        init(configuration: URLSessionConfiguration?, workQueue: DispatchQueue?) {
-            self.configuration = configuration
+        init(session: URLSession?, workQueue: DispatchQueue?) {
+            self.session = session
+            self.configuration = session?.configuration
             self.workQueue = workQueue
+            self.taskRegistry = session.flatMap(CallerSession.taskRegistry(of:))
+            let configuration = self.configuration
             additionalHeaders = (configuration?.httpAdditionalHeaders ?? [:]).compactMap { key, value in
                 guard let name = key as? String, let value = value as? String else { return nil }
                 return (name, value)
             }
             requestTimeout = configuration?.timeoutIntervalForRequest
+        }
+
+        /// How `task` was made, from the session's task registry; nil when it cannot be read.
+        ///
+        /// Call it on the session's work queue (the registry is only touched there), as
+        /// `startLoading` does.
+        func behaviour(of task: URLSessionTask) -> Behaviour? {
+            guard let taskRegistry else { return nil }
+            return CallerSession.behaviour(
+                of: task.taskIdentifier, in: taskRegistry, sessionHasDelegate: session?.delegate is URLSessionTaskDelegate)
         }
     }
 
@@ -58,9 +102,9 @@ enum CallerSession {
     /// The configuration and work queue of the session `task` belongs to (nil fields when
     /// reflection cannot find them), read by reflection and kept on the session's work queue.
     static func details(of task: URLSessionTask?) -> Details {
-        guard let session = session(of: task) else { return Details(configuration: nil, workQueue: nil) }
+        guard let session = session(of: task) else { return Details(session: nil, workQueue: nil) }
         let workQueue = workQueue(of: session)
-        let details = Details(configuration: session.configuration, workQueue: workQueue)
+        let details = Details(session: session, workQueue: workQueue)
         workQueue?.setSpecific(key: detailsKey, value: details)
         return details
     }
@@ -70,9 +114,47 @@ enum CallerSession {
         Mirror(reflecting: session).children.first { $0.label == "workQueue" }?.value as? DispatchQueue
     }
 
+    /// The session's task registry, or nil when reflection cannot find it.
+    static func taskRegistry(of session: URLSession) -> AnyObject? {
+        guard let child = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" }) else {
+            return nil
+        }
+        return type(of: child.value) is AnyClass ? child.value as AnyObject : nil
+    }
+
+    /// The behaviour the registry keeps for the task with `identifier`: the name of its
+    /// `_TaskRegistry._Behaviour` case, and for a completion handler with a task delegate, whether the
+    /// delegate is there.
+    static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool) -> Behaviour? {
+        guard
+            let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?.value,
+            let entry = Mirror(reflecting: behaviours).children.lazy.compactMap({ child -> Any? in
+                let pair = Mirror(reflecting: child.value).children.map(\.value)
+                guard pair.count == 2, pair[0] as? Int == identifier else { return nil }
+                return pair[1]
+            }).first
+        else { return nil }
+        let mirror = Mirror(reflecting: entry)
+        guard let label = mirror.children.first?.label else {
+            // `callDelegate`: FoundationNetworking then calls the session's delegate, if it has one.
+            guard "\(entry)" == "callDelegate" else { return nil }
+            return sessionHasDelegate ? .delegate : .noDelegate
+        }
+        switch label {
+        case "dataCompletionHandler": return .dataCompletionHandler(hasTaskDelegate: false)
+        case "dataCompletionHandlerWithTaskDelegate":
+            let payload = Mirror(reflecting: mirror.children.first?.value as Any).children.map(\.value)
+            let delegate = payload.count == 2 ? Mirror(reflecting: payload[1]).children.first?.value : nil
+            return .dataCompletionHandler(hasTaskDelegate: delegate != nil)
+        case "downloadCompletionHandler", "downloadCompletionHandlerWithTaskDelegate":
+            return .downloadCompletionHandler
+        default: return nil
+        }
+    }
+
     /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
     /// superclass.
-    private static func session(of task: URLSessionTask?) -> URLSession? {
+    static func session(of task: URLSessionTask?) -> URLSession? {
         guard let task else { return nil }
         var mirror: Mirror? = Mirror(reflecting: task)
         while let current = mirror {

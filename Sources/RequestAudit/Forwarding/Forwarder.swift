@@ -5,80 +5,50 @@ import Foundation
     import FoundationNetworking
 #endif
 
+/// What a forwarded task reports, event by event, to the load it carries out.
+///
+/// Every method runs on the forwarding session's work queue, in the order the transfer produced
+/// the events; a method that takes an `answer` may answer later, from any thread.
+protocol ForwardedLoadObserver: AnyObject, Sendable {
+    /// A response arrived (its header is complete). Several arrive for one task when an
+    /// authentication challenge is answered and the request is sent again.
+    func forwarded(response: URLResponse)
+    /// A chunk of the current response's body arrived.
+    func forwarded(data: Data)
+    /// The server redirects: `answer` the request to follow, or nil to stop at `response`.
+    func forwarded(
+        redirect response: HTTPURLResponse, proposed request: URLRequest,
+        answer: @escaping @Sendable (URLRequest?) -> Void)
+    /// The server asks for credentials: `answer` as a session delegate would.
+    func forwarded(
+        challenge: URLAuthenticationChallenge,
+        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void)
+    /// Body bytes went out.
+    func forwarded(sentBodyBytes bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
+    /// The body stream must start again (a redirect that keeps the body): `answer` a new stream.
+    func forwardedNeedsNewBodyStream(answer: @escaping @Sendable (InputStream?) -> Void)
+    /// The task ended, with an error or after the last response's body.
+    func forwardedCompletion(error: Error?)
+}
+
 /// The one forwarding `URLSession` that sends intercepted requests for real.
 ///
 /// Its requests never reach ``RequestInfoProtocol`` again: the session lists Foundation's built-in
 /// protocols itself, and FoundationNetworking asks registered classes only for a request none of a
-/// session's own classes takes (the built-in HTTP protocol takes every http(s) request). It follows
-/// HTTP redirects like a default session, records each hop, and asks `hopVerdict` about every hop so
-/// a redirect cannot lead around a `block` rule.
+/// session's own classes takes (the built-in HTTP protocol takes every http(s) request). Its tasks
+/// are delegate-based, so every event (response, each body chunk, redirect, challenge, upload
+/// progress) reaches the ``ForwardedLoadObserver`` of the load it carries out, as it happens.
 final class Forwarder: Sendable {
-    /// What happened on the way: redirect hops and a hop a rule refused.
-    struct Trace: Sendable {
-        var redirects: [URL] = []
-        var blockedHop: (url: URL, refusal: RequestAuditError)?
-        var cookies: CookieJar?
-        /// This request's own check of redirect hops (the policy it started under).
-        var hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
-    }
-
-    /// The caller session's cookie storage and policy, applied to every hop as its own session would.
-    struct CookieJar: @unchecked Sendable {
-        // HTTPCookieStorage is internally synchronized.
-        let storage: HTTPCookieStorage
-        let acceptsCookies: Bool
-        let sendsCookies: Bool
-
-        init?(_ configuration: URLSessionConfiguration?) {
-            guard let configuration, let storage = configuration.httpCookieStorage else { return nil }
-            self.storage = storage
-            acceptsCookies = configuration.httpCookieAcceptPolicy != .never
-            sendsCookies = configuration.httpShouldSetCookies
-        }
-
-        /// Stores the cookies `response` sets.
-        func store(from response: HTTPURLResponse) {
-            // Most responses set no cookie: skip copying and parsing their headers.
-            guard acceptsCookies, let url = response.url, response.value(forHTTPHeaderField: "Set-Cookie") != nil
-            else { return }
-            let fields = response.allHeaderFields.reduce(into: [String: String]()) { fields, pair in
-                if let name = pair.key as? String, let value = pair.value as? String { fields[name] = value }
-            }
-            let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
-            if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
-        }
-
-        /// `request` with the `Cookie` header its URL gets from the storage.
-        func applying(to request: URLRequest) -> URLRequest {
-            guard sendsCookies, let url = request.url else { return request }
-            var request = request
-            let header = HTTPCookie.requestHeaderFields(with: storage.cookies(for: url) ?? [])["Cookie"]
-            request.setValue(header?.isEmpty == false ? header : nil, forHTTPHeaderField: "Cookie")
-            return request
-        }
-    }
-
-    /// The result of one forwarded request.
-    struct Result: @unchecked Sendable {
-        // URLResponse is an immutable snapshot once the task completed.
-        var data: Data?
-        var response: URLResponse?
-        var error: Error?
-        var trace: Trace
-    }
-
-    private let recorder: RedirectRecorder
+    private let router: ForwardingDelegate
     private let session: URLSession
     /// The session's work queue, where its delegate queue runs (nil if reflection could not find it).
     let workQueue: DispatchQueue?
 
-    /// - Parameter hopVerdict: the refusal for a redirect hop, or nil to follow it.
-    init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
-        recorder = RedirectRecorder(hopVerdict: hopVerdict)
+    init() {
+        router = ForwardingDelegate()
         let configuration = URLSessionConfiguration.default
         // What keeps our own requests from being intercepted: this session lists Foundation's
         // built-in protocols itself, so it never consults registered classes (RequestInfoProtocol).
-        // (Marking each request with URLProtocol.setProperty cost 10 µs a request in bridging copies.)
         configuration.protocolClasses = URLSessionConfiguration.default.protocolClasses
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -86,95 +56,103 @@ final class Forwarder: Sendable {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
+        // Credentials come from the caller's session (its delegate or its storage), never from ours.
+        configuration.urlCredentialStorage = nil
         configuration.httpMaximumConnectionsPerHost = 64
         let queue = OperationQueue()
         queue.name = "RequestAudit.Forwarder"
         queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: recorder, delegateQueue: queue)
-        // Completions run on the session's own work queue, where the transfer finished, rather than
-        // on a thread of their own: no thread wakes up between the response and the caller's work
-        // queue (which goes through the same serial queue). Nothing run there may wait for a
-        // session (`resume`, `dataTask`), or it would deadlock; completions and the redirect check
-        // do not. OperationQueue holds its underlying queue unowned: `workQueue` keeps it.
+        session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
+        // Delegate calls run on the session's own work queue, where the transfer produced them, rather
+        // than on a thread of their own: no thread wakes up between a chunk and the caller's work
+        // queue (which goes through the same serial queue). Nothing run there may wait for a session
+        // (`resume`, `dataTask`), or it would deadlock. OperationQueue holds its underlying queue
+        // unowned: `workQueue` keeps it.
         workQueue = CallerSession.workQueue(of: session)
         if let workQueue { queue.underlyingQueue = workQueue }
     }
 
-    /// Starts `request`; `completion` gets the whole body at once. Cookies of
-    /// redirect hops go to and come from `cookies`.
-    func start(
-        _ request: URLRequest, cookies: CookieJar?,
-        hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)? = nil,
-        completion: @escaping @Sendable (Result) -> Void
-    ) -> URLSessionDataTask {
-        let recorder = recorder
-        let identifier = TaskIdentifier()
-        let task = session.dataTask(with: request) { data, response, error in
-            let trace = recorder.takeTrace(for: identifier.value)
-            completion(Result(data: data, response: response, error: error, trace: trace))
-        }
-        identifier.value = task.taskIdentifier
-        recorder.begin(task.taskIdentifier, cookies: cookies, hopVerdict: hopVerdict)
+    /// Starts `request`, reporting its events to `observer` (held until the task completes).
+    func start(_ request: URLRequest, observer: any ForwardedLoadObserver) -> URLSessionDataTask {
+        let task = session.dataTask(with: request)
+        router.begin(task.taskIdentifier, observer: observer)
         task.resume()
         return task
     }
 
-    /// Whether completions run on the session's work queue (false if reflection could not find it:
-    /// they then run on a delegate queue of their own).
+    /// Whether delegate calls run on the session's work queue (false if reflection could not find
+    /// it: they then run on a delegate queue of their own).
     var completesOnWorkQueue: Bool { workQueue != nil }
 
     /// Number of forwarded requests not yet completed.
-    var inFlightCount: Int { recorder.count }
+    var inFlightCount: Int { router.count }
 
     /// Cancels everything still running and releases the session.
     func invalidate() {
         session.invalidateAndCancel()
     }
-
-    /// Lets the completion closure find its task's trace; written before the task is resumed.
-    private final class TaskIdentifier: @unchecked Sendable {
-        var value = -1
-    }
 }
 
-/// The forwarding session's delegate: records redirect hops per task and refuses blocked hops.
-private final class RedirectRecorder: NSObject, URLSessionTaskDelegate, Sendable {
-    private let traces = Locked<[Int: Forwarder.Trace]>([:])
-    private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
+/// The forwarding session's delegate: hands each task's events to the observer of its load.
+private final class ForwardingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let observers = Locked<[Int: any ForwardedLoadObserver]>([:])
 
-    init(hopVerdict: @escaping @Sendable (URLRequest) -> RequestAuditError?) {
-        self.hopVerdict = hopVerdict
+    func begin(_ identifier: Int, observer: any ForwardedLoadObserver) {
+        observers.withLock { $0[identifier] = observer }
     }
 
-    func begin(
-        _ identifier: Int, cookies: Forwarder.CookieJar?, hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
+    var count: Int { observers.withLock { $0.count } }
+
+    private func observer(of task: URLSessionTask) -> (any ForwardedLoadObserver)? {
+        observers.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        traces.withLock { $0[identifier] = Forwarder.Trace(cookies: cookies, hopVerdict: hopVerdict) }
+        observer(of: dataTask)?.forwarded(response: response)
+        completionHandler(.allow)
     }
 
-    func takeTrace(for identifier: Int) -> Forwarder.Trace {
-        traces.withLock { $0.removeValue(forKey: identifier) } ?? Forwarder.Trace()
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        observer(of: dataTask)?.forwarded(data: data)
     }
-
-    var count: Int { traces.withLock { $0.count } }
 
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let check = traces.withLock { $0[task.taskIdentifier]?.hopVerdict } ?? hopVerdict
-        let refusal = check(request)
-        let cookies = traces.withLock { traces -> Forwarder.CookieJar? in
-            guard let url = request.url else { return nil }
-            if let refusal {
-                traces[task.taskIdentifier]?.blockedHop = (url, refusal)
-            } else {
-                traces[task.taskIdentifier]?.redirects.append(url)
-            }
-            return traces[task.taskIdentifier]?.cookies
-        }
-        guard refusal == nil else { return completionHandler(nil) }
-        cookies?.store(from: response)
-        completionHandler(cookies?.applying(to: request) ?? request)
+        guard let observer = observer(of: task) else { return completionHandler(request) }
+        observer.forwarded(redirect: response, proposed: request, answer: completionHandler)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let observer = observer(of: task) else { return completionHandler(.performDefaultHandling, nil) }
+        observer.forwarded(challenge: challenge, answer: completionHandler)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        observer(of: task)?.forwarded(
+            sentBodyBytes: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend)
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        guard let observer = observer(of: task) else { return completionHandler(nil) }
+        observer.forwardedNeedsNewBodyStream(answer: completionHandler)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let observer = observers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        observer?.forwardedCompletion(error: error)
     }
 }

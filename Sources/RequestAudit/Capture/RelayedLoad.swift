@@ -1,0 +1,300 @@
+import AuditLocking
+import AuditPolicy
+import AuditReport
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One intercepted data task carried out by the forwarding session: relays each event of the
+/// forwarded task to the caller's task as it happens, puts redirects and authentication challenges
+/// to the caller's delegate, checks every redirect hop against the policy, and writes the record
+/// when the forwarded task ends.
+///
+/// The forwarded task's events arrive on the forwarding session's work queue, which targets the
+/// serial queue every session's work goes through, so the caller's client is told right there.
+final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
+    // @unchecked: the protocol and the caller's task are only used on the session queue or through
+    // their thread-safe API (`delegate`, `state`); every mutable field is in `state`, a Mutex.
+
+    /// The audit side of the load: who decided it and how.
+    struct Audit: Sendable {
+        let auditor: Auditor
+        let decision: Auditor.Decision
+        let warning: WarningResolution?
+    }
+
+    private struct State {
+        /// The last response and the bytes of its body so far.
+        var response: URLResponse?
+        var bodyBytes = 0
+        /// The whole body, for a caller that cannot take chunks.
+        var body = Data()
+        var redirects: [URL] = []
+        /// A redirect hop the policy refused: nothing more is relayed, and the caller gets the refusal.
+        var refusedHop: RequestAuditError?
+        /// The credential last used for a challenge, and where.
+        var credential: (space: URLProtectionSpace, credential: URLCredential)?
+        /// The credential last taken from the caller's storage, not to be proposed twice in a row.
+        var storedCredentialUsed: URLCredential?
+    }
+
+    private let owner: RequestInfoProtocol
+    private let caller: CallerSession.Details
+    private let behaviour: CallerSession.Behaviour
+    private let outgoing: URLRequest
+    private let audit: Audit
+    private let cookies: CookieJar?
+    private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
+    private let isOnSessionQueue: Bool
+    private let state = Locked(State())
+
+    init(
+        owner: RequestInfoProtocol, caller: CallerSession.Details, behaviour: CallerSession.Behaviour,
+        outgoing: URLRequest, audit: Audit
+    ) {
+        self.owner = owner
+        self.caller = caller
+        self.behaviour = behaviour
+        self.outgoing = outgoing
+        self.audit = audit
+        cookies = CookieJar(caller.configuration)
+        hopVerdict = audit.auditor.hopVerdict(audit.decision.policy)
+        isOnSessionQueue = audit.auditor.forwarder.completesOnWorkQueue
+    }
+
+    /// The caller's task delegate (its own or its session's) and session, when it has one.
+    private var callerDelegate: (delegate: URLSessionTaskDelegate, session: URLSession, task: URLSessionTask)? {
+        guard let task = owner.task, let delegate = task.delegate, let session = caller.session else { return nil }
+        return (delegate, session, task)
+    }
+
+    /// Runs `call` on the caller session's delegate queue, as FoundationNetworking calls delegates.
+    private func onDelegateQueue(
+        _ call: @escaping @Sendable (URLSessionTaskDelegate, URLSession, URLSessionTask) -> Void
+    ) -> Bool {
+        guard let (delegate, session, task) = callerDelegate else { return false }
+        let target = DelegateTarget(delegate: delegate, session: session, task: task)
+        session.delegateQueue.addOperation { call(target.delegate, target.session, target.task) }
+        return true
+    }
+
+    // MARK: Response and body
+
+    func forwarded(response: URLResponse) {
+        let isRelayed = state.withLock { state -> Bool in
+            guard state.refusedHop == nil else { return false }
+            // A new response (after a challenge) starts a new body, as a new protocol would.
+            state.response = response
+            state.bodyBytes = 0
+            state.body = Data()
+            return true
+        }
+        guard isRelayed else { return }
+        if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
+        let snapshot = ResponseSnapshot(response)
+        owner.tellClientIfWaiting(isOnSessionQueue: isOnSessionQueue) { this in
+            this.client?.urlProtocol(this, didReceive: snapshot.response, cacheStoragePolicy: .notAllowed)
+        }
+    }
+
+    func forwarded(data: Data) {
+        let receivesChunks = behaviour.receivesChunks
+        let isRelayed = state.withLock { state -> Bool in
+            guard state.refusedHop == nil else { return false }
+            state.bodyBytes += data.count
+            if !receivesChunks { state.body.append(data) }
+            return true
+        }
+        guard isRelayed, receivesChunks else { return }
+        owner.tellClientIfWaiting(isOnSessionQueue: isOnSessionQueue) { this in
+            this.client?.urlProtocol(this, didLoad: data)
+        }
+    }
+
+    // MARK: Redirects
+
+    func forwarded(
+        redirect response: HTTPURLResponse, proposed request: URLRequest,
+        answer: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let snapshot = ResponseSnapshot(response)
+        let follow: @Sendable (URLRequest?) -> Void = { [self] chosen in
+            // nil: the caller stops at the redirect and gets its response, as it would directly.
+            guard let chosen, let url = chosen.url else { return answer(nil) }
+            if let refusal = hopVerdict(chosen) {
+                state.withLock { $0.refusedHop = refusal }
+                return answer(nil)
+            }
+            state.withLock { $0.redirects.append(url) }
+            if let http = snapshot.response as? HTTPURLResponse { cookies?.store(from: http) }
+            answer(cookies?.applying(to: chosen) ?? chosen)
+        }
+        let isAsked = onDelegateQueue { delegate, session, task in
+            guard let http = snapshot.response as? HTTPURLResponse else { return follow(request) }
+            delegate.urlSession(
+                session, task: task, willPerformHTTPRedirection: http, newRequest: request, completionHandler: follow)
+        }
+        if !isAsked { follow(request) }
+    }
+
+    // MARK: Authentication
+
+    func forwarded(
+        challenge: URLAuthenticationChallenge,
+        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let space = challenge.protectionSpace
+        let stored = storedCredential(for: space)
+        let proposed = state.withLock { $0.storedCredentialUsed } == stored ? nil : stored
+        let apply: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void = { [self] disposition, credential in
+            switch disposition {
+            case .useCredential:
+                // FoundationNetworking traps on a nil credential here; the default handling is the safe reading.
+                guard let credential else { return useDefault(proposed, space: space, answer: answer) }
+                state.withLock { $0.credential = (space, credential) }
+                answer(.useCredential, credential)
+            case .performDefaultHandling:
+                useDefault(proposed, space: space, answer: answer)
+            case .cancelAuthenticationChallenge, .rejectProtectionSpace:
+                answer(.cancelAuthenticationChallenge, nil)
+            @unknown default:
+                answer(.cancelAuthenticationChallenge, nil)
+            }
+        }
+        let sender = challenge.sender
+        let forCaller = ChallengeSnapshot(
+            sender.map {
+                URLAuthenticationChallenge(
+                    protectionSpace: space, proposedCredential: proposed,
+                    previousFailureCount: challenge.previousFailureCount, failureResponse: challenge.failureResponse,
+                    error: challenge.error, sender: $0)
+            } ?? challenge)
+        let isAsked = onDelegateQueue { delegate, session, task in
+            delegate.urlSession(session, task: task, didReceive: forCaller.challenge, completionHandler: apply)
+        }
+        if !isAsked { useDefault(proposed, space: space, answer: answer) }
+    }
+
+    /// The default handling: the caller's stored credential if there is one not just tried, else the
+    /// failure response goes to the caller.
+    private func useDefault(
+        _ proposed: URLCredential?, space: URLProtectionSpace,
+        answer: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let proposed else { return answer(.performDefaultHandling, nil) }
+        state.withLock {
+            $0.storedCredentialUsed = proposed
+            $0.credential = (space, proposed)
+        }
+        answer(.useCredential, proposed)
+    }
+
+    /// The credential the caller session's storage has for `space`, as FoundationNetworking picks it:
+    /// the first by user name, else the default one.
+    private func storedCredential(for space: URLProtectionSpace) -> URLCredential? {
+        guard let storage = caller.configuration?.urlCredentialStorage else { return nil }
+        if let credentials = storage.credentials(for: space), let first = credentials.keys.sorted().first {
+            return credentials[first]
+        }
+        return storage.defaultCredential(for: space)
+    }
+
+    // MARK: Upload body
+
+    func forwarded(sentBodyBytes bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        guard behaviour.hasDelegate else { return }
+        _ = onDelegateQueue { delegate, session, task in
+            delegate.urlSession(
+                session, task: task, didSendBodyData: bytesSent, totalBytesSent: totalBytesSent,
+                totalBytesExpectedToSend: totalBytesExpectedToSend)
+        }
+    }
+
+    func forwardedNeedsNewBodyStream(answer: @escaping @Sendable (InputStream?) -> Void) {
+        let isAsked = onDelegateQueue { delegate, session, task in
+            delegate.urlSession(session, task: task, needNewBodyStream: answer)
+        }
+        if !isAsked { answer(nil) }
+    }
+
+    // MARK: The end
+
+    func forwardedCompletion(error: Error?) {
+        let ended = state.withLock { $0 }
+        let isDelivered = owner.claimEnd()
+        let kind: OutcomeSnapshot.Kind
+        let failure: Error?
+        if !isDelivered {
+            (kind, failure) = (.cancelled, error ?? URLError(.cancelled))
+        } else if let refusal = ended.refusedHop {
+            (kind, failure) = (.blocked, refusal.urlError)
+        } else if let error {
+            (kind, failure) = (.failure, error)
+        } else if ended.response == nil {
+            (kind, failure) = (.failure, URLError(.badServerResponse))
+        } else {
+            (kind, failure) = (.response, nil)
+        }
+        if failure == nil, let used = ended.credential, let storage = caller.configuration?.urlCredentialStorage {
+            // As FoundationNetworking does after a challenge answered with a credential.
+            storage.set(used.credential, for: used.space)
+        }
+        let redaction = audit.auditor.configuration.redaction
+        audit.auditor.finish(
+            audit.decision, warning: audit.warning,
+            outcome: OutcomeSnapshot(
+                kind: kind, status: (ended.response as? HTTPURLResponse)?.statusCode,
+                bytes: kind == .response ? ended.bodyBytes : nil,
+                durationMilliseconds: audit.auditor.elapsedMilliseconds(since: audit.decision),
+                forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
+                finalURL: ended.response?.url.map { redaction.redact(url: $0.absoluteString) },
+                redirects: ended.redirects.map { redaction.redact(url: $0.absoluteString) },
+                error: failure.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
+            )
+        )
+        guard isDelivered else { return }
+        if let failure {
+            let sendable = SendableError(failure)
+            return owner.tellClient(isOnSessionQueue: isOnSessionQueue) { this in
+                this.client?.urlProtocol(this, didFailWithError: sendable.error)
+            }
+        }
+        let body = behaviour.receivesChunks ? Data() : ended.body
+        owner.tellClient(isOnSessionQueue: isOnSessionQueue) { this in
+            if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
+            this.client?.urlProtocolDidFinishLoading(this)
+        }
+    }
+}
+
+extension CallerSession.Behaviour {
+    /// Whether FoundationNetworking tells a delegate of the task's progress (upload bytes).
+    var hasDelegate: Bool {
+        switch self {
+        case .delegate, .dataCompletionHandler(hasTaskDelegate: true): true
+        case .noDelegate, .dataCompletionHandler(hasTaskDelegate: false), .downloadCompletionHandler: false
+        }
+    }
+}
+
+/// A caller's delegate, session and task crossing to its delegate queue. `@unchecked`: delegates are
+/// called on that queue only, as FoundationNetworking calls them.
+private struct DelegateTarget: @unchecked Sendable {
+    let delegate: URLSessionTaskDelegate
+    let session: URLSession
+    let task: URLSessionTask
+}
+
+/// A response crossing to the caller's queue: an immutable snapshot once received.
+struct ResponseSnapshot: @unchecked Sendable {
+    let response: URLResponse
+    init(_ response: URLResponse) { self.response = response }
+}
+
+/// A challenge crossing to the caller's delegate queue: immutable once made.
+private struct ChallengeSnapshot: @unchecked Sendable {
+    let challenge: URLAuthenticationChallenge
+    init(_ challenge: URLAuthenticationChallenge) { self.challenge = challenge }
+}

@@ -1,0 +1,116 @@
+import AuditLocking
+import AuditPolicy
+import AuditReport
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Foundation's own HTTP protocol loading a caller's task from inside ``RequestInfoProtocol``, after
+/// the decision, with this client between it and the caller's: every message goes on unchanged, and
+/// the first that ends the load writes the record (outcome `systemLoader`).
+///
+/// Download tasks and upload tasks keep their file or body in the task, where no protocol of ours
+/// can reach it, and FoundationNetworking completes a download only for a protocol that wrote the
+/// file itself. So for them the platform's protocol does the transfer, exactly as without
+/// RequestAudit (progress, resume data, challenges, redirects and the caller's delegate included),
+/// and RequestAudit decides, refuses or lets it go, and records what came back. Its redirect hops are
+/// followed by Foundation and not checked against the policy.
+final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
+    // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
+    // protocol calls this one on; the only mutable field is `isRecorded`, a Mutex.
+
+    /// The audit side of the load.
+    struct Audit: Sendable {
+        let auditor: Auditor
+        let decision: Auditor.Decision
+        let warning: WarningResolution?
+
+        /// Writes the record of a load that never started.
+        func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
+            auditor.finish(
+                decision, warning: warning,
+                outcome: OutcomeSnapshot(kind: kind, durationMilliseconds: auditor.elapsedMilliseconds(since: decision)))
+        }
+    }
+
+    private let caller: URLProtocolClient
+    private let audit: Audit?
+    private let isRecorded = Locked(false)
+
+    private init(caller: URLProtocolClient, audit: Audit?) {
+        self.caller = caller
+        self.audit = audit
+    }
+
+    /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
+    /// `SystemLoad`; nil when the platform has none.
+    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: Audit?) -> URLProtocol? {
+        guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
+        return protocolClass.init(task: task, cachedResponse: nil, client: SystemLoad(caller: client, audit: audit))
+    }
+
+    /// The caller stopped the load (cancelled the task): Foundation tells the caller itself.
+    func stopped() {
+        record(kind: .cancelled, task: nil, error: URLError(.cancelled))
+    }
+
+    private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
+        guard let audit, isRecorded.withLock({ isRecorded in defer { isRecorded = true }; return !isRecorded }) else {
+            return
+        }
+        let auditor = audit.auditor
+        let redaction = auditor.configuration.redaction
+        let response = task?.response as? HTTPURLResponse
+        auditor.finish(
+            audit.decision, warning: audit.warning,
+            outcome: OutcomeSnapshot(
+                kind: kind, status: response?.statusCode,
+                bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
+                durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
+                forwardedURL: task?.originalRequest?.url.map { redaction.redact(url: $0.absoluteString) },
+                finalURL: response?.url.map { redaction.redact(url: $0.absoluteString) },
+                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
+            )
+        )
+    }
+
+    // MARK: URLProtocolClient: each message goes on unchanged
+
+    func urlProtocol(_ protocol: URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) {
+        caller.urlProtocol(`protocol`, wasRedirectedTo: request, redirectResponse: redirectResponse)
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, cachedResponseIsValid cachedResponse: CachedURLResponse) {
+        caller.urlProtocol(`protocol`, cachedResponseIsValid: cachedResponse)
+    }
+
+    func urlProtocol(
+        _ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy
+    ) {
+        caller.urlProtocol(`protocol`, didReceive: response, cacheStoragePolicy: policy)
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
+        caller.urlProtocol(`protocol`, didLoad: data)
+    }
+
+    func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
+        record(kind: .systemLoader, task: `protocol`.task, error: nil)
+        caller.urlProtocolDidFinishLoading(`protocol`)
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) {
+        record(kind: .failure, task: `protocol`.task, error: error)
+        caller.urlProtocol(`protocol`, didFailWithError: error)
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) {
+        caller.urlProtocol(`protocol`, didReceive: challenge)
+    }
+
+    func urlProtocol(_ protocol: URLProtocol, didCancel challenge: URLAuthenticationChallenge) {
+        caller.urlProtocol(`protocol`, didCancel: challenge)
+    }
+}
