@@ -19,9 +19,11 @@ extension InterceptionTests {
             let key = DispatchSpecificKey<String>()
             workQueue.setSpecific(key: key, value: "forwarder")
             let seen = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-                _ = forwarder.start(URLRequest(url: HTTPBin.url(.get(query: "queue=1"))), observer: CompletionObserver { _ in
-                    continuation.resume(returning: DispatchQueue.getSpecific(key: key))
-                })
+                _ = forwarder.start(
+                    URLRequest(url: HTTPBin.url(.get(query: "queue=1"))),
+                    observer: CompletionObserver { _ in
+                        continuation.resume(returning: DispatchQueue.getSpecific(key: key))
+                    })
             }
             #expect(seen == "forwarder")
         }
@@ -35,15 +37,17 @@ extension InterceptionTests {
             let callerQueue = try #require(caller.workQueue)
             let order = Mutex<[String]>([])
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                _ = forwarder.start(URLRequest(url: HTTPBin.url(.get(query: "queue=2"))), observer: CompletionObserver { _ in
-                    // The caller session's work queue gets work while this completion still runs.
-                    callerQueue.async {
-                        order.withLock { $0.append("caller") }
-                        continuation.resume()
-                    }
-                    Thread.sleep(forTimeInterval: 0.2)
-                    order.withLock { $0.append("completion") }
-                })
+                _ = forwarder.start(
+                    URLRequest(url: HTTPBin.url(.get(query: "queue=2"))),
+                    observer: CompletionObserver { _ in
+                        // The caller session's work queue gets work while this completion still runs.
+                        callerQueue.async {
+                            order.withLock { $0.append("caller") }
+                            continuation.resume()
+                        }
+                        Thread.sleep(forTimeInterval: 0.2)
+                        order.withLock { $0.append("completion") }
+                    })
             }
             #expect(order.withLock { $0 } == ["completion", "caller"])
         }

@@ -143,12 +143,20 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     func forwarded(
         challenge: URLAuthenticationChallenge,
-        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        answer forwardedAnswer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        // Answering with a credential suspends and resumes the forwarded task, which waits for the
+        // session queue: answered from that queue (where this runs), it would deadlock every session.
+        let answer: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void = {
+            disposition, credential in
+            let credential = CredentialSnapshot(credential)
+            Self.answerQueue.async { forwardedAnswer(disposition, credential.credential) }
+        }
         let space = challenge.protectionSpace
         let stored = storedCredential(for: space)
         let proposed = state.withLock { $0.storedCredentialUsed } == stored ? nil : stored
-        let apply: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void = { [self] disposition, credential in
+        let apply: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void = {
+            [self] disposition, credential in
             switch disposition {
             case .useCredential:
                 // FoundationNetworking traps on a nil credential here; the default handling is the safe reading.
@@ -176,6 +184,9 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         }
         if !isAsked { useDefault(proposed, space: space, answer: answer) }
     }
+
+    /// Where challenges are answered: off the session queue every session shares.
+    private static let answerQueue = DispatchQueue(label: "RequestAudit.RelayedLoad.challenges")
 
     /// The default handling: the caller's stored credential if there is one not just tried, else the
     /// failure response goes to the caller.
@@ -297,4 +308,10 @@ struct ResponseSnapshot: @unchecked Sendable {
 private struct ChallengeSnapshot: @unchecked Sendable {
     let challenge: URLAuthenticationChallenge
     init(_ challenge: URLAuthenticationChallenge) { self.challenge = challenge }
+}
+
+/// A credential crossing to the answer queue: immutable once made.
+private struct CredentialSnapshot: @unchecked Sendable {
+    let credential: URLCredential?
+    init(_ credential: URLCredential?) { self.credential = credential }
 }

@@ -56,8 +56,9 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Nothing is decided here: FoundationNetworking may ask more than once per task, and a decision
     /// leaves a trace (counted, published, logged). `startLoading` decides each request once.
     public override class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme, scheme.caseInsensitiveCompare("http") == .orderedSame
-            || scheme.caseInsensitiveCompare("https") == .orderedSame
+        guard let scheme = request.url?.scheme,
+            scheme.caseInsensitiveCompare("http") == .orderedSame
+                || scheme.caseInsensitiveCompare("https") == .orderedSame
         else { return false }
         return active.withLock { $0 != nil }
     }
@@ -194,7 +195,8 @@ public final class RequestInfoProtocol: URLProtocol {
     ) {
         switch route {
         case .relay: forward(request, auditor, decision, warning, caller, route)
-        case .system: startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
+        case .system:
+            startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
         }
     }
 

@@ -31,7 +31,8 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
             auditor.finish(
                 decision, warning: warning,
-                outcome: OutcomeSnapshot(kind: kind, durationMilliseconds: auditor.elapsedMilliseconds(since: decision)))
+                outcome: OutcomeSnapshot(kind: kind, durationMilliseconds: auditor.elapsedMilliseconds(since: decision))
+            )
         }
     }
 
@@ -57,7 +58,11 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     }
 
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
-        guard let audit, isRecorded.withLock({ isRecorded in defer { isRecorded = true }; return !isRecorded }) else {
+        guard let audit,
+            isRecorded.withLock({ isRecorded in
+                defer { isRecorded = true }; return !isRecorded
+            })
+        else {
             return
         }
         let auditor = audit.auditor

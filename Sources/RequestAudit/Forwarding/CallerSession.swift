@@ -86,7 +86,8 @@ enum CallerSession {
         func behaviour(of task: URLSessionTask) -> Behaviour? {
             guard let taskRegistry else { return nil }
             return CallerSession.behaviour(
-                of: task.taskIdentifier, in: taskRegistry, sessionHasDelegate: session?.delegate is URLSessionTaskDelegate)
+                of: task.taskIdentifier, in: taskRegistry,
+                sessionHasDelegate: session?.delegate is URLSessionTaskDelegate)
         }
     }
 

@@ -140,7 +140,8 @@ private final class ForwardingDelegate: NSObject, URLSessionDataDelegate, Sendab
         totalBytesExpectedToSend: Int64
     ) {
         observer(of: task)?.forwarded(
-            sentBodyBytes: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend)
+            sentBodyBytes: bytesSent, totalBytesSent: totalBytesSent, totalBytesExpectedToSend: totalBytesExpectedToSend
+        )
     }
 
     func urlSession(

@@ -26,7 +26,9 @@ enum PlatformInternals {
     /// Nil when everything interception needs is there; otherwise what is missing.
     static let problem: String? = {
         #if canImport(FoundationNetworking)
-            guard httpProtocolClass != nil else { return "no built-in HTTP URLProtocol in URLSessionConfiguration.default" }
+            guard httpProtocolClass != nil else {
+                return "no built-in HTTP URLProtocol in URLSessionConfiguration.default"
+            }
             guard let url = URL(string: "http://127.0.0.1:9/") else { return "cannot make a probe URL" }
             let session = URLSession(configuration: .ephemeral)
             // Not invalidateAndCancel(): it reads URLSession.shared, which would make the shared
@@ -36,7 +38,9 @@ enum PlatformInternals {
             let task = session.dataTask(with: url) { _, _, _ in }
             defer { task.cancel() }
             guard CallerSession.session(of: task) === session else { return "URLSessionTask.session not found" }
-            guard let registry = CallerSession.taskRegistry(of: session) else { return "URLSession.taskRegistry not found" }
+            guard let registry = CallerSession.taskRegistry(of: session) else {
+                return "URLSession.taskRegistry not found"
+            }
             let behaviour = workQueue.sync {
                 CallerSession.behaviour(of: task.taskIdentifier, in: registry, sessionHasDelegate: false)
             }

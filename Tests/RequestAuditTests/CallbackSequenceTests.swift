@@ -1,0 +1,206 @@
+import AuditReport
+import Foundation
+import RequestAudit
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One row of the callback matrix: a task a delegate caller makes, and how it answers.
+struct CallbackCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    var method = "GET"
+    let path: String
+    var kind = TaskKind.data
+    var redirect = CallbackRecorder.RedirectAnswer.follow
+    var challenge = CallbackRecorder.ChallengeAnswer.defaultHandling
+    var body: Data?
+    /// Whether the chunk count is the server's (a timed stream) rather than the network's.
+    var chunksAreExact = false
+
+    var testDescription: String { name }
+
+    func request() -> URLRequest {
+        var request = URLRequest(url: HTTPBin.url(HTTPBin.base + path))
+        request.httpMethod = method
+        if kind == .data, let body {
+            request.httpBody = body
+            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+
+    static let body = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+
+    static let all: [CallbackCase] = [
+        CallbackCase(name: "data: GET", path: "/get?matrix=1"),
+        CallbackCase(name: "data: 102,400 bytes", path: "/bytes/102400?seed=3"),
+        CallbackCase(name: "data: /stream/20", path: "/stream/20"),
+        CallbackCase(name: "data: a slow drip", path: "/drip?duration=1&numbytes=5&delay=0", chunksAreExact: true),
+        CallbackCase(name: "data: 404", path: "/status/404"),
+        CallbackCase(name: "data: gzip", path: "/gzip"),
+        CallbackCase(name: "data: POST body", method: "POST", path: "/post", body: body),
+        CallbackCase(name: "data: redirects followed", path: "/redirect/2"),
+        CallbackCase(name: "data: redirect refused", path: "/redirect/2", redirect: .refuse),
+        CallbackCase(name: "data: absolute redirect refused", path: "/absolute-redirect/1", redirect: .refuse),
+        CallbackCase(
+            name: "data: Basic challenge answered", path: "/basic-auth/ann/s3cret",
+            challenge: .credential(user: "ann", password: "s3cret")),
+        CallbackCase(
+            name: "data: Basic challenge with a wrong password", path: "/basic-auth/ann/s3cret",
+            challenge: .credential(user: "ann", password: "wrong")),
+        CallbackCase(name: "data: Basic challenge cancelled", path: "/basic-auth/ann/s3cret", challenge: .cancel),
+        CallbackCase(
+            name: "data: Digest challenge answered", path: "/digest-auth/auth/ann/s3cret",
+            challenge: .credential(user: "ann", password: "s3cret")),
+        CallbackCase(name: "download: 102,400 bytes", path: "/bytes/102400?seed=5", kind: .download),
+        CallbackCase(
+            name: "download: after redirects", path: "/redirect-to?url=/bytes/4096%3Fseed%3D9", kind: .download),
+        CallbackCase(name: "download: 404", path: "/status/404", kind: .download),
+        CallbackCase(
+            name: "download: Basic challenge answered", path: "/basic-auth/ann/s3cret", kind: .download,
+            challenge: .credential(user: "ann", password: "s3cret")),
+        CallbackCase(name: "upload from data", method: "POST", path: "/post", kind: .uploadFromData, body: body),
+        CallbackCase(name: "upload from a file", method: "PUT", path: "/put", kind: .uploadFromFile, body: body),
+    ]
+}
+
+extension InterceptionTests {
+    @Suite struct CallbackSequences {
+        @Test(
+            "a delegate caller gets the same callbacks in the same order as without RequestAudit",
+            arguments: CallbackCase.all)
+        func sameCallbacksAsDirect(_ row: CallbackCase) async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let direct = try await CallbackRecorder.run(
+                row.request(), kind: row.kind, configuration: .ephemeral, redirect: row.redirect,
+                challenge: row.challenge, body: row.body ?? Data())
+            let intercepted = try await CallbackRecorder.run(
+                row.request(), kind: row.kind, configuration: configuration, redirect: row.redirect,
+                challenge: row.challenge, body: row.body ?? Data())
+            let records = try await audited.finish()
+            if row.chunksAreExact {
+                #expect(intercepted.callbacks == direct.callbacks)
+            } else {
+                #expect(intercepted.callbacks.map(\.ignoringChunks) == direct.callbacks.map(\.ignoringChunks))
+            }
+            #expect(intercepted.downloadedFile == direct.downloadedFile)
+            #expect(records.count == 1, "one record per request: \(records.map(\.outcome.kind))")
+        }
+
+        @Test("a body that arrives over time reaches a delegate chunk by chunk, as it arrives")
+        func chunksArriveAsSent() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            // Ten bytes over two seconds, one at a time, as a server-sent event stream paces its events.
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/drip?duration=2&numbytes=10&delay=0"))
+            let run = try await CallbackRecorder.run(request, configuration: configuration)
+            _ = try await audited.finish()
+            #expect(run.callbacks.contains(.data(bytes: 10, chunks: 10)))
+            let times = run.chunkTimes
+            let first = try #require(times.first)
+            let last = try #require(times.last)
+            // The first byte is not held back for the rest: it comes long before the stream ends.
+            #expect(last - first > .seconds(1.5), "chunks at \(times)")
+        }
+
+        @Test("a redirect the caller's delegate allows is still refused when a block rule matches the hop")
+        func delegateAllowedHopIsChecked() async throws {
+            let audited = try AuditedSession(rules: "[block] field=path message=\"No hops\"\nno-bytes ^/bytes/")
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/redirect-to?url=/bytes/16"))
+            let run = try await CallbackRecorder.run(request, configuration: configuration)
+            let records = try await audited.finish()
+            #expect(run.callbacks.first == .redirect(status: 302, to: HTTPBin.base + "/bytes/16"))
+            #expect(run.callbacks.last == .complete(errorCode: RequestAuditError.refusalCode.rawValue))
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
+        @Test("a followed redirect is listed in the record, hop by hop")
+        func hopsAreRecorded() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            _ = try await CallbackRecorder.run(
+                URLRequest(url: HTTPBin.url(.redirect(count: 2))), configuration: configuration)
+            let records = try await audited.finish()
+            #expect(records.first?.outcome.redirects == [HTTPBin.base + "/relative-redirect/1", HTTPBin.base + "/get"])
+            #expect(records.first?.outcome.status == 200)
+        }
+
+        @Test("credentials given to a challenge never reach the log")
+        func credentialsStayOutOfTheLog() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/basic-auth/carol/Xy7-secret-Q"))
+            let run = try await CallbackRecorder.run(
+                request, configuration: configuration, challenge: .credential(user: "carol", password: "Xy7-secret-Q"))
+            _ = try await audited.finish()
+            #expect(run.callbacks.contains { if case .response(200, _) = $0 { true } else { false } })
+            let log = try String(contentsOfFile: audited.logPath, encoding: .utf8)
+            #expect(!log.contains(Data("carol:Xy7-secret-Q".utf8).base64EncodedString()))
+        }
+
+        @Test("a completion-handler download gets the same file as without RequestAudit")
+        func completionHandlerDownload() async throws {
+            let audited = try AuditedSession()
+            let url = HTTPBin.url(.bytes(65_536))
+            func download(_ session: URLSession) async -> (Data?, Int?) {
+                await withCheckedContinuation { continuation in
+                    session.downloadTask(with: url) { location, response, _ in
+                        let data = location.flatMap { try? Data(contentsOf: $0) }
+                        continuation.resume(returning: (data, (response as? HTTPURLResponse)?.statusCode))
+                    }.resume()
+                }
+            }
+            let direct = await download(audited.direct)
+            let intercepted = await download(audited.session)
+            let records = try await audited.finish()
+            #expect(intercepted.0 == direct.0)
+            #expect(intercepted.0?.count == 65_536)
+            #expect(intercepted.1 == 200)
+            #expect(records.map(\.outcome.kind) == [.systemLoader])
+            #expect(records.first?.outcome.status == 200)
+        }
+
+        @Test("a blocked download fails with the refusal and sends nothing")
+        func blockedDownload() async throws {
+            let audited = try AuditedSession(rules: "[block]\nno-downloads /anything/download-")
+            let path = "/anything/download-\(UUID().uuidString)"
+            let run = try await CallbackRecorder.run(
+                URLRequest(url: HTTPBin.url(HTTPBin.base + path)), kind: .download,
+                configuration: audited.session.configuration)
+            let records = try await audited.finish()
+            #expect(run.callbacks == [.complete(errorCode: RequestAuditError.refusalCode.rawValue)])
+            #expect(try await HTTPBin.received(pathPrefix: path) == false)
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
+        @Test("a blocked upload is decided, counted and logged once")
+        func blockedUploadOnce() async throws {
+            let audited = try AuditedSession(rules: "[block]\nno-upload /anything/once-")
+            var request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/once-\(UUID().uuidString)"))
+            request.httpMethod = "POST"
+            let events = audited.auditor.events()
+            _ = try? await audited.session.upload(for: request, from: Data(repeating: 1, count: 1_000))
+            let records = try await audited.finish()
+            var published: [String] = []
+            for await event in events {
+                switch event {
+                case .started: published.append("started")
+                case .finished: published.append("finished")
+                default: break
+                }
+            }
+            #expect(records.map(\.outcome.kind) == [.blocked])
+            #expect(audited.auditor.statistics.requests == 1)
+            #expect(published == ["started", "finished"])
+        }
+    }
+}
