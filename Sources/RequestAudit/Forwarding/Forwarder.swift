@@ -41,7 +41,7 @@ protocol ForwardedLoadObserver: AnyObject, Sendable {
 final class Forwarder: Sendable {
     private let router: ForwardingDelegate
     private let session: URLSession
-    /// The session's work queue, where its delegate queue runs (nil if reflection could not find it).
+    /// The session's work queue, where its delegate calls run (nil if reflection could not find it).
     let workQueue: DispatchQueue?
 
     init() {
@@ -59,17 +59,14 @@ final class Forwarder: Sendable {
         // Credentials come from the caller's session (its delegate or its storage), never from ours.
         configuration.urlCredentialStorage = nil
         configuration.httpMaximumConnectionsPerHost = 64
-        let queue = OperationQueue()
-        queue.name = "RequestAudit.Forwarder"
-        queue.maxConcurrentOperationCount = 1
+        let queue = InlineDelegateQueue()
         session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
-        // Delegate calls run on the session's own work queue, where the transfer produced them, rather
-        // than on a thread of their own: no thread wakes up between a chunk and the caller's work
-        // queue (which goes through the same serial queue). Nothing run there may wait for a session
-        // (`resume`, `dataTask`), or it would deadlock. OperationQueue holds its underlying queue
-        // unowned: `workQueue` keeps it.
+        // Delegate calls run in place on the session's work queue, where the transfer produced them
+        // (see InlineDelegateQueue): each chunk reaches the caller before the next one is read, and
+        // no thread wakes up between them. Nothing run there may wait for a session (`resume`,
+        // `dataTask`), or it would deadlock.
         workQueue = CallerSession.workQueue(of: session)
-        if let workQueue { queue.underlyingQueue = workQueue }
+        if let workQueue { queue.attach(to: workQueue) }
     }
 
     /// Starts `request`, reporting its events to `observer` (held until the task completes).
