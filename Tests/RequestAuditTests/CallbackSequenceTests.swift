@@ -108,6 +108,28 @@ extension InterceptionTests {
             #expect(last - first > .seconds(1.5), "chunks at \(times)")
         }
 
+        @Test("server-sent events reach a delegate one by one, at the pace they reach it directly")
+        func eventStreamKeepsItsPace() async throws {
+            let stream = try #require(
+                ProcessInfo.processInfo.environment["EVENTS_URL"],
+                "EVENTS_URL is not set: run the tests with `make test`")
+            // Ten events, one every 100 ms, each its own chunk on the wire.
+            let request = URLRequest(url: HTTPBin.url(stream + "?count=10&interval=100"))
+            let direct = try await CallbackRecorder.run(request, configuration: .ephemeral)
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let intercepted = try await CallbackRecorder.run(request, configuration: configuration)
+            let records = try await audited.finish()
+            let events = "id: 0\ndata: event 0\n\n".utf8.count * 10
+            #expect(direct.callbacks.contains(.data(bytes: events, chunks: 10)))
+            #expect(intercepted.callbacks == direct.callbacks)
+            // Each event arrives when it is sent, not with the rest: 900 ms from the first to the last.
+            let spread = try #require(intercepted.chunkTimes.last) - #require(intercepted.chunkTimes.first)
+            #expect(spread > .milliseconds(600), "events at \(intercepted.chunkTimes)")
+            #expect(records.map(\.outcome.bytes) == [events])
+        }
+
         @Test("a redirect the caller's delegate allows is still refused when a block rule matches the hop")
         func delegateAllowedHopIsChecked() async throws {
             let audited = try AuditedSession(rules: "[block] field=path message=\"No hops\"\nno-bytes ^/bytes/")

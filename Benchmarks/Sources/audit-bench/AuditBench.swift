@@ -9,6 +9,7 @@ struct AuditBench: AsyncParsableCommand {
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
+            Stream.self, StreamOne.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -260,6 +261,13 @@ struct Interception: AsyncParsableCommand {
     }
 }
 
+/// Runs only the streamed-download benchmark (section 5 of `all`).
+struct Stream: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stream", shouldDisplay: false)
+
+    func run() throws { StreamBenchmark.printTable(try StreamBenchmark().run()) }
+}
+
 /// Section 4's table: each session's p50, p99 and requests/s, then audited against direct.
 func printInterceptionTable(_ interception: [InterceptionResult]) {
     print("| session | p50 | p99 | requests/s |")
@@ -350,7 +358,13 @@ struct All: AsyncParsableCommand {
         ).run()
         printInterceptionTable(interception)
 
-        print("\n## 5. Reports over generated logs\n")
+        print(
+            "\n## 5. Streamed download (local nginx, \(StreamBenchmark.fileBytes / 1_000_000) MB file, a delegate that "
+                + "discards each chunk; medians of \(StreamBenchmark.rounds), fresh process each, sessions alternated)\n"
+        )
+        StreamBenchmark.printTable(try StreamBenchmark().run())
+
+        print("\n## 6. Reports over generated logs\n")
         print(
             "| events | log size | `audit report` time (median of 3 runs) | runs | peak RSS (same code, fresh process) |"
         )

@@ -40,7 +40,7 @@ struct InterceptionResult {
     let requestsPerSecond: Double
 }
 
-/// A local nginx serving one small file, stopped on `stop()`.
+/// A local nginx serving one small file (and any added with `addFile`), stopped on `stop()`.
 final class LocalNginx {
     let port: Int
     let directory: String
@@ -130,6 +130,18 @@ final class LocalNginx {
                 body(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
+    }
+
+    /// Serves a file of `bytes` zero bytes as `name` (sparse on disk) and returns its address.
+    func addFile(named name: String, bytes: Int) throws -> URL {
+        let path = directory + "/www/" + name
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { throw BenchError("cannot write \(path)") }
+        try handle.truncate(atOffset: UInt64(bytes))
+        try handle.close()
+        guard let url = URL(string: "http://127.0.0.1:\(port)/\(name)") else { throw BenchError("no URL for \(name)") }
+        return url
     }
 
     /// Stops nginx and removes its directory (its configuration, the file, and the audit log).
