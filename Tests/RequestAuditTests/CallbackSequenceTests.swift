@@ -108,6 +108,26 @@ extension InterceptionTests {
             #expect(last - first > .seconds(1.5), "chunks at \(times)")
         }
 
+        @Test(
+            "a task cancelled midway ends for the caller as it does directly, with the same resume data",
+            arguments: [TaskKind.data, .download])
+        func cancelledMidway(_ kind: TaskKind) async throws {
+            // Twenty bytes over four seconds: cancelled after the first few have arrived.
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/drip?duration=4&numbytes=20&delay=0"))
+            let direct = try await CallbackRecorder.run(
+                request, kind: kind, configuration: .ephemeral, cancelAfter: .milliseconds(900))
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let intercepted = try await CallbackRecorder.run(
+                request, kind: kind, configuration: configuration, cancelAfter: .milliseconds(900))
+            let records = try await audited.finish()
+            #expect(direct.callbacks.last == .complete(errorCode: URLError.cancelled.rawValue))
+            #expect(intercepted.callbacks.map(\.ignoringChunks) == direct.callbacks.map(\.ignoringChunks))
+            #expect((intercepted.resumeData == nil) == (direct.resumeData == nil))
+            #expect(records.map(\.outcome.kind) == [.cancelled])
+        }
+
         @Test("server-sent events reach a delegate one by one, at the pace they reach it directly")
         func eventStreamKeepsItsPace() async throws {
             let stream = try #require(

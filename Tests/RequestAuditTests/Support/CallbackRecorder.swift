@@ -187,6 +187,8 @@ enum TaskKind: String, Sendable, CaseIterable {
 
 /// One delegate-based run: what the caller saw, and when its first byte came.
 struct DelegateRun: Sendable {
+    /// What `cancel(byProducingResumeData:)` gave, for a download cancelled midway.
+    var resumeData: Data?
     var callbacks: [Callback]
     var timeToFirstByte: Duration?
     var chunkTimes: [Duration]
@@ -194,10 +196,12 @@ struct DelegateRun: Sendable {
 }
 
 extension CallbackRecorder {
-    /// Runs `request` as a `kind` task on a new session of `configuration` with a new recorder.
+    /// Runs `request` as a `kind` task on a new session of `configuration` with a new recorder; with
+    /// `cancelAfter`, cancels it after that delay (a download by producing resume data).
     static func run(
         _ request: URLRequest, kind: TaskKind = .data, configuration: URLSessionConfiguration,
-        redirect: RedirectAnswer = .follow, challenge: ChallengeAnswer = .defaultHandling, body: Data = Data()
+        redirect: RedirectAnswer = .follow, challenge: ChallengeAnswer = .defaultHandling, body: Data = Data(),
+        cancelAfter delay: Duration? = nil
     ) async throws -> DelegateRun {
         let recorder = CallbackRecorder(redirect: redirect, challenge: challenge)
         let session = URLSession(configuration: configuration, delegate: recorder, delegateQueue: nil)
@@ -214,8 +218,23 @@ extension CallbackRecorder {
             task = session.uploadTask(with: request, fromFile: file)
         }
         task.resume()
+        let resumeData = Mutex<Data?>(nil)
+        if let delay {
+            try await Task.sleep(for: delay)
+            if let download = task as? URLSessionDownloadTask {
+                await withCheckedContinuation { continuation in
+                    download.cancel { data in
+                        resumeData.withLock { $0 = data }
+                        continuation.resume()
+                    }
+                }
+            } else {
+                task.cancel()
+            }
+        }
         await recorder.waitForCompletion()
         return DelegateRun(
+            resumeData: resumeData.withLock { $0 },
             callbacks: recorder.callbacks, timeToFirstByte: recorder.firstByteAt.map { $0 - start },
             chunkTimes: recorder.chunkTimes.map { $0 - start }, downloadedFile: recorder.downloadedFile)
     }
