@@ -18,25 +18,28 @@ func loadPolicy(directory: String) throws -> Policy {
     }
 }
 
-/// Waits for `writer` to write, sync and close its log, from synchronous command code.
-func waitForShutdown(of writer: AuditLogWriter) throws(AuditLogError) {
-    let result = ShutdownResult()
+/// Runs `body` to its end from synchronous command code and returns what it returns.
+func waitFor<Value: Sendable>(_ body: @escaping @Sendable () async throws(AuditLogError) -> Value) throws(AuditLogError)
+    -> Value
+{
+    let result = Mutex<Result<Value, AuditLogError>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
+        let outcome: Result<Value, AuditLogError>
         do throws(AuditLogError) {
-            try await writer.shutdown()
+            outcome = .success(try await body())
         } catch {
-            result.set(error)
+            outcome = .failure(error)
         }
+        result.withLock { $0 = outcome }
         done.signal()
     }
     done.wait()
-    if let error = result.error { throw error }
+    // The task set the result before it signalled.
+    return try (result.withLock { $0 } ?? .failure(.writeFailed(path: "-", reason: "no result"))).get()
 }
 
-/// The outcome of an asynchronous shutdown, handed to a waiting thread.
-private final class ShutdownResult: Sendable {
-    private let storage = Mutex<AuditLogError?>(nil)
-    func set(_ error: AuditLogError) { storage.withLock { $0 = error } }
-    var error: AuditLogError? { storage.withLock { $0 } }
+/// Waits for `writer` to write, sync and close its log, from synchronous command code.
+func waitForShutdown(of writer: AuditLogWriter) throws(AuditLogError) {
+    try waitFor { () async throws(AuditLogError) in try await writer.shutdown() }
 }

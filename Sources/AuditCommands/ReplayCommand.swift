@@ -1,4 +1,5 @@
 import ArgumentParser
+import AuditPipeline
 import AuditPolicy
 import AuditReport
 import Foundation
@@ -40,8 +41,11 @@ struct ReplayCommand: ParsableCommand {
         do throws(AuditLogError) {
             let writer = try AuditLogWriter(path: log)
             let startTime = (try? ReportCommand.time(start, option: "--start")) ?? nil
-            summary = try Replayer(policy: policy, onError: onError).replay(
-                inputs, into: writer, defaultTime: startTime ?? Date())
+            let replayer = Replayer(policy: policy, onError: onError)
+            let inputs = inputs
+            summary = try waitFor { () async throws(AuditLogError) in
+                try await replayer.replay(inputs, into: writer, defaultTime: startTime ?? Date())
+            }
             try waitForShutdown(of: writer)
         } catch {
             CommandOutput.errorLine(error.description)

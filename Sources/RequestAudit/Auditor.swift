@@ -1,4 +1,5 @@
 import AuditLocking
+import AuditPipeline
 import AuditPolicy
 import AuditReport
 import Foundation
@@ -24,59 +25,37 @@ import Foundation
 /// Only one auditor is installed at a time in a process (URLProtocol registration is global).
 public final class Auditor: Sendable {
     /// The behaviour settings.
-    public let configuration: AuditorConfiguration
+    public var configuration: AuditorConfiguration { pipeline.configuration }
     /// The policy in force now; ``reloadPolicy(from:)`` replaces it.
     ///
     /// Each request is decided by the policy in force when it starts, and keeps that policy for its
     /// redirect hops even if a reload happens while it is in flight.
-    public var policy: Policy { current.withLock { $0 } }
+    public var policy: Policy { pipeline.policy }
 
-    private let current: Locked<Policy>
-    private let watcher = Locked<Task<Void, Never>?>(nil)
-
-    let hub = EventHub()
-    let log: AuditLogWriter?
+    /// The audit pipeline this front-end feeds: decisions, warnings, records, events, statistics,
+    /// the log and reloads all happen there.
+    public let pipeline: AuditPipeline
     let forwarder: Forwarder
-    private let counters = Locked(AuditStatistics())
-    private let inFlight = Locked(InFlight())
-
-    private struct InFlight {
-        var count = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
 
     /// Creates an auditor (not yet installed), opening the audit log if one is configured.
     ///
     /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened.
     public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
     {
-        self.current = Locked(policy)
-        self.configuration = configuration
-        if let path = configuration.logPath {
-            do {
-                log = try AuditLogWriter(path: path, rotation: configuration.logRotation)
-            } catch {
-                throw .auditLog(error.description)
-            }
-        } else {
-            log = nil
+        do {
+            pipeline = try AuditPipeline(policy: policy, configuration: configuration)
+        } catch {
+            throw RequestAuditError(error)
         }
         forwarder = Forwarder()
     }
 
     /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
-    static func hopVerdict(_ policy: Policy, onError: MatchErrorHandling)
-        -> @Sendable (URLRequest) -> RequestAuditError?
-    {
-        { hop in
-            let verdict = policy.evaluate(hop.auditRequest, onError: onError)
-            guard verdict.action == .block else { return nil }
+    func hopVerdict(_ policy: Policy) -> @Sendable (URLRequest) -> RequestAuditError? {
+        { [pipeline] hop in
+            guard let verdict = pipeline.hopRefusal(hop.auditRequest, policy: policy) else { return nil }
             return .blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: hop.url?.absoluteString ?? "")
         }
-    }
-
-    func hopVerdict(_ policy: Policy) -> @Sendable (URLRequest) -> RequestAuditError? {
-        Self.hopVerdict(policy, onError: configuration.onMatchError)
     }
 
     // MARK: Reloading
@@ -93,48 +72,23 @@ public final class Auditor: Sendable {
     /// - Throws: ``RequestAuditError/policyReload(_:)`` with every problem found.
     @discardableResult
     public func reloadPolicy(from directory: String) throws(RequestAuditError) -> Policy {
-        let loaded: Policy
         do {
-            loaded = try Policy(directory: directory, limits: policy.rules.first?.pattern.limits ?? .default)
+            return try pipeline.reloadPolicy(from: directory)
         } catch {
-            let failure = PolicyReloadFailure(directory: directory, time: Date(), problems: error.lines)
-            hub.publish(.policyReloadFailed(failure))
-            counters.withLock { $0.failedReloads += 1 }
-            throw .policyReload(failure)
+            throw RequestAuditError(error)
         }
-        current.withLock { $0 = loaded }
-        counters.withLock { $0.reloads += 1 }
-        hub.publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
-        return loaded
     }
 
     /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every
     /// `interval`), until ``stopWatchingPolicies()`` or ``shutdown()``. A change that fails to load
     /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``.
     public func watchPolicies(in directory: String, every interval: Duration = .seconds(1)) {
-        let fingerprint = PolicyFingerprint(directory: directory)
-        let task = Task.detached { [weak self] in
-            var last = fingerprint
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                let now = PolicyFingerprint(directory: directory)
-                guard now != last else { continue }
-                last = now
-                _ = try? self?.reloadPolicy(from: directory)
-            }
-        }
-        watcher.withLock { previous in
-            previous?.cancel()
-            previous = task
-        }
+        pipeline.watchPolicies(in: directory, every: interval)
     }
 
     /// Stops the watching started by ``watchPolicies(in:every:)``.
     public func stopWatchingPolicies() {
-        watcher.withLock { task in
-            task?.cancel()
-            task = nil
-        }
+        pipeline.stopWatchingPolicies()
     }
 
     // MARK: Installing
@@ -195,14 +149,14 @@ public final class Auditor: Sendable {
     /// A subscriber that falls behind never slows requests: events beyond its buffer are dropped for
     /// it alone, and it then receives ``AuditEvent/dropped(count:)``. The stream ends at ``shutdown()``.
     public func events(bufferSize: Int = 1_024) -> AuditEventStream {
-        hub.subscribe(bufferSize: bufferSize)
+        pipeline.events(bufferSize: bufferSize)
     }
 
     /// The counters so far.
-    public var statistics: AuditStatistics { counters.withLock { $0 } }
+    public var statistics: AuditStatistics { pipeline.statistics }
 
     /// Requests being audited right now.
-    public var inFlightCount: Int { inFlight.withLock { $0.count } }
+    public var inFlightCount: Int { pipeline.inFlightCount }
 
     /// Uninstalls, waits for the requests in flight, writes and syncs the audit log, and ends every
     /// event stream.
@@ -211,126 +165,41 @@ public final class Auditor: Sendable {
     /// - Throws: ``RequestAuditError/auditLog(_:)`` if some records could not be written.
     public func shutdown() async throws(RequestAuditError) {
         uninstall()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isIdle = inFlight.withLock { state in
-                if state.count == 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if isIdle { continuation.resume() }
-        }
+        await pipeline.waitUntilIdle()
         forwarder.invalidate()
-        stopWatchingPolicies()
-        hub.finish()
         do {
-            try await log?.shutdown()
+            try await pipeline.shutdown()
         } catch {
-            throw .auditLog(error.description)
+            throw RequestAuditError(error)
         }
     }
 
     // MARK: Per request (used by RequestInfoProtocol)
 
-    /// A decided request: its id, time, redacted snapshot and decision.
-    struct Decision: Sendable {
-        /// Where request ids come from: one counter for the process.
-        private static let identifiers = RequestIdentifiers()
+    /// A decided request.
+    typealias Decision = AuditPipeline.Decision
 
-        let id = Decision.identifiers.next()
-        /// Whole milliseconds, the precision the log keeps, so an event and its logged copy are equal.
-        let time = Date().roundedToAuditLogPrecision
-        let started = ContinuousClock.now
-        /// The policy the request was decided by; its redirect hops are checked against it too.
-        let policy: Policy
-        let verdict: Verdict
-        let snapshot: RequestSnapshot
-        let decision: DecisionSnapshot
-    }
-
-    /// Evaluates `request`, counts it, and publishes ``AuditEvent/started(_:)``.
+    /// Hands `request` to the pipeline to be decided, counted and published.
     func decide(_ request: URLRequest) -> Decision {
-        let auditRequest = request.auditRequest
-        let policy = self.policy  // one snapshot per request, kept for its redirect hops
-        let (verdict, nanoseconds) = policy.evaluateTimed(auditRequest, onError: configuration.onMatchError)
-        let redaction = configuration.redaction
-        let decision = Decision(
-            policy: policy,
-            verdict: verdict,
-            snapshot: redaction.snapshot(of: auditRequest, bodyBytes: request.httpBody?.count),
-            decision: DecisionSnapshot(
-                verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
-            )
-        )
-        counters.withLock { $0.count(decision.decision) }
-        inFlight.withLock { $0.count += 1 }
-        hub.publish(
-            .started(
-                RequestStarted(
-                    id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision))
-        )
-        return decision
+        pipeline.decide(request.auditRequest, bodyBytes: request.httpBody?.count)
     }
 
     /// Asks the warning handler (or applies the default) for a `warn` verdict.
     func resolveWarning(_ decision: Decision, askHandler: Bool) async -> WarningResolution {
-        let fallback = configuration.defaultWarningDecision
-        guard askHandler, let handler = configuration.warningHandler else {
-            return WarningResolution(decision: fallback, decidedBy: .default)
-        }
-        let warning = AuditWarning(
-            id: decision.id, request: decision.snapshot, rule: decision.decision.rule ?? "-",
-            message: decision.decision.message
-        )
-        let timeout = configuration.warningTimeout
-        return await withCheckedContinuation { (continuation: CheckedContinuation<WarningResolution, Never>) in
-            let first = FirstAnswer(continuation)
-            let handlerTask = Task {
-                first.answer(WarningResolution(decision: await handler(warning), decidedBy: .handler))
-            }
-            Task {
-                try? await Task.sleep(for: timeout)
-                first.answer(WarningResolution(decision: fallback, decidedBy: .timeout))
-                handlerTask.cancel()
-            }
-        }
+        await pipeline.resolveWarning(decision, askHandler: askHandler)
     }
 
-    /// Resumes a continuation with the first answer given; later answers are ignored.
-    private final class FirstAnswer: Sendable {
-        private let continuation: Locked<CheckedContinuation<WarningResolution, Never>?>
-
-        init(_ continuation: CheckedContinuation<WarningResolution, Never>) {
-            self.continuation = Locked(continuation)
-        }
-
-        func answer(_ resolution: WarningResolution) {
-            continuation.withLock { pending in
-                defer { pending = nil }
-                return pending
-            }?.resume(returning: resolution)
-        }
-    }
-
-    /// Completes a request's record: publishes ``AuditEvent/finished(_:)`` and appends it to the log.
+    /// Completes a request's record through the pipeline (a log failure shows in the log writer's
+    /// `lastError` and at ``shutdown()``).
     func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot) {
-        let record = AuditRecord(
-            id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
-            warning: warning, outcome: outcome
-        )
-        hub.publish(.finished(record))
-        try? log?.append(record)
-        let waiters = inFlight.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.count -= 1
-            guard state.count == 0 else { return [] }
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        _ = try? pipeline.finish(decision, warning: warning, outcome: outcome)
     }
 
     /// Milliseconds since `decision` was made.
     func elapsedMilliseconds(since decision: Decision) -> Double {
-        let elapsed = ContinuousClock.now - decision.started
-        return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+        decision.elapsedMilliseconds
     }
 }
+
+/// How an ``Auditor`` behaves: the settings of its audit pipeline.
+public typealias AuditorConfiguration = PipelineConfiguration

@@ -1,3 +1,4 @@
+import AuditPipeline
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -72,6 +73,16 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
             break
         }
         return URLError(Self.refusalCode, userInfo: userInfo)
+    }
+}
+
+extension RequestAuditError {
+    /// The embedding API's face of a pipeline error.
+    init(_ error: PipelineError) {
+        switch error {
+        case .auditLog(let reason): self = .auditLog(reason)
+        case .policyReload(let failure): self = .policyReload(failure)
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import RequestAudit
+@testable import AuditPipeline
 
 @Suite struct RequestIdentifierTests {
     @Test("ids handed out by one generator are all different, also from several threads")

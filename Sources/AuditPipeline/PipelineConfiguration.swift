@@ -1,8 +1,9 @@
 import AuditPolicy
 import AuditReport
 
-/// How an ``Auditor`` behaves.
-public struct AuditorConfiguration: Sendable {
+/// How an audit pipeline behaves, whichever front-end feeds it (the in-app `Auditor`, `audit proxy`,
+/// `audit replay`).
+public struct PipelineConfiguration: Sendable {
     /// Decides whether a request with a `warn` verdict goes on. Called off the network path; it may
     /// take as long as ``warningTimeout``.
     public typealias WarningHandler = @Sendable (AuditWarning) async -> WarningResolution.Decision

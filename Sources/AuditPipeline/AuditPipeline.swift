@@ -1,0 +1,314 @@
+import AuditLocking
+import AuditPolicy
+import AuditReport
+import Foundation
+
+/// The one audit pipeline every front-end hands its requests to: decide → warn → (the front-end
+/// sends, refuses or responds) → record → events → statistics → log; and policy reloads.
+///
+/// A front-end is a transport adapter: the in-app `RequestInfoProtocol`, `audit proxy` and
+/// `audit replay` each turn what they see into an `AuditRequest`, ask ``decide(_:bodyBytes:at:)``,
+/// carry out the verdict in their own transport, and end with ``finish(_:warning:outcome:)``. None
+/// of them builds records, counts statistics or publishes events itself.
+///
+/// ```swift
+/// let pipeline = try AuditPipeline(policy: Policy(directory: "policies"))
+/// let decision = pipeline.decide(AuditRequest(method: "GET", url: "https://example.org/"), bodyBytes: nil)
+/// // … send it, or refuse it, as decision.verdict says …
+/// try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .response, status: 200))
+/// try await pipeline.shutdown()
+/// ```
+public final class AuditPipeline: Sendable {
+    /// The behaviour settings.
+    public let configuration: PipelineConfiguration
+    /// The policy in force now; ``reloadPolicy(from:)`` replaces it.
+    ///
+    /// Each request is decided by the policy in force when it starts, and keeps that policy (in its
+    /// ``Decision``) for its redirect hops even if a reload happens while it is in flight.
+    public var policy: Policy { current.withLock { $0 } }
+
+    private let current: Locked<Policy>
+    private let watcher = Locked<Task<Void, Never>?>(nil)
+    private let hub = EventHub()
+    private let log: AuditLogWriter?
+    /// Whether ``shutdown()`` shuts the log down (it opened it) or leaves it to its owner.
+    private let ownsLog: Bool
+    private let counters = Locked(AuditStatistics())
+    private let inFlight = Locked(InFlight())
+
+    private struct InFlight {
+        var count = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Creates a pipeline, opening the audit log of `configuration` if one is set.
+    ///
+    /// - Parameter log: an audit log writer already open, to append to instead of
+    ///   `configuration.logPath` (its owner shuts it down).
+    /// - Throws: ``PipelineError/auditLog(_:)`` when the log cannot be opened.
+    public init(
+        policy: Policy, configuration: PipelineConfiguration = PipelineConfiguration(), log: AuditLogWriter? = nil
+    ) throws(PipelineError) {
+        self.current = Locked(policy)
+        self.configuration = configuration
+        if let log {
+            (self.log, ownsLog) = (log, false)
+        } else if let path = configuration.logPath {
+            do {
+                self.log = try AuditLogWriter(path: path, rotation: configuration.logRotation)
+            } catch {
+                throw .auditLog(error.description)
+            }
+            ownsLog = true
+        } else {
+            (self.log, ownsLog) = (nil, false)
+        }
+    }
+
+    // MARK: Deciding
+
+    /// A decided request: its id, time, redacted snapshot, decision, and the policy that decided it.
+    public struct Decision: Sendable {
+        /// Where request ids come from: one counter for the process.
+        private static let identifiers = RequestIdentifiers()
+
+        /// The request's unique id (in its events, its record, and a proxy's denial).
+        public let id = Decision.identifiers.next()
+        /// When it was seen, in whole milliseconds (the log's precision, so an event and its logged
+        /// copy are equal).
+        public let time: Date
+        let started = ContinuousClock.now
+        /// The policy the request was decided by; its redirect hops are checked against it too.
+        public let policy: Policy
+        /// The verdict.
+        public let verdict: Verdict
+        /// The request as recorded (redacted).
+        public let snapshot: RequestSnapshot
+        /// The decision as recorded (redacted).
+        public let decision: DecisionSnapshot
+
+        /// Milliseconds since the request was decided.
+        public var elapsedMilliseconds: Double {
+            let elapsed = ContinuousClock.now - started
+            return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+        }
+    }
+
+    /// Evaluates `request` under the policy in force, counts it, and publishes
+    /// ``AuditEvent/started(_:)``. Every decision must end with ``finish(_:warning:outcome:)``.
+    ///
+    /// - Parameters:
+    ///   - bodyBytes: the size of the request's body when known.
+    ///   - time: when the request was made (replayed traffic); now by default.
+    public func decide(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Decision {
+        let policy = self.policy  // one snapshot per request, kept for its redirect hops
+        let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
+        let redaction = configuration.redaction
+        let decision = Decision(
+            time: (time ?? Date()).roundedToAuditLogPrecision,
+            policy: policy,
+            verdict: verdict,
+            snapshot: redaction.snapshot(of: request, bodyBytes: bodyBytes),
+            decision: DecisionSnapshot(
+                verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
+            )
+        )
+        counters.withLock { $0.count(decision.decision) }
+        inFlight.withLock { $0.count += 1 }
+        hub.publish(
+            .started(
+                RequestStarted(
+                    id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision))
+        )
+        return decision
+    }
+
+    /// Whether `hop` (a redirect a request is about to follow) is refused under `policy`: the block
+    /// verdict when a block rule matches, else nil.
+    public func hopRefusal(_ hop: AuditRequest, policy: Policy) -> Verdict? {
+        let verdict = policy.evaluate(hop, onError: configuration.onMatchError)
+        return verdict.action == .block ? verdict : nil
+    }
+
+    // MARK: Warnings
+
+    /// Resolves a `warn` verdict: asks the configured warning handler (when `askHandler`), or
+    /// applies ``PipelineConfiguration/defaultWarningDecision``.
+    public func resolveWarning(_ decision: Decision, askHandler: Bool = true) async -> WarningResolution {
+        let fallback = configuration.defaultWarningDecision
+        guard askHandler, let handler = configuration.warningHandler else {
+            return WarningResolution(decision: fallback, decidedBy: .default)
+        }
+        let warning = AuditWarning(
+            id: decision.id, request: decision.snapshot, rule: decision.decision.rule ?? "-",
+            message: decision.decision.message
+        )
+        let timeout = configuration.warningTimeout
+        return await withCheckedContinuation { (continuation: CheckedContinuation<WarningResolution, Never>) in
+            let first = FirstAnswer(continuation)
+            let handlerTask = Task {
+                first.answer(WarningResolution(decision: await handler(warning), decidedBy: .handler))
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                first.answer(WarningResolution(decision: fallback, decidedBy: .timeout))
+                handlerTask.cancel()
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first answer given; later answers are ignored.
+    private final class FirstAnswer: Sendable {
+        private let continuation: Locked<CheckedContinuation<WarningResolution, Never>?>
+
+        init(_ continuation: CheckedContinuation<WarningResolution, Never>) {
+            self.continuation = Locked(continuation)
+        }
+
+        func answer(_ resolution: WarningResolution) {
+            continuation.withLock { pending in
+                defer { pending = nil }
+                return pending
+            }?.resume(returning: resolution)
+        }
+    }
+
+    // MARK: Recording
+
+    /// Completes a request: builds its record, publishes ``AuditEvent/finished(_:)``, appends the
+    /// record to the log, and returns it. Call exactly once per ``decide(_:bodyBytes:at:)``.
+    ///
+    /// - Throws: ``PipelineError/auditLog(_:)`` when the record could not be handed to the log (it
+    ///   was still published and counted).
+    @discardableResult
+    public func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot)
+        throws(PipelineError) -> AuditRecord
+    {
+        let record = AuditRecord(
+            id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
+            warning: warning, outcome: outcome
+        )
+        hub.publish(.finished(record))
+        var failure: PipelineError?
+        do {
+            try log?.append(record)
+        } catch {
+            failure = .auditLog(error.description)
+        }
+        let waiters = inFlight.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+        if let failure { throw failure }
+        return record
+    }
+
+    // MARK: Reloading
+
+    /// Loads the policy in `directory` and puts it in force, if it loads without errors.
+    ///
+    /// The new policy is compiled completely before it replaces the old one in a single step, so no
+    /// request is ever evaluated against a half-loaded policy. Requests already in flight finish
+    /// under the policy they started with. When the folder fails to load (any lint error), the
+    /// previous policy stays in force, ``AuditEvent/policyReloadFailed(_:)`` is published, and the
+    /// error is thrown.
+    ///
+    /// - Returns: the policy now in force.
+    /// - Throws: ``PipelineError/policyReload(_:)`` with every problem found.
+    @discardableResult
+    public func reloadPolicy(from directory: String) throws(PipelineError) -> Policy {
+        let loaded: Policy
+        do {
+            loaded = try Policy(directory: directory, limits: policy.rules.first?.pattern.limits ?? .default)
+        } catch {
+            let failure = PolicyReloadFailure(directory: directory, time: Date(), problems: error.lines)
+            hub.publish(.policyReloadFailed(failure))
+            counters.withLock { $0.failedReloads += 1 }
+            throw .policyReload(failure)
+        }
+        current.withLock { $0 = loaded }
+        counters.withLock { $0.reloads += 1 }
+        hub.publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
+        return loaded
+    }
+
+    /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every
+    /// `interval`), until ``stopWatchingPolicies()`` or ``shutdown()``. A change that fails to load
+    /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``.
+    public func watchPolicies(in directory: String, every interval: Duration = .seconds(1)) {
+        let fingerprint = PolicyFingerprint(directory: directory)
+        let task = Task.detached { [weak self] in
+            var last = fingerprint
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let now = PolicyFingerprint(directory: directory)
+                guard now != last else { continue }
+                last = now
+                _ = try? self?.reloadPolicy(from: directory)
+            }
+        }
+        watcher.withLock { previous in
+            previous?.cancel()
+            previous = task
+        }
+    }
+
+    /// Stops the watching started by ``watchPolicies(in:every:)``.
+    public func stopWatchingPolicies() {
+        watcher.withLock { task in
+            task?.cancel()
+            task = nil
+        }
+    }
+
+    // MARK: Observing
+
+    /// A new subscription to the event stream, with its own buffer of `bufferSize` events.
+    ///
+    /// A subscriber that falls behind never slows requests: events beyond its buffer are dropped for
+    /// it alone, and it then receives ``AuditEvent/dropped(count:)``. The stream ends at ``shutdown()``.
+    public func events(bufferSize: Int = 1_024) -> AuditEventStream {
+        hub.subscribe(bufferSize: bufferSize)
+    }
+
+    /// The counters so far.
+    public var statistics: AuditStatistics { counters.withLock { $0 } }
+
+    /// Requests decided and not yet finished.
+    public var inFlightCount: Int { inFlight.withLock { $0.count } }
+
+    // MARK: Stopping
+
+    /// Waits until every decided request has finished.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isIdle = inFlight.withLock { state in
+                if state.count == 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if isIdle { continuation.resume() }
+        }
+    }
+
+    /// Waits for the requests in flight, stops watching policies, ends every event stream, and
+    /// writes and syncs the audit log (shutting it down if the pipeline opened it).
+    ///
+    /// After it returns, every request the pipeline saw has its record on disk.
+    /// - Throws: ``PipelineError/auditLog(_:)`` if some records could not be written.
+    public func shutdown() async throws(PipelineError) {
+        await waitUntilIdle()
+        stopWatchingPolicies()
+        hub.finish()
+        guard let log else { return }
+        guard ownsLog else { return await log.flush() }
+        do {
+            try await log.shutdown()
+        } catch {
+            throw .auditLog(error.description)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+
+/// What a replay did.
+public struct ReplaySummary: Sendable, Equatable {
+    /// Entries evaluated and written.
+    public var requests = 0
+    /// Entries per verdict.
+    public var verdicts: [Verdict.Action: Int] = [:]
+    /// Entries that could not be read, skipped.
+    public var problems: [ReplayProblem] = []
+}
+
+/// The `audit replay` front-end: evaluates recorded traffic offline through the audit pipeline,
+/// which writes the same records the embedded auditor and the proxy write. Nothing is sent to the
+/// network.
+public struct Replayer: Sendable {
+    /// The policy to evaluate with.
+    public let policy: Policy
+    /// What a failing match does.
+    public let onError: MatchErrorHandling
+    /// Secrets removed from the records.
+    public let redaction: Redaction
+
+    /// Creates a replayer.
+    public init(policy: Policy, onError: MatchErrorHandling = .block, redaction: Redaction = .default) {
+        self.policy = policy
+        self.onError = onError
+        self.redaction = redaction
+    }
+
+    /// What the pipeline is told happened to a replayed entry: blocked entries were not sent; the
+    /// others keep the recording's status, size and duration, when it has them.
+    static func outcome(of entry: ReplayEntry, _ decision: AuditPipeline.Decision) -> OutcomeSnapshot {
+        guard decision.verdict.action != .block else {
+            return OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0)
+        }
+        return OutcomeSnapshot(
+            kind: .replayed, status: entry.status, bytes: entry.bytes,
+            durationMilliseconds: entry.durationMilliseconds ?? 0,
+            forwardedURL: decision.decision.redirect ?? decision.snapshot.url)
+    }
+
+    /// Replays every file in `paths` in order, appending a record per entry to `writer`; entries
+    /// without a time of their own (list lines) get `defaultTime`. A `warn` verdict proceeds, as
+    /// recorded traffic did.
+    ///
+    /// - Throws: ``AuditLogError`` when an input cannot be read or the log cannot be written.
+    public func replay(_ paths: [String], into writer: AuditLogWriter, defaultTime: Date = Date())
+        async throws(AuditLogError) -> ReplaySummary
+    {
+        var configuration = PipelineConfiguration()
+        configuration.onMatchError = onError
+        configuration.redaction = redaction
+        configuration.defaultWarningDecision = .proceed
+        let pipeline: AuditPipeline
+        do {
+            pipeline = try AuditPipeline(policy: policy, configuration: configuration, log: writer)
+        } catch {
+            throw .writeFailed(path: "the audit log", reason: error.description)
+        }
+        var summary = ReplaySummary()
+        for path in paths {
+            let (entries, problems) = try TrafficReader.read(path: path)
+            summary.problems += problems
+            for entry in entries {
+                let decision = pipeline.decide(
+                    entry.request, bodyBytes: entry.requestBodyBytes, at: entry.time ?? defaultTime)
+                let warning =
+                    decision.verdict.action == .warn ? await pipeline.resolveWarning(decision, askHandler: false) : nil
+                do {
+                    try pipeline.finish(decision, warning: warning, outcome: Self.outcome(of: entry, decision))
+                } catch {
+                    throw writer.lastError ?? .writeFailed(path: "the audit log", reason: error.description)
+                }
+                summary.requests += 1
+                summary.verdicts[decision.verdict.action, default: 0] += 1
+            }
+        }
+        return summary
+    }
+}

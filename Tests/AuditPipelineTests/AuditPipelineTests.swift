@@ -1,0 +1,68 @@
+import AuditPipeline
+import AuditPolicy
+import AuditReport
+import Foundation
+import Testing
+
+@Suite struct AuditPipelineTests {
+    static let rules = """
+        [block] message="No rivals"
+        rival ^https://rival\\.test/
+        [warn] message="Careful"
+        careful ^https://careful\\.test/
+        [record]
+        api ^https://api\\.
+        """
+
+    @Test("a decision is counted and published once, and its finish builds, publishes and logs one record")
+    func oneDecisionOneRecord() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString).jsonl")
+        var configuration = PipelineConfiguration()
+        configuration.logPath = log.path
+        let pipeline = try AuditPipeline(
+            policy: Policy(parsing: Self.rules, file: "p.rules"), configuration: configuration)
+        let events = pipeline.events()
+        let decision = pipeline.decide(
+            AuditRequest(method: "GET", url: "https://api.test/v1?token=abc"), bodyBytes: nil)
+        #expect(pipeline.inFlightCount == 1)
+        let record = try pipeline.finish(
+            decision, warning: nil,
+            outcome: OutcomeSnapshot(kind: .response, status: 200, bytes: 5, durationMilliseconds: 1))
+        try await pipeline.shutdown()
+        var seen: [AuditEvent] = []
+        for await event in events { seen.append(event) }
+        let logged = try AuditLogReader.read(atPath: log.path).records
+        #expect(pipeline.statistics.requests == 1)
+        #expect(pipeline.statistics.recordedByRule == ["p/api": 1])
+        #expect(pipeline.inFlightCount == 0)
+        #expect(seen.map(\.requestID) == [decision.id, decision.id])
+        #expect(logged == [record])
+        #expect(record.request.url == "https://api.test/v1?token=REDACTED")
+    }
+
+    @Test("a warning without a handler takes the configured default, decided by default")
+    func warningDefault() async throws {
+        var configuration = PipelineConfiguration()
+        configuration.defaultWarningDecision = .cancel
+        let pipeline = try AuditPipeline(
+            policy: Policy(parsing: Self.rules, file: "p.rules"), configuration: configuration)
+        let decision = pipeline.decide(AuditRequest(method: "GET", url: "https://careful.test/"), bodyBytes: nil)
+        let resolution = await pipeline.resolveWarning(decision)
+        try pipeline.finish(
+            decision, warning: resolution, outcome: OutcomeSnapshot(kind: .warningDeclined, durationMilliseconds: 0))
+        #expect(decision.verdict.action == .warn)
+        #expect(resolution == WarningResolution(decision: .cancel, decidedBy: .default))
+    }
+
+    @Test("a redirect hop is refused under the policy the request was decided by")
+    func hopRefusal() throws {
+        let pipeline = try AuditPipeline(policy: Policy(parsing: Self.rules, file: "p.rules"))
+        let decision = pipeline.decide(AuditRequest(method: "GET", url: "https://api.test/"), bodyBytes: nil)
+        let refusal = pipeline.hopRefusal(
+            AuditRequest(method: "GET", url: "https://rival.test/x"), policy: decision.policy)
+        #expect(refusal?.rule?.id == "p/rival")
+        #expect(
+            pipeline.hopRefusal(AuditRequest(method: "GET", url: "https://ok.test/"), policy: decision.policy) == nil)
+        try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
+    }
+}
