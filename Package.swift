@@ -10,10 +10,12 @@ let package = Package(
         .library(name: "AuditReport", targets: ["AuditReport"]),
         .library(name: "AuditPipeline", targets: ["AuditPipeline"]),
         .library(name: "RequestAudit", targets: ["RequestAudit"]),
+        .library(name: "AuditProxy", targets: ["AuditProxy"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -30,9 +32,19 @@ let package = Package(
         .target(name: "AuditPipeline", dependencies: ["AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(
+            name: "AuditProxy",
+            dependencies: [
+                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "AuditCommands",
             dependencies: [
                 "AuditPipeline",
+                "AuditProxy",
                 "AuditPolicy",
                 "AuditReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

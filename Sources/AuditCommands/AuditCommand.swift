@@ -1,9 +1,10 @@
 import ArgumentParser
 
-/// The `audit` command-line tool: check URLs, lint policies, run policy tests.
+/// The `audit` command-line tool: check URLs, lint policies, run policy tests, replay traffic,
+/// summarize logs, and audit any client through a proxy.
 ///
 /// Exit codes: 0 success; 1 a policy error, lint error or failing policy test; 64 a usage error.
-public struct AuditCommand: ParsableCommand {
+public struct AuditCommand: AsyncParsableCommand {
     /// The command's name, help and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "audit",
@@ -12,7 +13,10 @@ public struct AuditCommand: ParsableCommand {
             Exit codes: 0 success; 1 policy errors, lint errors or failing policy tests; 64 usage errors.
             """,
         version: "0.1.0",
-        subcommands: [CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self]
+        subcommands: [
+            CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
+            ProxyCommand.self,
+        ]
     )
 
     /// Creates the command; ArgumentParser fills it in from the arguments.

@@ -130,6 +130,9 @@ public struct WarningResolution: Codable, Sendable, Equatable {
         case timeout
         /// No handler was set (or it could not be asked); the configured default applied.
         case `default`
+        /// The client acknowledged the warning (`audit proxy`: a retry carrying
+        /// `Audit-Acknowledge: RULE-ID`).
+        case acknowledged
     }
 
     /// The decision.
@@ -164,6 +167,9 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// Recorded traffic evaluated offline by `audit replay`; status, bytes and duration are the
         /// recording's, when it has them.
         case replayed
+        /// A CONNECT tunnel (`audit proxy`) was opened and spliced until one side closed it: `bytes`
+        /// went from the server to the client, `sentBytes` from the client to the server.
+        case tunnel
     }
 
     /// An error as plain values.
@@ -199,15 +205,19 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
     public var redirects: [String]
     /// The failure, for `failure`, `blocked`, `warningDeclined` and `cancelled`.
     public var error: ErrorSnapshot?
+    /// Bytes sent on to the server: the request body (`audit proxy`), or everything the client sent
+    /// through a tunnel.
+    public var sentBytes: Int?
 
     /// Creates an outcome.
     public init(
         kind: Kind, status: Int? = nil, bytes: Int? = nil, durationMilliseconds: Double, forwardedURL: String? = nil,
-        finalURL: String? = nil, redirects: [String] = [], error: ErrorSnapshot? = nil
+        finalURL: String? = nil, redirects: [String] = [], error: ErrorSnapshot? = nil, sentBytes: Int? = nil
     ) {
         self.kind = kind
         self.status = status
         self.bytes = bytes
+        self.sentBytes = sentBytes
         self.durationMilliseconds = durationMilliseconds
         self.forwardedURL = forwardedURL
         self.finalURL = finalURL

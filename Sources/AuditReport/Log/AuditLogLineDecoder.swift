@@ -267,6 +267,7 @@ enum AuditLogLineDecoder {
         var finalURL: String?
         var redirects: [String]?
         var error: OutcomeSnapshot.ErrorSnapshot?
+        var sentBytes: Int?
         let isObject = scanner.readObject(OutcomeField.self) { scanner, field in
             switch field {
             case .kind:
@@ -274,6 +275,7 @@ enum AuditLogLineDecoder {
                 return kind != nil
             case .status: return Self.optionalInt(&scanner, into: &status)
             case .bytes: return Self.optionalInt(&scanner, into: &bytes)
+            case .sentBytes: return Self.optionalInt(&scanner, into: &sentBytes)
             case .durationMilliseconds:
                 duration = scanner.readDouble()
                 return duration != nil
@@ -292,7 +294,7 @@ enum AuditLogLineDecoder {
         guard isObject, let kind, let duration, let redirects else { return nil }
         return OutcomeSnapshot(
             kind: kind, status: status, bytes: bytes, durationMilliseconds: duration, forwardedURL: forwardedURL,
-            finalURL: finalURL, redirects: redirects, error: error)
+            finalURL: finalURL, redirects: redirects, error: error, sentBytes: sentBytes)
     }
 
     private static func error(_ scanner: inout JSONLineScanner) -> OutcomeSnapshot.ErrorSnapshot? {
@@ -375,7 +377,7 @@ private enum WarningField: Int, JSONFields {
 }
 
 private enum OutcomeField: Int, JSONFields {
-    case bytes, durationMilliseconds, error, finalURL, forwardedURL, kind, redirects, status
+    case bytes, durationMilliseconds, error, finalURL, forwardedURL, kind, redirects, sentBytes, status
     static let keys = keyBytes()
 }
 

@@ -82,6 +82,10 @@ enum AuditLogLineEncoder {
             out.string(outcome.kind.rawValue)
             out.key("redirects")
             out.strings(outcome.redirects)
+            if let sentBytes = outcome.sentBytes {
+                out.key("sentBytes")
+                out.integer(sentBytes)
+            }
             if let status = outcome.status {
                 out.key("status")
                 out.integer(status)

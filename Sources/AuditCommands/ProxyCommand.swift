@@ -1,0 +1,148 @@
+import ArgumentParser
+import AuditPipeline
+import AuditPolicy
+import AuditProxy
+import AuditReport
+import Dispatch
+import Foundation
+
+extension ProxyConfiguration.WarningMode: ExpressibleByArgument {}
+
+/// `audit proxy`: a forward HTTP proxy that audits every request of any client (curl, git, npm,
+/// pip, browsers, SDKs) against the policy.
+struct ProxyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proxy",
+        abstract: "Run a forward HTTP proxy (plain HTTP and CONNECT) that audits every request against the policy.",
+        discussion: """
+            Point clients at it with HTTP_PROXY and HTTPS_PROXY. Plain HTTP requests are decided on their method, \
+            URL and headers; HTTPS (CONNECT) on https://HOST[:PORT] and the CONNECT's headers, since the rest is \
+            encrypted. A refused request gets 403 with a JSON body naming the rule; a warning is acknowledged by \
+            sending the request again with the header 'Audit-Acknowledge: RULE-ID'. SIGHUP reloads the policies \
+            (the old ones stay in force on error); SIGINT or SIGTERM stops accepting, finishes what is in flight \
+            and flushes the log.
+            """
+    )
+
+    @Option(name: .long, help: "The address to listen on, HOST:PORT.")
+    var listen = "127.0.0.1:8080"
+
+    @Option(name: .long, help: "The folder of .rules files.")
+    var policies = "policies"
+
+    @Option(name: .long, help: "The JSON Lines audit log to append to.")
+    var log = "audit.jsonl"
+
+    @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
+    var onError = MatchErrorHandling.block
+
+    @Option(name: .long, help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
+    var warn = ProxyConfiguration.WarningMode.deny
+
+    @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
+    var watch = false
+
+    @Option(name: .customLong("max-connections"), help: "Most client connections open at once.")
+    var maximumConnections = 4_096
+
+    func validate() throws {
+        _ = try Self.hostAndPort(listen)
+    }
+
+    /// `HOST:PORT` split, or a usage error naming the option.
+    static func hostAndPort(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65_535).contains(port), colon > text.startIndex
+        else {
+            throw ValidationError("--listen: expected HOST:PORT, got '\(text)'")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
+    }
+
+    func run() async throws {
+        let policy = try loadPolicy(directory: policies)
+        var configuration = ProxyConfiguration()
+        (configuration.host, configuration.port) = try Self.hostAndPort(listen)
+        configuration.warnings = warn
+        configuration.maximumConnections = maximumConnections
+        configuration.pipeline.logPath = log
+        configuration.pipeline.onMatchError = onError
+        let pipeline: AuditPipeline
+        do {
+            pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
+        } catch {
+            CommandOutput.errorLine(error.description)
+            throw ExitCode.failure
+        }
+        let proxy = ProxyServer(configuration: configuration, pipeline: pipeline)
+        do {
+            try await proxy.start()
+        } catch {
+            CommandOutput.errorLine("audit proxy: cannot listen on \(listen): \(error)")
+            throw ExitCode.failure
+        }
+        if watch { pipeline.watchPolicies(in: policies) }
+        let directory = policies
+        let signals = SignalWatch()
+        signals.onReload {
+            do throws(PipelineError) {
+                let loaded = try pipeline.reloadPolicy(from: directory)
+                CommandOutput.errorLine("audit proxy: reloaded \(plural(loaded.rules.count, "rule")) from \(directory)")
+            } catch {
+                CommandOutput.errorLine("audit proxy: \(error.description)")
+            }
+        }
+        CommandOutput.line(
+            "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
+                + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
+                + (watch ? ", watching" : ""))
+        await signals.waitForStop()
+        CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
+        await proxy.stop()
+        let statistics = pipeline.statistics
+        CommandOutput.errorLine(
+            "audit proxy: stopped after \(plural(statistics.requests, "request")); "
+                + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
+                    separator: " · "))
+    }
+}
+
+/// SIGHUP (reload) and SIGINT/SIGTERM (stop), delivered on a queue of their own.
+private final class SignalWatch: @unchecked Sendable {
+    // @unchecked: `sources` is set in `init` and never changed; dispatch sources are thread-safe.
+    private let queue = DispatchQueue(label: "audit.proxy.signals")
+    private let sources: [DispatchSourceSignal]
+    private let stop = DispatchSemaphore(value: 0)
+
+    init() {
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            signal(number, SIG_IGN)
+            sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
+        }
+        self.sources = sources
+        let stop = stop
+        for source in sources.prefix(2) {
+            source.setEventHandler { stop.signal() }
+            source.resume()
+        }
+    }
+
+    func onReload(_ reload: @escaping @Sendable () -> Void) {
+        sources[2].setEventHandler(handler: reload)
+        sources[2].resume()
+    }
+
+    /// Returns once SIGINT or SIGTERM arrives.
+    func waitForStop() async {
+        let stop = stop
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                stop.wait()
+                continuation.resume()
+            }
+        }
+    }
+}

@@ -1,0 +1,680 @@
+import AuditPipeline
+import AuditPolicy
+import AuditReport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// What every connection handler of one proxy shares: the pipeline and the settings.
+struct ProxyServices: Sendable {
+    let pipeline: AuditPipeline
+    let configuration: ProxyConfiguration
+    /// Writes one line about a problem (a malformed or slow request, an unreachable server).
+    let report: @Sendable (String) -> Void
+}
+
+/// The HTTP handlers of a client connection, removed when it becomes a tunnel.
+struct ClientHTTPHandlers {
+    let decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    let encoder: HTTPResponseEncoder
+    let pipelining: HTTPServerPipelineHandler
+    let connectionGuard: ConnectionGuard
+}
+
+/// The proxy's front-end for one client connection: turns each request into an `AuditRequest`,
+/// has the pipeline decide it, and carries out the verdict: answers a refusal itself, sends the
+/// request upstream with both bodies streamed under backpressure, or opens a CONNECT tunnel.
+///
+/// A plain HTTP request is decided on everything it carries (method, absolute URL, headers). A
+/// CONNECT is decided on what a proxy sees of it: `https://HOST[:PORT]` and its headers.
+final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// One request and what became of it.
+    private final class Exchange {
+        let decision: AuditPipeline.Decision
+        let warning: WarningResolution?
+        let target: ProxyTarget
+        let forwardedURL: String
+        let version: HTTPVersion
+        let isClientKeepAlive: Bool
+        var isRequestEnded = false
+        var isResponseStarted = false
+        var isResponseEnded = false
+        var status: Int?
+        var bytesFromServer = 0
+        var bytesFromClient = 0
+        var keepsUpstream = true
+        var isUpgrade = false
+
+        init(
+            decision: AuditPipeline.Decision, warning: WarningResolution?, target: ProxyTarget, forwardedURL: String,
+            head: HTTPRequestHead
+        ) {
+            self.decision = decision
+            self.warning = warning
+            self.target = target
+            self.forwardedURL = forwardedURL
+            self.version = head.version
+            self.isClientKeepAlive = head.isKeepAlive
+        }
+    }
+
+    /// An upstream connection, kept between requests to the same server.
+    private struct Upstream {
+        let authority: String
+        let channel: Channel
+        let handler: UpstreamHandler
+    }
+
+    private enum State {
+        /// Waiting for a request head.
+        case idle
+        /// The request was answered by the proxy; its body (if any) is read and dropped.
+        case answered(closeAfter: Bool)
+        /// Connecting upstream; the request parts that arrive meanwhile wait.
+        case connecting(Exchange, waiting: [HTTPServerRequestPart])
+        /// The request goes upstream and the response comes back.
+        case forwarding(Exchange, Upstream)
+        /// A CONNECT is being opened.
+        case openingTunnel
+        /// The connection is closing or became a tunnel.
+        case done
+    }
+
+    private let services: ServicesBox
+    private let http: ClientHTTPHandlers
+    private var context: ChannelHandlerContext?
+    private var state = State.idle
+    private var upstream: Upstream?
+    private var pendingRead = false
+
+    /// The services, boxed so the handler can pass them to Sendable closures.
+    private final class ServicesBox: Sendable {
+        let value: ProxyServices
+        init(_ value: ProxyServices) { self.value = value }
+    }
+
+    init(services: ProxyServices, http: ClientHTTPHandlers) {
+        self.services = ServicesBox(services)
+        self.http = http
+    }
+
+    private var pipeline: AuditPipeline { services.value.pipeline }
+    private var configuration: ProxyConfiguration { services.value.configuration }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Requests from the client
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        switch (state, part) {
+        case (.idle, .head(let head)):
+            http.connectionGuard.headReceived()
+            if head.method == .CONNECT {
+                openTunnel(head, context: context)
+            } else {
+                startExchange(head, context: context)
+            }
+        case (.answered(let closeAfter), .end):
+            if closeAfter {
+                state = .done
+                context.close(promise: nil)
+            } else {
+                state = .idle
+                http.connectionGuard.waitForNextHead()
+            }
+        case (.answered, _):
+            break  // the body of a request already answered
+        case (.connecting(let exchange, var waiting), _):
+            if case .end = part { exchange.isRequestEnded = true }
+            waiting.append(part)
+            state = .connecting(exchange, waiting: waiting)
+        case (.forwarding(let exchange, let upstream), _):
+            forward(part, exchange, upstream)
+        case (.idle, _), (.openingTunnel, _), (.done, _):
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .forwarding(_, let upstream) = state { upstream.handler.flush() }
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        switch state {
+        case .connecting, .openingTunnel:
+            pendingRead = true
+        case .forwarding(_, let upstream) where !upstream.handler.isWritable:
+            pendingRead = true
+        default:
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, case .forwarding(_, let upstream) = state { upstream.handler.resumeReading() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        switch state {
+        case .connecting(let exchange, _):
+            finish(exchange, kind: .cancelled, error: "the client closed the connection")
+        case .forwarding(let exchange, _):
+            finish(exchange, kind: .cancelled, error: "the client closed the connection")
+        default:
+            break
+        }
+        state = .done
+        upstream?.channel.close(promise: nil)
+        upstream = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        guard let parserError = error as? HTTPParserError else {
+            context.close(promise: nil)
+            return
+        }
+        let (status, kind) =
+            parserError == .headerOverflow
+            ? (HTTPResponseStatus.requestHeaderFieldsTooLarge, "too-large") : (.badRequest, "bad-request")
+        services.value.report("\(context.remoteAddressText): \(status.code) malformed request (\(parserError))")
+        guard case .idle = state else {
+            context.close(promise: nil)
+            return
+        }
+        state = .done
+        writeProblem(status, .problem(kind, "malformed request: \(parserError)"), close: true, context: context)
+    }
+
+    // MARK: Plain HTTP
+
+    private func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let hasBody = head.hasBody
+        guard let requested = ProxyTarget(absoluteURI: head.uri) else {
+            services.value.report("\(context.remoteAddressText): 400 not a proxy request: \(head.method) \(head.uri)")
+            state = .answered(closeAfter: hasBody || !head.isKeepAlive)
+            writeProblem(
+                .badRequest,
+                .problem(
+                    "bad-request",
+                    "audit proxy takes absolute-form http:// requests, and CONNECT for https (got '\(head.uri)')"),
+                close: false, context: context)
+            return
+        }
+        let request = AuditRequest(
+            method: head.method.rawValue, url: requested.httpURL,
+            headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
+        let decision = pipeline.decide(
+            request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) })
+        var target = requested
+        var warning: WarningResolution?
+        switch decision.verdict.action {
+        case .block:
+            return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
+        case .warn:
+            guard let resolution = resolveWarning(decision, acknowledgement: head.headers) else {
+                return refuse(
+                    decision, .warning(decision), kind: .warningDeclined,
+                    warning: WarningResolution(decision: .cancel, decidedBy: .default), head: head, context: context)
+            }
+            warning = resolution
+        case .redirect:
+            guard let redirected = decision.verdict.redirectTarget.flatMap(ProxyTarget.init(redirectURL:)) else {
+                return refuse(
+                    decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head,
+                    context: context)
+            }
+            target = redirected
+        case .allow, .pass:
+            break
+        }
+        let exchange = Exchange(
+            decision: decision, warning: warning, target: target,
+            forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
+        exchange.isUpgrade = head.headers.contains(name: "upgrade")
+        let upstreamHead = Self.upstreamHead(head, target: target, isRedirected: target != requested)
+        if let upstream, upstream.authority == target.authority, upstream.channel.isActive {
+            state = .forwarding(exchange, upstream)
+            upstream.handler.owner = self
+            upstream.handler.send(.head(upstreamHead))
+            return
+        }
+        upstream?.channel.close(promise: nil)
+        upstream = nil
+        state = .connecting(exchange, waiting: [.head(head)])
+        connect(to: target, context: context) { [self] result in
+            guard case .connecting(let pending, let waiting) = state, pending === exchange else {
+                if case .success(let made) = result { made.channel.close(promise: nil) }
+                return
+            }
+            switch result {
+            case .success(let made):
+                upstream = made
+                made.handler.owner = self
+                state = .forwarding(exchange, made)
+                made.handler.send(.head(upstreamHead))
+                for part in waiting.dropFirst() { forward(part, exchange, made) }
+                made.handler.flush()
+                resumeClientReads()
+            case .failure(let error):
+                failUpstream(exchange, reason: "cannot connect to \(target.authority): \(error)")
+            }
+        }
+    }
+
+    /// The warning's resolution when the request goes on (acknowledged, or allowed by the mode),
+    /// nil when it is refused.
+    private func resolveWarning(_ decision: AuditPipeline.Decision, acknowledgement headers: HTTPHeaders)
+        -> WarningResolution?
+    {
+        let rule = decision.decision.rule ?? "-"
+        let acknowledged = headers[canonicalForm: ProxyDenial.acknowledgeHeader].contains { $0 == rule }
+        if acknowledged { return WarningResolution(decision: .proceed, decidedBy: .acknowledged) }
+        switch configuration.warnings {
+        case .allow: return WarningResolution(decision: .proceed, decidedBy: .default)
+        case .deny: return nil
+        }
+    }
+
+    /// Headers that concern one connection only, never sent on (RFC 9110 §7.6.1), and the proxy's own.
+    private static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer",
+        "transfer-encoding", "upgrade", ProxyDenial.acknowledgeHeader.lowercased(),
+    ]
+
+    /// The headers of `headers` to send on: hop-by-hop headers and those `Connection` names are
+    /// dropped, except `Upgrade` (and its `Connection: upgrade`) when `keepsUpgrade`.
+    private static func endToEnd(_ headers: HTTPHeaders, keepsUpgrade: Bool) -> HTTPHeaders {
+        let named = Set(headers[canonicalForm: "connection"].map { $0.lowercased() })
+        var kept = HTTPHeaders()
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            if keepsUpgrade, lowered == "upgrade" {
+                kept.add(name: name, value: value)
+                continue
+            }
+            if hopByHop.contains(lowered) || named.contains(lowered) { continue }
+            kept.add(name: name, value: value)
+        }
+        if keepsUpgrade, headers.contains(name: "upgrade") { kept.add(name: "Connection", value: "Upgrade") }
+        return kept
+    }
+
+    private static func upstreamHead(_ head: HTTPRequestHead, target: ProxyTarget, isRedirected: Bool)
+        -> HTTPRequestHead
+    {
+        var headers = endToEnd(head.headers, keepsUpgrade: true)
+        // The request body's framing is the encoder's: chunked when the client chunked it.
+        if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        if isRedirected || !headers.contains(name: "host") {
+            headers.replaceOrAdd(name: "Host", value: target.hostHeader)
+        }
+        return HTTPRequestHead(
+            version: .http1_1, method: head.method, uri: target.path, headers: headers)
+    }
+
+    private func forward(_ part: HTTPServerRequestPart, _ exchange: Exchange, _ upstream: Upstream) {
+        guard !exchange.isResponseEnded else {
+            // The server answered before the whole request came: drop the rest, then go idle.
+            if case .end = part { endExchange(exchange) }
+            return
+        }
+        switch part {
+        case .head:
+            break
+        case .body(let buffer):
+            exchange.bytesFromClient += buffer.readableBytes
+            upstream.handler.send(.body(.byteBuffer(buffer)))
+        case .end(let trailers):
+            exchange.isRequestEnded = true
+            upstream.handler.send(.end(trailers), flush: true)
+        }
+    }
+
+    // MARK: Responses from the server
+
+    /// Whether the client connection can take more without queueing.
+    var isClientWritable: Bool { context?.channel.isWritable ?? false }
+
+    func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
+        guard let context, case .forwarding(let exchange, let upstream) = state, upstream.handler === handler else {
+            return
+        }
+        switch part {
+        case .head(let head):
+            if head.status == .switchingProtocols, exchange.isUpgrade {
+                return upgrade(exchange, upstream, head: head, context: context)
+            }
+            if head.status.code / 100 == 1 {
+                // An informational response (100 Continue, 103 Early Hints) goes on as it is.
+                let interim = HTTPResponseHead(
+                    version: exchange.version, status: head.status,
+                    headers: Self.endToEnd(head.headers, keepsUpgrade: false))
+                context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+                return
+            }
+            exchange.isResponseStarted = true
+            exchange.status = Int(head.status.code)
+            exchange.keepsUpstream = head.isKeepAlive
+            var headers = Self.endToEnd(head.headers, keepsUpgrade: false)
+            if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
+                headers.add(name: "Transfer-Encoding", value: "chunked")
+            }
+            if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+            let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
+            context.write(wrapOutboundOut(.head(response)), promise: nil)
+        case .body(let buffer):
+            exchange.bytesFromServer += buffer.readableBytes
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        case .end(let trailers):
+            exchange.isResponseEnded = true
+            context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
+            finish(exchange, kind: .response)
+            if !exchange.keepsUpstream {
+                upstream.channel.close(promise: nil)
+                self.upstream = nil
+            }
+            if exchange.isRequestEnded { endExchange(exchange) }
+        }
+    }
+
+    func upstreamReadComplete(from handler: UpstreamHandler) {
+        context?.flush()
+    }
+
+    func upstreamBecameWritable(_ handler: UpstreamHandler) {
+        guard case .forwarding(_, let upstream) = state, upstream.handler === handler else { return }
+        resumeClientReads()
+    }
+
+    func upstreamClosed(_ handler: UpstreamHandler, error: Error?) {
+        if upstream?.handler === handler { upstream = nil }
+        guard case .forwarding(let exchange, let upstream) = state, upstream.handler === handler else { return }
+        guard !exchange.isResponseEnded else { return }
+        let reason = error.map { "the server connection failed: \($0)" } ?? "the server closed the connection"
+        guard exchange.isResponseStarted else { return failUpstream(exchange, reason: reason) }
+        // The response was cut short: the client must see it end abnormally.
+        finish(exchange, kind: .failure, error: reason)
+        state = .done
+        context?.close(promise: nil)
+    }
+
+    /// The exchange is over on both sides: wait for the next request, or close.
+    private func endExchange(_ exchange: Exchange) {
+        guard let context else { return }
+        if !exchange.isClientKeepAlive {
+            state = .done
+            context.close(promise: nil)
+            return
+        }
+        state = .idle
+        http.connectionGuard.waitForNextHead()
+        resumeClientReads()
+    }
+
+    private func failUpstream(_ exchange: Exchange, reason: String) {
+        guard let context else { return }
+        services.value.report("\(context.remoteAddressText): 502 \(exchange.target.authority): \(reason)")
+        finish(exchange, kind: .failure, error: reason)
+        state = .answered(closeAfter: !exchange.isRequestEnded || !exchange.isClientKeepAlive)
+        writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: false, context: context)
+        if exchange.isRequestEnded {
+            if case .answered(let closeAfter) = state, closeAfter {
+                state = .done
+                context.close(promise: nil)
+            } else {
+                state = .idle
+                http.connectionGuard.waitForNextHead()
+            }
+        }
+        resumeClientReads()
+    }
+
+    // MARK: Tunnels (CONNECT, and upgraded connections)
+
+    private func openTunnel(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard let target = ProxyTarget(connectAuthority: head.uri) else {
+            services.value.report("\(context.remoteAddressText): 400 bad CONNECT target '\(head.uri)'")
+            state = .answered(closeAfter: true)
+            writeProblem(
+                .badRequest, .problem("bad-request", "CONNECT takes HOST:PORT (got '\(head.uri)')"), close: false,
+                context: context)
+            return
+        }
+        let request = AuditRequest(
+            method: "CONNECT", url: target.tunnelURL,
+            headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
+        let decision = pipeline.decide(request, bodyBytes: nil)
+        var warning: WarningResolution?
+        switch decision.verdict.action {
+        case .block:
+            return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
+        case .warn:
+            guard let resolution = resolveWarning(decision, acknowledgement: head.headers) else {
+                return refuse(
+                    decision, .warning(decision), kind: .warningDeclined,
+                    warning: WarningResolution(decision: .cancel, decidedBy: .default), head: head, context: context)
+            }
+            warning = resolution
+        case .redirect:
+            return refuse(
+                decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head, context: context)
+        case .allow, .pass:
+            break
+        }
+        state = .openingTunnel
+        let exchange = Exchange(
+            decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head)
+        upstream?.channel.close(promise: nil)
+        upstream = nil
+        ClientBootstrap(group: context.eventLoop)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .connect(host: target.host, port: target.port)
+            .assumeIsolated()
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let channel):
+                    spliceTunnel(exchange, to: channel)
+                case .failure(let error):
+                    let reason = "cannot connect to \(target.authority): \(error)"
+                    services.value.report("\(self.context?.remoteAddressText ?? "-"): 502 CONNECT \(reason)")
+                    finish(exchange, kind: .failure, error: reason)
+                    state = .done
+                    guard let context = self.context else { return }
+                    writeProblem(.badGateway, .upstream(decision, reason: reason), close: true, context: context)
+                }
+            }
+    }
+
+    /// Answers 200 to the CONNECT, then splices the client connection and `server`.
+    private func spliceTunnel(_ exchange: Exchange, to server: Channel) {
+        guard let context, context.channel.isActive else {
+            server.close(promise: nil)
+            finish(exchange, kind: .cancelled, error: "the client closed the connection")
+            return
+        }
+        let head = HTTPResponseHead(version: exchange.version, status: .ok, headers: ["Content-Length": "0"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        splice(exchange, server: server, serverHTTPHandlers: [], context: context)
+    }
+
+    /// A `101 Switching Protocols` from the server: passes it on, then splices both connections.
+    private func upgrade(
+        _ exchange: Exchange, _ upstream: Upstream, head: HTTPResponseHead, context: ChannelHandlerContext
+    ) {
+        exchange.status = Int(head.status.code)
+        var headers = Self.endToEnd(head.headers, keepsUpgrade: true)
+        headers.replaceOrAdd(name: "Connection", value: "Upgrade")
+        let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
+        context.write(wrapOutboundOut(.head(response)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        self.upstream = nil
+        upstream.handler.owner = nil
+        let serverHandlers: [RemovableChannelHandler] =
+            (try? [
+                upstream.channel.pipeline.syncOperations.handler(type: HTTPRequestEncoder.self),
+                upstream.channel.pipeline.syncOperations.handler(type: NIOHTTPRequestHeadersValidator.self),
+                upstream.handler,
+                upstream.channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self),
+            ]) ?? []
+        splice(exchange, server: upstream.channel, serverHTTPHandlers: serverHandlers, context: context)
+    }
+
+    /// Replaces the HTTP handlers on both connections by a tunnel pair; the record is written when
+    /// the tunnel closes. The decoders go last, so bytes they hold pass on into the tunnel.
+    private func splice(
+        _ exchange: Exchange, server: Channel, serverHTTPHandlers: [RemovableChannelHandler],
+        context: ChannelHandlerContext
+    ) {
+        state = .done
+        let isUpgrade = exchange.isUpgrade
+        let account = TunnelHandler.Account { [self] account in
+            exchange.bytesFromClient += account.fromClient
+            exchange.bytesFromServer += account.fromServer
+            exchange.status = exchange.status ?? 200
+            finish(exchange, kind: isUpgrade ? .response : .tunnel)
+        }
+        let (clientSide, serverSide) = TunnelHandler.pair(account: account)
+        do {
+            try server.pipeline.syncOperations.addHandler(serverSide)
+            try context.pipeline.syncOperations.addHandler(clientSide)
+            for handler in serverHTTPHandlers { server.pipeline.syncOperations.removeHandler(handler, promise: nil) }
+            let sync = context.pipeline.syncOperations
+            sync.removeHandler(http.connectionGuard, promise: nil)
+            sync.removeHandler(http.pipelining, promise: nil)
+            sync.removeHandler(http.encoder, promise: nil)
+            sync.removeHandler(self, promise: nil)
+            sync.removeHandler(http.decoder, promise: nil)
+        } catch {
+            server.close(promise: nil)
+            context.close(promise: nil)
+            account.closed()
+        }
+    }
+
+    // MARK: Answers of the proxy's own
+
+    private func refuse(
+        _ decision: AuditPipeline.Decision, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind,
+        warning: WarningResolution?, head: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
+        _ = try? pipeline.finish(
+            decision, warning: warning,
+            outcome: OutcomeSnapshot(
+                kind: kind, durationMilliseconds: decision.elapsedMilliseconds,
+                error: OutcomeSnapshot.ErrorSnapshot(
+                    domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
+        // A CONNECT or a request whose body would follow closes after the answer.
+        let closeAfter = head.method == .CONNECT || head.hasBody || !head.isKeepAlive
+        state = .answered(closeAfter: closeAfter)
+        writeProblem(.forbidden, denial, close: false, rule: decision.decision.rule, context: context)
+        if head.method == .CONNECT {
+            // The CONNECT's end has come already (it has no body); nothing more is read.
+            state = .done
+            context.close(promise: nil)
+        }
+    }
+
+    private func writeProblem(
+        _ status: HTTPResponseStatus, _ denial: ProxyDenial, close: Bool, rule: String? = nil,
+        context: ChannelHandlerContext
+    ) {
+        let body = denial.json
+        var headers: HTTPHeaders = [
+            "Content-Type": "application/json", "Content-Length": String(body.utf8.count),
+            "Cache-Control": "no-store",
+        ]
+        if let rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
+        if close || status == .badRequest { headers.add(name: "Connection", value: "close") }
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if close { written.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+    }
+
+    // MARK: Records
+
+    private func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
+        _ = try? pipeline.finish(
+            exchange.decision, warning: exchange.warning,
+            outcome: OutcomeSnapshot(
+                kind: kind, status: exchange.status, bytes: exchange.bytesFromServer,
+                durationMilliseconds: exchange.decision.elapsedMilliseconds, forwardedURL: exchange.forwardedURL,
+                error: error.map { OutcomeSnapshot.ErrorSnapshot(domain: "AuditProxy", code: 502, description: $0) },
+                sentBytes: exchange.bytesFromClient))
+    }
+
+    // MARK: Connections upstream
+
+    private func connect(
+        to target: ProxyTarget, context: ChannelHandlerContext,
+        then: @escaping (Result<Upstream, Error>) -> Void
+    ) {
+        let authority = target.authority
+        ClientBootstrap(group: context.eventLoop)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(HTTPRequestEncoder())
+                    try sync.addHandler(
+                        ByteToMessageHandler(
+                            HTTPResponseDecoder(
+                                leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
+                    try sync.addHandler(NIOHTTPRequestHeadersValidator())
+                    try sync.addHandler(UpstreamHandler())
+                }
+            }
+            .connect(host: target.host, port: target.port)
+            .assumeIsolated()
+            .whenComplete { result in
+                then(
+                    result.flatMap { channel in
+                        Result {
+                            Upstream(
+                                authority: authority, channel: channel,
+                                handler: try channel.pipeline.syncOperations.handler(type: UpstreamHandler.self))
+                        }
+                    })
+            }
+    }
+
+    private func resumeClientReads() {
+        guard pendingRead, let context else { return }
+        switch state {
+        case .connecting, .openingTunnel: return
+        case .forwarding(_, let upstream) where !upstream.handler.isWritable: return
+        default: break
+        }
+        pendingRead = false
+        context.read()
+    }
+}
+
+extension HTTPRequestHead {
+    /// Whether a body follows the head.
+    var hasBody: Bool {
+        if let length = headers.first(name: "content-length"), let bytes = Int(length) { return bytes > 0 }
+        return headers.contains(name: "transfer-encoding")
+    }
+}

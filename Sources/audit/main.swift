@@ -1,3 +1,0 @@
-import AuditCommands
-
-AuditCommand.main()
