@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline"]),
+        .testTarget(
+            name: "AuditProxyTests", dependencies: ["AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),
         .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLocking", "AuditLoadDriver"]),
     ],

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs a command with a real httpbin (under gunicorn) on 127.0.0.1, for the interception tests.
 # Exports HTTPBIN_URL (base URL) and HTTPBIN_ACCESS_LOG (one line per request the server received),
-# and EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py).
+# EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py); and, when nginx is
+# installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate in NGINX_CA) serving
+# Tests/Servers/www plus a 300 MB file, big.bin.
 set -euo pipefail
 
 if ! python3 -c "import httpbin, gunicorn" 2>/dev/null; then
@@ -18,12 +20,44 @@ server=$!
 events_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 "$(dirname "$0")/Servers/event_stream.py" "$events_port" >"$work/events.log" 2>&1 &
 events=$!
+nginx=""
 cleanup() {
-    kill "$server" "$events" 2>/dev/null || true
-    wait "$server" "$events" 2>/dev/null || true
+    kill "$server" "$events" $nginx 2>/dev/null || true
+    wait "$server" "$events" $nginx 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
+    chmod 755 "$work"
+    mkdir -p "$work/nginx/www"
+    cp -r "$(dirname "$0")/Servers/www/." "$work/nginx/www/"
+    truncate -s 300000000 "$work/nginx/www/big.bin"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=localhost" \
+        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -keyout "$work/nginx/key.pem" -out "$work/nginx/cert.pem" >/dev/null 2>&1
+    nginx_port=$(free_port)
+    nginx_tls_port=$(free_port)
+    cat >"$work/nginx/nginx.conf" <<CONF
+daemon off; worker_processes 2; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log $work/nginx/access.log; keepalive_requests 100000;
+  types { text/html html; text/plain txt; image/svg+xml svg; application/javascript js; }
+  server { listen 127.0.0.1:$nginx_port; root $work/nginx/www; }
+  server { listen 127.0.0.1:$nginx_tls_port ssl; root $work/nginx/www;
+    ssl_certificate $work/nginx/cert.pem; ssl_certificate_key $work/nginx/key.pem; }
+}
+CONF
+    "$nginx_bin" -c "$work/nginx/nginx.conf" -p "$work/nginx" >"$work/nginx/stdout.log" 2>&1 &
+    nginx=$!
+    export NGINX_URL="http://127.0.0.1:$nginx_port"
+    export NGINX_TLS_URL="https://127.0.0.1:$nginx_tls_port"
+    export NGINX_CA="$work/nginx/cert.pem"
+    export NGINX_ACCESS_LOG="$work/nginx/access.log"
+fi
 
 for _ in $(seq 1 100); do
     if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/get', timeout=1); \

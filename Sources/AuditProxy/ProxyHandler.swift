@@ -563,6 +563,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             sync.removeHandler(http.encoder, promise: nil)
             sync.removeHandler(self, promise: nil)
             sync.removeHandler(http.decoder, promise: nil)
+            // Reads held back while the tunnel opened start again, now through the tunnel handlers.
+            context.channel.read()
+            server.read()
         } catch {
             server.close(promise: nil)
             context.close(promise: nil)
