@@ -86,7 +86,7 @@ func runClient(_ tool: String, _ arguments: [String], environment: [String: Stri
 
 /// A raw TCP connection to the proxy, for requests no well-behaved client sends.
 final class RawConnection {
-    private let socket: Int32
+    private var socket: Int32
 
     init(port: Int) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -104,7 +104,14 @@ final class RawConnection {
         try #require(connected == 0, "cannot connect to 127.0.0.1:\(port)")
     }
 
-    deinit { close(socket) }
+    deinit { close() }
+
+    /// Closes the connection (once).
+    func close() {
+        guard socket >= 0 else { return }
+        Glibc.close(socket)
+        socket = -1
+    }
 
     func send(_ text: String) {
         _ = text.utf8CString.withUnsafeBufferPointer { Glibc.send(socket, $0.baseAddress, $0.count - 1, 0) }

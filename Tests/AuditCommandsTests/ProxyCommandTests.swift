@@ -1,0 +1,186 @@
+import AuditReport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A running `audit proxy` process: its port (read from its first line), its stderr, and its log.
+private final class ProxyProcess {
+    let process = Process()
+    let port: Int
+    private let errors = Pipe()
+    private let errorText = ErrorText()
+
+    final class ErrorText: @unchecked Sendable {
+        // Appended on the pipe's reading thread, read by the test under the lock.
+        private let lock = NSLock()
+        private var text = ""
+        func append(_ more: String) { lock.withLock { text += more } }
+        var value: String { lock.withLock { text } }
+    }
+
+    init(arguments: [String], in folder: TemporaryFolder) throws {
+        process.executableURL = try auditExecutable()
+        process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
+        process.currentDirectoryURL = folder.url
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let errorText = errorText
+        errors.fileHandleForReading.readabilityHandler = { handle in
+            errorText.append(String(decoding: handle.availableData, as: UTF8.self))
+        }
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = output.fileHandleForReading.availableData
+            guard !more.isEmpty else { break }
+            line += more
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        // "audit proxy listening on 127.0.0.1:PORT — …"
+        let address = try #require(
+            text.split(separator: " ").dropFirst(4).first, "first line: \(text) \(errorText.value)")
+        port = try #require(Int(address.split(separator: ":").last ?? ""))
+    }
+
+    var address: String { "http://127.0.0.1:\(port)" }
+    var standardError: String { errorText.value }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits until stderr contains `text` (at most 10 s).
+    func waitForError(containing text: String) async throws {
+        for _ in 0..<200 where !standardError.contains(text) { try await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    /// The peak resident memory of the proxy process so far, in bytes.
+    var peakResidentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1_024
+    }
+
+    func stop() -> Int32 {
+        signal(SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Runs curl through `proxy` and returns what it printed.
+private func curl(_ arguments: [String], through proxy: ProxyProcess) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["curl", "-sS", "-x", proxy.address] + arguments
+    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+private func nginx() throws -> String {
+    try #require(
+        ProcessInfo.processInfo.environment["NGINX_URL"], "NGINX_URL is not set: run the tests with `make test`")
+}
+
+@Suite(.serialized) struct ProxyCommandTests {
+    @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
+    func reloadOnHangup() async throws {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        let rules = folder.url.appendingPathComponent("policies/p.rules")
+        try Data("[record]\nall .\n".utf8).write(to: rules)
+        let proxy = try ProxyProcess(arguments: ["--log", "audit.jsonl"], in: folder)
+        let url = try nginx() + "/small.txt"
+        let before = try curl(["-o", "/dev/null", "-w", "%{http_code}", url], through: proxy)
+        try Data("[block]\nsmall /small\\.txt$\n".utf8).write(to: rules)
+        proxy.signal(SIGHUP)
+        try await proxy.waitForError(containing: "reloaded 1 rule")
+        let after = try curl(["-o", "/dev/null", "-w", "%{http_code}", url], through: proxy)
+        try Data("[block]\nbroken (unclosed\n".utf8).write(to: rules)
+        proxy.signal(SIGHUP)
+        try await proxy.waitForError(containing: "failed")
+        let kept = try curl(["-o", "/dev/null", "-w", "%{http_code}", url], through: proxy)
+        #expect(proxy.stop() == 0)
+        #expect(before == "200")
+        #expect(after == "403")
+        #expect(kept == "403")
+        #expect(proxy.standardError.contains("p.rules:2:"), "\(proxy.standardError)")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.kind) == [.response, .blocked, .blocked])
+    }
+
+    @Test("--watch reloads the policies when a rule file changes")
+    func watchReloads() async throws {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        let rules = folder.url.appendingPathComponent("policies/p.rules")
+        try Data("[record]\nall .\n".utf8).write(to: rules)
+        let proxy = try ProxyProcess(arguments: ["--watch"], in: folder)
+        let url = try nginx() + "/small.txt"
+        try await Task.sleep(for: .milliseconds(1_100))
+        try Data("[block]\nsmall /small\\.txt$\n".utf8).write(to: rules)
+        var answer = ""
+        for _ in 0..<40 {
+            answer = try curl(["-o", "/dev/null", "-w", "%{http_code}", url], through: proxy)
+            if answer == "403" { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(proxy.stop() == 0)
+        #expect(answer == "403")
+    }
+
+    @Test("SIGTERM lets the request in flight finish, flushes the log and exits 0")
+    func stopOnTerminate() async throws {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        try Data("[record]\nall .\n".utf8).write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        let proxy = try ProxyProcess(arguments: ["--log", "audit.jsonl"], in: folder)
+        let httpbin = try #require(ProcessInfo.processInfo.environment["HTTPBIN_URL"])
+        let address = proxy.address
+        let client = Task.detached {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["curl", "-sS", "-x", address, httpbin + "/drip?duration=1&numbytes=4&delay=0"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let status = proxy.stop()
+        let body = try await client.value
+        #expect(status == 0)
+        #expect(body == "****")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.bytes) == [4])
+        #expect(proxy.standardError.contains("stopped after 1 request"))
+    }
+
+    @Test("a 300 MB download streams through the proxy whole, without the proxy holding it in memory")
+    func largeDownload() async throws {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        try Data("[record]\nall .\n".utf8).write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        let proxy = try ProxyProcess(arguments: [], in: folder)
+        let received = try curl(
+            ["-o", "/dev/null", "-w", "%{http_code} %{size_download}", try nginx() + "/big.bin"], through: proxy)
+        let peak = proxy.peakResidentBytes
+        #expect(proxy.stop() == 0)
+        #expect(received == "200 300000000")
+        // Streaming keeps the proxy far below the body's size (make bench measures it exactly).
+        #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
+    }
+}
