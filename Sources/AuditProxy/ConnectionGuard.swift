@@ -13,74 +13,80 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     private let idleTimeout: TimeAmount
     private let report: @Sendable (String) -> Void
     private var context: ChannelHandlerContext?
-    private var isWaitingForHead = true
-    private var hasHeadBytes = false
-    private var timer: Scheduled<Void>?
+    /// Since when the connection waits for a head (nil while a request is under way).
+    private var waitingSince: NIODeadline?
+    /// When the first bytes of the awaited head came (nil before any).
+    private var headStartedAt: NIODeadline?
+    /// Checks the deadlines a few times per timeout: no timer is set or cancelled per request.
+    private var check: Scheduled<Void>?
+    private let checkInterval: TimeAmount
 
     init(headerTimeout: Duration, idleTimeout: Duration, report: @escaping @Sendable (String) -> Void) {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.idleTimeout = TimeAmount(idleTimeout)
         self.report = report
+        let shorter = min(self.headerTimeout, self.idleTimeout)
+        checkInterval = max(TimeAmount.milliseconds(20), .nanoseconds(shorter.nanoseconds / 5))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { startTimer(idleTimeout, onExpiry: closeIdle) }
+        waitingSince = .now()
+        scheduleCheck()
+    }
+
+    private func scheduleCheck() {
+        guard let context else { return }
+        check = context.eventLoop.assumeIsolated().scheduleTask(in: checkInterval) { [self] in
+            checkDeadlines()
+            if check != nil { scheduleCheck() }
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        check?.cancel()
+        check = nil
         self.context = nil
     }
 
-    func channelActive(context: ChannelHandlerContext) {
-        startTimer(idleTimeout, onExpiry: closeIdle)
-        context.fireChannelActive()
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if isWaitingForHead, !hasHeadBytes {
-            hasHeadBytes = true
-            startTimer(headerTimeout, onExpiry: answerTimeout)
-        }
+        if waitingSince != nil, headStartedAt == nil { headStartedAt = .now() }
         context.fireChannelRead(data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        check?.cancel()
+        check = nil
         context.fireChannelInactive()
     }
 
     /// A whole request head arrived: no deadline until the connection waits again.
     func headReceived() {
-        isWaitingForHead = false
-        hasHeadBytes = false
-        timer?.cancel()
-        timer = nil
+        waitingSince = nil
+        headStartedAt = nil
     }
 
     /// The exchange is over: the connection waits for the next head, for at most the idle timeout.
     func waitForNextHead() {
-        isWaitingForHead = true
-        hasHeadBytes = false
-        startTimer(idleTimeout, onExpiry: closeIdle)
+        waitingSince = .now()
+        headStartedAt = nil
     }
 
-    private func startTimer(_ delay: TimeAmount, onExpiry: @escaping (ConnectionGuard) -> Void) {
-        timer?.cancel()
-        guard let context else { return }
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in onExpiry(self) }
+    private func checkDeadlines() {
+        guard let context, let waitingSince else { return }
+        let now = NIODeadline.now()
+        if let headStartedAt {
+            if now - headStartedAt >= headerTimeout { answerTimeout(context) }
+        } else if now - waitingSince >= idleTimeout {
+            check = nil
+            context.close(promise: nil)
+        }
     }
 
-    private func closeIdle(_ this: ConnectionGuard) {
-        guard isWaitingForHead, !hasHeadBytes else { return }
-        context?.close(promise: nil)
-    }
-
-    private func answerTimeout(_ this: ConnectionGuard) {
-        guard isWaitingForHead, let context else { return }
+    private func answerTimeout(_ context: ChannelHandlerContext) {
+        waitingSince = nil
+        check?.cancel()
+        check = nil
         report("\(context.remoteAddressText): 408 request head not complete within \(headerTimeout.seconds) s")
         let response = ProxyResponse.raw(
             status: "408 Request Timeout",

@@ -31,8 +31,10 @@ struct ProxyTarget: Equatable, Sendable {
 
     /// The target of an absolute-form `http://` request URI; nil when it is not one.
     init?(absoluteURI uri: String) {
-        let prefix = "http://"
-        guard uri.utf8.count > prefix.utf8.count, uri.lowercased().hasPrefix(prefix) else { return nil }
+        let prefix = "http://".utf8
+        guard uri.utf8.count > prefix.count,
+            zip(uri.utf8, prefix).allSatisfy({ $0 | 0x20 == $1 || ($0 == $1) })
+        else { return nil }
         let rest = uri.dropFirst(prefix.count)
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         guard let (host, port) = Self.hostAndPort(rest[..<authorityEnd], defaultPort: 80) else { return nil }
@@ -55,7 +57,7 @@ struct ProxyTarget: Equatable, Sendable {
 
     /// `host[:port]` split; user info is refused, the host lowercased, the port checked.
     private static func hostAndPort(_ authority: Substring, defaultPort: Int?) -> (String, Int)? {
-        guard !authority.isEmpty, !authority.contains("@") else { return nil }
+        guard !authority.isEmpty, !authority.utf8.contains(UInt8(ascii: "@")) else { return nil }
         var host: Substring
         var portText: Substring?
         if authority.hasPrefix("[") {
@@ -72,7 +74,11 @@ struct ProxyTarget: Equatable, Sendable {
         } else {
             host = authority
         }
-        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" || $0 == "\\" }) else { return nil }
+        guard !host.isEmpty,
+            !host.utf8.contains(where: {
+                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\")
+            })
+        else { return nil }
         let port: Int
         if let portText {
             guard let value = Int(portText), (1...65_535).contains(value) else { return nil }
@@ -81,6 +87,7 @@ struct ProxyTarget: Equatable, Sendable {
             guard let defaultPort else { return nil }
             port = defaultPort
         }
-        return (host.lowercased(), port)
+        let isLowercase = !host.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        return (isLowercase ? String(host) : host.lowercased(), port)
     }
 }
