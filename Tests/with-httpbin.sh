@@ -35,6 +35,7 @@ if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
     mkdir -p "$work/nginx/www"
     cp -r "$(dirname "$0")/Servers/www/." "$work/nginx/www/"
     truncate -s 300000000 "$work/nginx/www/big.bin"
+    truncate -s 10000000 "$work/nginx/www/medium.bin"
     openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=localhost" \
         -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
         -keyout "$work/nginx/key.pem" -out "$work/nginx/cert.pem" >/dev/null 2>&1

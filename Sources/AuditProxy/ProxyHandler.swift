@@ -164,7 +164,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, case .forwarding(_, let upstream) = state { upstream.handler.resumeReading() }
+        // The kept upstream connection reads again, whether or not a request is under way: a read it
+        // held back at the end of the last response must not stall the next one.
+        if context.channel.isWritable { upstream?.handler.resumeReading() }
         context.fireChannelWritabilityChanged()
     }
 
@@ -251,6 +253,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             state = .forwarding(exchange, upstream)
             upstream.handler.owner = self
             upstream.handler.send(.head(upstreamHead))
+            if context.channel.isWritable { upstream.handler.resumeReading() }
             return
         }
         upstream?.channel.close(promise: nil)

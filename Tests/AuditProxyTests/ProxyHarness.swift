@@ -88,8 +88,11 @@ func runClient(_ tool: String, _ arguments: [String], environment: [String: Stri
 final class RawConnection {
     private var socket: Int32
 
-    init(port: Int) throws {
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -127,6 +130,34 @@ final class RawConnection {
             received += buffer[0..<count]
         }
         return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Reads one response with a `Content-Length` body, slowly (`pause` between reads of at most
+    /// 16 KiB, so the proxy keeps finding this client full); returns the head and the body's size.
+    func readSlowly(pause: Duration) -> (head: String, bodyBytes: Int) {
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        var head: String?
+        var expected = Int.max
+        var bodyStart = 0
+        while received.count - bodyStart < expected {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+            if head == nil,
+                let end = received.indices.dropLast(3).first(where: {
+                    received[$0] == 13 && received[$0 + 1] == 10 && received[$0 + 2] == 13 && received[$0 + 3] == 10
+                })
+            {
+                let text = String(decoding: received[..<end], as: UTF8.self)
+                head = text
+                bodyStart = end + 4
+                let length = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                expected = length.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            }
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18)
+        }
+        return (head ?? "", received.count - bodyStart)
     }
 
     /// One read of what the proxy sent so far.

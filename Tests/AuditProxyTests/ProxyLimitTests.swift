@@ -114,6 +114,24 @@ import Testing
         #expect(Set(records.map(\.id)).count == 1_000)
     }
 
+    @Test("large responses one after another on one connection to a slow reader each arrive whole")
+    func slowReaderKeepAlive() async throws {
+        let proxy = try await RunningProxy(rules: Self.rules)
+        let connection = try RawConnection(port: proxy.server.port ?? 0, receiveBuffer: 16_384)
+        let request = "GET \(try Servers.nginx)/medium.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+        var sizes: [Int] = []
+        for _ in 0..<3 {
+            connection.send(request)
+            let response = connection.readSlowly(pause: .microseconds(200))
+            #expect(response.head.hasPrefix("HTTP/1.1 200 OK"))
+            sizes.append(response.bodyBytes)
+        }
+        connection.close()
+        let records = try await proxy.finish()
+        #expect(sizes == [10_000_000, 10_000_000, 10_000_000])
+        #expect(records.map(\.outcome.bytes) == [10_000_000, 10_000_000, 10_000_000])
+    }
+
     @Test("a graceful stop lets a request in flight finish, and its record is in the log")
     func gracefulStop() async throws {
         let proxy = try await RunningProxy(rules: Self.rules)

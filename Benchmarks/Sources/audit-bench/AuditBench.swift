@@ -9,7 +9,7 @@ struct AuditBench: AsyncParsableCommand {
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
-            Stream.self, StreamOne.self,
+            Stream.self, StreamOne.self, Proxies.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -364,7 +364,15 @@ struct All: AsyncParsableCommand {
         )
         StreamBenchmark.printTable(try StreamBenchmark().run())
 
-        print("\n## 6. Reports over generated logs\n")
+        print(
+            "\n## 6. Forward proxies (wrk → proxy → local nginx; audit proxy with the rules-10k policy and its log on; "
+                + "medians of \(ProxyBenchmark.rounds) alternated \(ProxyBenchmark.seconds)-s runs)\n")
+        let loaded = try runSelf(["load-one", "10k", "--data", options.data]).split(separator: " ")
+        ProxyBenchmark.printTable(
+            try ProxyBenchmark(auditBinary: audit, policySource: try data.blockingPolicySource("rules-10k.txt")).run(),
+            policyPeakBytes: loaded.count == 3 ? Int(loaded[2]) ?? 0 : 0)
+
+        print("\n## 7. Reports over generated logs\n")
         print(
             "| events | log size | `audit report` time (median of 3 runs) | runs | peak RSS (same code, fresh process) |"
         )
