@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command with a real httpbin (under gunicorn) on 127.0.0.1, for the interception tests.
 # Exports HTTPBIN_URL (base URL) and HTTPBIN_ACCESS_LOG (one line per request the server received),
-# EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py); and, when nginx is
+# EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py); UPGRADE_URL: a server that
+# upgrades any request and echoes (Tests/Servers/upgrade_echo.py); and, when nginx is
 # installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate in NGINX_CA) serving
 # Tests/Servers/www plus a 300 MB file, big.bin.
 set -euo pipefail
@@ -20,10 +21,13 @@ server=$!
 events_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 "$(dirname "$0")/Servers/event_stream.py" "$events_port" >"$work/events.log" 2>&1 &
 events=$!
+upgrade_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 "$(dirname "$0")/Servers/upgrade_echo.py" "$upgrade_port" >"$work/upgrade.log" 2>&1 &
+upgrade=$!
 nginx=""
 cleanup() {
-    kill "$server" "$events" $nginx 2>/dev/null || true
-    wait "$server" "$events" $nginx 2>/dev/null || true
+    kill "$server" "$events" "$upgrade" $nginx 2>/dev/null || true
+    wait "$server" "$events" "$upgrade" $nginx 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -71,5 +75,6 @@ done
 export HTTPBIN_URL="http://127.0.0.1:$port"
 export HTTPBIN_ACCESS_LOG="$work/access.log"
 export EVENTS_URL="http://127.0.0.1:$events_port/events"
+export UPGRADE_URL="http://127.0.0.1:$upgrade_port/echo"
 echo "httpbin on $HTTPBIN_URL"
 "$@"

@@ -362,7 +362,16 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch part {
         case .head(let head):
             if head.status == .switchingProtocols, exchange.isUpgrade {
-                return upgrade(exchange, upstream, head: head, context: context)
+                // Passed on now; the connections are spliced at this response's end, once the
+                // server's decoder has nothing more of HTTP to hand on.
+                exchange.isResponseStarted = true
+                exchange.status = Int(head.status.code)
+                var headers = Self.endToEnd(head.headers, keepsUpgrade: true)
+                headers.replaceOrAdd(name: "Connection", value: "Upgrade")
+                let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
+                context.write(wrapOutboundOut(.head(response)), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
             }
             if head.status.code / 100 == 1 {
                 // An informational response (100 Continue, 103 Early Hints) goes on as it is.
@@ -386,6 +395,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             exchange.bytesFromServer += buffer.readableBytes
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         case .end(let trailers):
+            if exchange.status == 101, exchange.isUpgrade {
+                return upgrade(exchange, upstream, context: context)
+            }
             exchange.isResponseEnded = true
             context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
             finish(exchange, kind: .response)
@@ -519,16 +531,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         splice(exchange, server: server, serverHTTPHandlers: [], context: context)
     }
 
-    /// A `101 Switching Protocols` from the server: passes it on, then splices both connections.
-    private func upgrade(
-        _ exchange: Exchange, _ upstream: Upstream, head: HTTPResponseHead, context: ChannelHandlerContext
-    ) {
-        exchange.status = Int(head.status.code)
-        var headers = Self.endToEnd(head.headers, keepsUpgrade: true)
-        headers.replaceOrAdd(name: "Connection", value: "Upgrade")
-        let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
-        context.write(wrapOutboundOut(.head(response)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    /// The end of a `101 Switching Protocols` from the server (already passed on): splices both
+    /// connections.
+    private func upgrade(_ exchange: Exchange, _ upstream: Upstream, context: ChannelHandlerContext) {
         self.upstream = nil
         upstream.handler.owner = nil
         let serverHandlers: [RemovableChannelHandler] =

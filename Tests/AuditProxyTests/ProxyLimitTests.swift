@@ -132,6 +132,30 @@ import Testing
         #expect(records.map(\.outcome.bytes) == [10_000_000, 10_000_000, 10_000_000])
     }
 
+    @Test("an Upgrade request is decided, and after the server's 101 both directions are spliced")
+    func upgradePassThrough() async throws {
+        let proxy = try await RunningProxy(rules: Self.rules)
+        let url = try Servers.variable("UPGRADE_URL")
+        let connection = try RawConnection(port: proxy.server.port ?? 0)
+        connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+        let head = connection.readSome()
+        connection.send("hello through the tunnel")
+        var echoed = ""
+        while echoed.utf8.count < 24 {
+            let more = connection.readSome()
+            guard !more.isEmpty else { break }
+            echoed += more
+        }
+        connection.close()
+        let records = try await proxy.finish()
+        #expect(head.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(head)")
+        #expect(head.lowercased().contains("upgrade: echo"))
+        #expect(echoed == "hello through the tunnel")
+        #expect(records.map(\.outcome.status) == [101])
+        #expect(records.first?.outcome.sentBytes == 24)
+        #expect(records.first?.outcome.bytes == 24)
+    }
+
     @Test("a graceful stop lets a request in flight finish, and its record is in the log")
     func gracefulStop() async throws {
         let proxy = try await RunningProxy(rules: Self.rules)
