@@ -157,6 +157,20 @@ public final class AuditPipeline: Sendable {
         }
     }
 
+    /// Resolves a `warn` verdict at once, for a front-end whose client cannot answer a dialog (the
+    /// proxy): proceeds, decided by ``WarningResolution/Source/acknowledged``, when the client
+    /// acknowledged the deciding rule (`acknowledgements` holds rule ids); otherwise applies
+    /// `fallback` (by default ``PipelineConfiguration/defaultWarningDecision``), decided by default.
+    public func resolveWarning(
+        _ decision: Decision, acknowledgements: some Sequence<String>,
+        fallback: WarningResolution.Decision? = nil
+    ) -> WarningResolution {
+        if let rule = decision.decision.rule, acknowledgements.contains(rule) {
+            return WarningResolution(decision: .proceed, decidedBy: .acknowledged)
+        }
+        return WarningResolution(decision: fallback ?? configuration.defaultWarningDecision, decidedBy: .default)
+    }
+
     /// Resumes a continuation with the first answer given; later answers are ignored.
     private final class FirstAnswer: Sendable {
         private let continuation: Locked<CheckedContinuation<WarningResolution, Never>?>

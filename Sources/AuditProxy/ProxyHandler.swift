@@ -228,10 +228,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .block:
             return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
         case .warn:
-            guard let resolution = resolveWarning(decision, acknowledgement: head.headers) else {
+            let resolution = resolveWarning(decision, acknowledgement: head.headers)
+            guard resolution.decision == .proceed else {
                 return refuse(
-                    decision, .warning(decision), kind: .warningDeclined,
-                    warning: WarningResolution(decision: .cancel, decidedBy: .default), head: head, context: context)
+                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
+                    context: context)
             }
             warning = resolution
         case .redirect:
@@ -279,18 +280,14 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// The warning's resolution when the request goes on (acknowledged, or allowed by the mode),
-    /// nil when it is refused.
+    /// How the pipeline resolves the warning: proceed when the request acknowledges the rule, else
+    /// as `--warn` says.
     private func resolveWarning(_ decision: AuditPipeline.Decision, acknowledgement headers: HTTPHeaders)
-        -> WarningResolution?
+        -> WarningResolution
     {
-        let rule = decision.decision.rule ?? "-"
-        let acknowledged = headers[canonicalForm: ProxyDenial.acknowledgeHeader].contains { $0 == rule }
-        if acknowledged { return WarningResolution(decision: .proceed, decidedBy: .acknowledged) }
-        switch configuration.warnings {
-        case .allow: return WarningResolution(decision: .proceed, decidedBy: .default)
-        case .deny: return nil
-        }
+        pipeline.resolveWarning(
+            decision, acknowledgements: headers[canonicalForm: ProxyDenial.acknowledgeHeader].map(String.init),
+            fallback: configuration.warnings == .allow ? .proceed : .cancel)
     }
 
     /// Headers that concern one connection only, never sent on (RFC 9110 §7.6.1), and the proxy's own.
@@ -481,10 +478,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .block:
             return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
         case .warn:
-            guard let resolution = resolveWarning(decision, acknowledgement: head.headers) else {
+            let resolution = resolveWarning(decision, acknowledgement: head.headers)
+            guard resolution.decision == .proceed else {
                 return refuse(
-                    decision, .warning(decision), kind: .warningDeclined,
-                    warning: WarningResolution(decision: .cancel, decidedBy: .default), head: head, context: context)
+                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
+                    context: context)
             }
             warning = resolution
         case .redirect:

@@ -54,6 +54,21 @@ import Testing
         #expect(resolution == WarningResolution(decision: .cancel, decidedBy: .default))
     }
 
+    @Test(
+        "a warning the client acknowledged by its rule id proceeds, decided by acknowledgement; others take the fallback"
+    )
+    func warningAcknowledged() throws {
+        let pipeline = try AuditPipeline(policy: Policy(parsing: Self.rules, file: "p.rules"))
+        let decision = pipeline.decide(AuditRequest(method: "GET", url: "https://careful.test/"), bodyBytes: nil)
+        #expect(
+            pipeline.resolveWarning(decision, acknowledgements: ["p/careful"])
+                == WarningResolution(decision: .proceed, decidedBy: .acknowledged))
+        #expect(
+            pipeline.resolveWarning(decision, acknowledgements: ["p/other"], fallback: .cancel)
+                == WarningResolution(decision: .cancel, decidedBy: .default))
+        try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
+    }
+
     @Test("a redirect hop is refused under the policy the request was decided by")
     func hopRefusal() throws {
         let pipeline = try AuditPipeline(policy: Policy(parsing: Self.rules, file: "p.rules"))
