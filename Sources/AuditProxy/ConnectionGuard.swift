@@ -88,12 +88,9 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         check?.cancel()
         check = nil
         report("\(context.remoteAddressText): 408 request head not complete within \(headerTimeout.seconds) s")
-        let response = ProxyResponse.raw(
-            status: "408 Request Timeout",
+        ProxyResponse.answerAndClose(
+            context, status: "408 Request Timeout",
             denial: .problem("timeout", "the request head did not arrive in full within \(headerTimeout.seconds) s"))
-        context.writeAndFlush(wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
-        }
     }
 }
 
@@ -120,12 +117,13 @@ extension ChannelHandlerContext {
 
 /// Responses the proxy writes itself.
 enum ProxyResponse {
-    /// A complete HTTP/1.1 response with a JSON body, as raw bytes that close the connection (for
-    /// use where no HTTP encoder is in the way).
-    static func raw(status: String, denial: ProxyDenial) -> ByteBuffer {
+    /// Writes a complete HTTP/1.1 response with a JSON body as raw bytes from `context` (a handler
+    /// with no HTTP encoder between it and the socket), then closes the connection.
+    static func answerAndClose(_ context: ChannelHandlerContext, status: String, denial: ProxyDenial) {
         let body = denial.json
-        return ByteBuffer(
+        let response = ByteBuffer(
             string: "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
                 + "Connection: close\r\n\r\n\(body)")
+        context.writeAndFlush(NIOAny(response)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

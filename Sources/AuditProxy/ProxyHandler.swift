@@ -222,34 +222,15 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let decision = pipeline.decide(
             request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) })
-        var target = requested
-        var warning: WarningResolution?
-        switch decision.verdict.action {
-        case .block:
-            return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
-        case .warn:
-            let resolution = resolveWarning(decision, acknowledgement: head.headers)
-            guard resolution.decision == .proceed else {
-                return refuse(
-                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
-                    context: context)
-            }
-            warning = resolution
-        case .redirect:
-            guard let redirected = decision.verdict.redirectTarget.flatMap(ProxyTarget.init(redirectURL:)) else {
-                return refuse(
-                    decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head,
-                    context: context)
-            }
-            target = redirected
-        case .allow, .pass:
-            break
+        guard let (warning, redirected) = admit(decision, head: head, canRedirect: true, context: context) else {
+            return
         }
+        let target = redirected ?? requested
         let exchange = Exchange(
             decision: decision, warning: warning, target: target,
             forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
         exchange.isUpgrade = head.headers.contains(name: "upgrade")
-        let upstreamHead = Self.upstreamHead(head, target: target, isRedirected: target != requested)
+        let upstreamHead = Self.upstreamHead(head, target: target, isRedirected: redirected != nil)
         if let upstream, upstream.authority == target.authority, upstream.channel.isActive {
             state = .forwarding(exchange, upstream)
             upstream.handler.owner = self
@@ -277,6 +258,40 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .failure(let error):
                 failUpstream(exchange, reason: "cannot connect to \(target.authority): \(error)")
             }
+        }
+    }
+
+    /// Carries out the part of `decision` that happens before anything is sent: answers the client
+    /// itself and returns nil when the request is refused (blocked, a warning not acknowledged, a
+    /// redirect it cannot follow); otherwise returns the warning's resolution and, for a redirect
+    /// (only when `canRedirect`), where to send the request instead.
+    private func admit(
+        _ decision: AuditPipeline.Decision, head: HTTPRequestHead, canRedirect: Bool, context: ChannelHandlerContext
+    ) -> (warning: WarningResolution?, redirect: ProxyTarget?)? {
+        switch decision.verdict.action {
+        case .block:
+            refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
+            return nil
+        case .warn:
+            let resolution = resolveWarning(decision, acknowledgement: head.headers)
+            guard resolution.decision == .proceed else {
+                refuse(
+                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
+                    context: context)
+                return nil
+            }
+            return (resolution, nil)
+        case .redirect:
+            guard canRedirect, let target = decision.verdict.redirectTarget.flatMap(ProxyTarget.init(redirectURL:))
+            else {
+                refuse(
+                    decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head,
+                    context: context)
+                return nil
+            }
+            return (nil, target)
+        case .allow, .pass:
+            return (nil, nil)
         }
     }
 
@@ -473,24 +488,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             method: "CONNECT", url: target.tunnelURL,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let decision = pipeline.decide(request, bodyBytes: nil)
-        var warning: WarningResolution?
-        switch decision.verdict.action {
-        case .block:
-            return refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
-        case .warn:
-            let resolution = resolveWarning(decision, acknowledgement: head.headers)
-            guard resolution.decision == .proceed else {
-                return refuse(
-                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
-                    context: context)
-            }
-            warning = resolution
-        case .redirect:
-            return refuse(
-                decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head, context: context)
-        case .allow, .pass:
-            break
-        }
+        guard let (warning, _) = admit(decision, head: head, canRedirect: false, context: context) else { return }
         state = .openingTunnel
         let exchange = Exchange(
             decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head)

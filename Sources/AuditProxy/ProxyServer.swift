@@ -153,11 +153,8 @@ private final class BusyResponder: ChannelInboundHandler {
 
     private func answer(_ context: ChannelHandlerContext) {
         report("\(context.remoteAddressText): 503 connection limit reached")
-        let response = ProxyResponse.raw(
-            status: "503 Service Unavailable",
+        ProxyResponse.answerAndClose(
+            context, status: "503 Service Unavailable",
             denial: .problem("busy", "the proxy has as many connections as it takes; try again later"))
-        context.writeAndFlush(wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
-        }
     }
 }

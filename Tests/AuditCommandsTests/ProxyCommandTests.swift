@@ -84,6 +84,16 @@ private func curl(_ arguments: [String], through proxy: ProxyProcess) throws -> 
     return String(decoding: data, as: UTF8.self)
 }
 
+/// A folder with `policies/p.rules` recording every request; returns the folder and the rule file.
+private func recordingPolicyFolder() throws -> (TemporaryFolder, URL) {
+    let folder = try TemporaryFolder([:])
+    try FileManager.default.createDirectory(
+        at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+    let rules = folder.url.appendingPathComponent("policies/p.rules")
+    try Data("[record]\nall .\n".utf8).write(to: rules)
+    return (folder, rules)
+}
+
 private func nginx() throws -> String {
     try #require(
         ProcessInfo.processInfo.environment["NGINX_URL"], "NGINX_URL is not set: run the tests with `make test`")
@@ -92,11 +102,7 @@ private func nginx() throws -> String {
 @Suite(.serialized) struct ProxyCommandTests {
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
-        let rules = folder.url.appendingPathComponent("policies/p.rules")
-        try Data("[record]\nall .\n".utf8).write(to: rules)
+        let (folder, rules) = try recordingPolicyFolder()
         let proxy = try ProxyProcess(arguments: ["--log", "audit.jsonl"], in: folder)
         let url = try nginx() + "/small.txt"
         let before = try curl(["-o", "/dev/null", "-w", "%{http_code}", url], through: proxy)
@@ -119,11 +125,7 @@ private func nginx() throws -> String {
 
     @Test("--watch reloads the policies when a rule file changes")
     func watchReloads() async throws {
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
-        let rules = folder.url.appendingPathComponent("policies/p.rules")
-        try Data("[record]\nall .\n".utf8).write(to: rules)
+        let (folder, rules) = try recordingPolicyFolder()
         let proxy = try ProxyProcess(arguments: ["--watch"], in: folder)
         let url = try nginx() + "/small.txt"
         try await Task.sleep(for: .milliseconds(1_100))
@@ -140,10 +142,7 @@ private func nginx() throws -> String {
 
     @Test("SIGTERM lets the request in flight finish, flushes the log and exits 0")
     func stopOnTerminate() async throws {
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
-        try Data("[record]\nall .\n".utf8).write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        let (folder, _) = try recordingPolicyFolder()
         let proxy = try ProxyProcess(arguments: ["--log", "audit.jsonl"], in: folder)
         let httpbin = try #require(ProcessInfo.processInfo.environment["HTTPBIN_URL"])
         let address = proxy.address
@@ -170,10 +169,7 @@ private func nginx() throws -> String {
 
     @Test("a 300 MB download streams through the proxy whole, without the proxy holding it in memory")
     func largeDownload() async throws {
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(
-            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
-        try Data("[record]\nall .\n".utf8).write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        let (folder, _) = try recordingPolicyFolder()
         let proxy = try ProxyProcess(arguments: [], in: folder)
         let received = try curl(
             ["-o", "/dev/null", "-w", "%{http_code} %{size_download}", try nginx() + "/big.bin"], through: proxy)
