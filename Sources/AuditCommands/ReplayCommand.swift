@@ -41,11 +41,8 @@ struct ReplayCommand: ParsableCommand {
         do throws(AuditLogError) {
             let writer = try AuditLogWriter(path: log)
             let startTime = (try? ReportCommand.time(start, option: "--start")) ?? nil
-            let replayer = Replayer(policy: policy, onError: onError)
-            let inputs = inputs
-            summary = try waitFor { () async throws(AuditLogError) in
-                try await replayer.replay(inputs, into: writer, defaultTime: startTime ?? Date())
-            }
+            summary = try Replayer(policy: policy, onError: onError).replay(
+                inputs, into: writer, defaultTime: startTime ?? Date())
             try waitForShutdown(of: writer)
         } catch {
             CommandOutput.errorLine(error.description)

@@ -105,7 +105,7 @@ func writeTemporary(_ text: String, name: String) throws -> String {
         let log = try temporaryLogPath()
         let writer = try AuditLogWriter(path: log)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let summary = try await Replayer(policy: policy).replay([har, list], into: writer, defaultTime: start)
+        let summary = try Replayer(policy: policy).replay([har, list], into: writer, defaultTime: start)
         try await writer.shutdown()
         let records = try AuditLogReader.read(atPath: log).records
         #expect(summary.requests == 4)

@@ -9,7 +9,7 @@ struct AuditBench: AsyncParsableCommand {
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
-            Stream.self, StreamOne.self, Proxies.self,
+            Stream.self, StreamOne.self, Proxies.self, Diff.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -372,7 +372,12 @@ struct All: AsyncParsableCommand {
             try ProxyBenchmark(auditBinary: audit, policySource: try data.blockingPolicySource("rules-10k.txt")).run(),
             policyPeakBytes: loaded.count == 3 ? Int(loaded[2]) ?? 0 : 0)
 
-        print("\n## 7. Reports over generated logs\n")
+        print(
+            "\n## 7. audit diff (the benchmark URLs as a request list; rules-10k against rules-10k without every tenth "
+                + "rule)\n")
+        DiffBenchmark.printTable(try DiffBenchmark(auditBinary: audit, data: data).run())
+
+        print("\n## 8. Reports over generated logs\n")
         print(
             "| events | log size | `audit report` time (median of 3 runs) | runs | peak RSS (same code, fresh process) |"
         )

@@ -48,7 +48,7 @@ public struct Replayer: Sendable {
     ///
     /// - Throws: ``AuditLogError`` when an input cannot be read or the log cannot be written.
     public func replay(_ paths: [String], into writer: AuditLogWriter, defaultTime: Date = Date())
-        async throws(AuditLogError) -> ReplaySummary
+        throws(AuditLogError) -> ReplaySummary
     {
         var configuration = PipelineConfiguration()
         configuration.onMatchError = onError
@@ -68,7 +68,8 @@ public struct Replayer: Sendable {
                 let decision = pipeline.decide(
                     entry.request, bodyBytes: entry.requestBodyBytes, at: entry.time ?? defaultTime)
                 let warning =
-                    decision.verdict.action == .warn ? await pipeline.resolveWarning(decision, askHandler: false) : nil
+                    decision.verdict.action == .warn
+                    ? pipeline.resolveWarning(decision, acknowledgements: [], fallback: .proceed) : nil
                 do {
                     try pipeline.finish(decision, warning: warning, outcome: Self.outcome(of: entry, decision))
                 } catch {

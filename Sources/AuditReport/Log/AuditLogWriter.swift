@@ -175,6 +175,22 @@ public final class AuditLogWriter: Sendable {
         if let error { throw error }
     }
 
+    /// ``shutdown()`` for synchronous code (a command line tool): blocks the calling thread, never a
+    /// task of the concurrency pool, until the log is written, synced and closed.
+    ///
+    /// - Throws: the last write error if some lines could not be written.
+    public func shutdownAndWait() throws(AuditLogError) {
+        state.withLock { $0.isClosed = true }
+        queue.sync {
+            self.writePending()
+            try? self.file.handle?.synchronize()
+            try? self.file.handle?.close()
+            self.file.handle = nil
+        }
+        let error: AuditLogError? = state.withLock { state in state.pending.isEmpty ? nil : state.lastError }
+        if let error { throw error }
+    }
+
     /// Writes every queued line, rotating first when a line would overflow the file. Runs on `queue`.
     ///
     /// The lines are taken out of the queue and written outside the lock, as few writes as
