@@ -39,6 +39,10 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
     var warn = ProxyConfiguration.WarningMode.deny
 
+    @Option(
+        name: .long, help: "A shadow policy folder: decided beside the live one, never enforced, differences recorded.")
+    var shadow: String?
+
     @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
     var watch = false
 
@@ -69,6 +73,7 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.maximumConnections = maximumConnections
         configuration.pipeline.logPath = log
         configuration.pipeline.onMatchError = onError
+        if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
         let pipeline: AuditPipeline
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
@@ -85,11 +90,18 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         if watch { pipeline.watchPolicies(in: policies) }
         let directory = policies
+        let shadowDirectory = shadow
         let signals = SignalWatch()
         signals.onReload {
             do throws(PipelineError) {
                 let loaded = try pipeline.reloadPolicy(from: directory)
                 CommandOutput.errorLine("audit proxy: reloaded \(plural(loaded.rules.count, "rule")) from \(directory)")
+                if let shadowDirectory {
+                    let shadow = try pipeline.reloadShadowPolicy(from: shadowDirectory)
+                    CommandOutput.errorLine(
+                        "audit proxy: reloaded the shadow policy, \(plural(shadow.rules.count, "rule")), from \(shadowDirectory)"
+                    )
+                }
             } catch {
                 CommandOutput.errorLine("audit proxy: \(error.description)")
             }
@@ -97,7 +109,7 @@ struct ProxyCommand: AsyncParsableCommand {
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
                 + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
-                + (watch ? ", watching" : ""))
+                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : ""))
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()

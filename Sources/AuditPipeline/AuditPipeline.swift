@@ -28,6 +28,7 @@ public final class AuditPipeline: Sendable {
     public var policy: Policy { current.withLock { $0 } }
 
     private let current: Locked<Policy>
+    private let shadow: Locked<Policy?>
     private let watcher = Locked<Task<Void, Never>?>(nil)
     private let hub = EventHub()
     private let log: AuditLogWriter?
@@ -50,6 +51,7 @@ public final class AuditPipeline: Sendable {
         policy: Policy, configuration: PipelineConfiguration = PipelineConfiguration(), log: AuditLogWriter? = nil
     ) throws(PipelineError) {
         self.current = Locked(policy)
+        self.shadow = Locked(configuration.shadowPolicy)
         self.configuration = configuration
         if let log {
             (self.log, ownsLog) = (log, false)
@@ -104,14 +106,22 @@ public final class AuditPipeline: Sendable {
         let policy = self.policy  // one snapshot per request, kept for its redirect hops
         let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
         let redaction = configuration.redaction
+        var snapshot = DecisionSnapshot(
+            verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:)))
+        if let shadowPolicy = shadow.withLock({ $0 }) {
+            let live = DecisionSummary(verdict)
+            var shadowed = DecisionSummary(shadowPolicy.evaluate(request, onError: configuration.onMatchError))
+            if shadowed != live {
+                shadowed.redirect = shadowed.redirect.map(redaction.redact(url:))
+                snapshot.shadow = shadowed
+            }
+        }
         let decision = Decision(
             time: (time ?? Date()).roundedToAuditLogPrecision,
             policy: policy,
             verdict: verdict,
             snapshot: redaction.snapshot(of: request, bodyBytes: bodyBytes),
-            decision: DecisionSnapshot(
-                verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:))
-            )
+            decision: snapshot
         )
         counters.withLock { $0.count(decision.decision) }
         inFlight.withLock { $0.count += 1 }
@@ -247,6 +257,29 @@ public final class AuditPipeline: Sendable {
         counters.withLock { $0.reloads += 1 }
         hub.publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
         return loaded
+    }
+
+    /// The shadow policy decided beside the live one (never enforced), if any.
+    public var shadowPolicy: Policy? { shadow.withLock { $0 } }
+
+    /// Puts `policy` in as the shadow policy (nil: none) for requests that start from now on.
+    public func setShadowPolicy(_ policy: Policy?) {
+        shadow.withLock { $0 = policy }
+    }
+
+    /// Loads the shadow policy from `directory`, if it loads without errors; the previous shadow
+    /// stays otherwise.
+    ///
+    /// - Throws: ``PipelineError/policyReload(_:)`` with every problem found.
+    @discardableResult
+    public func reloadShadowPolicy(from directory: String) throws(PipelineError) -> Policy {
+        do {
+            let loaded = try Policy(directory: directory, limits: policy.rules.first?.pattern.limits ?? .default)
+            setShadowPolicy(loaded)
+            return loaded
+        } catch {
+            throw .policyReload(PolicyReloadFailure(directory: directory, time: Date(), problems: error.lines))
+        }
     }
 
     /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every

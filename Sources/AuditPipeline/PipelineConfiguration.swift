@@ -22,6 +22,10 @@ public struct PipelineConfiguration: Sendable {
     public var defaultWarningDecision: WarningResolution.Decision = .proceed
     /// Secrets removed from events and the log.
     public var redaction: Redaction = .default
+    /// A second policy decided beside the live one and never enforced: a record carries its
+    /// decision when it differs (``DecisionSnapshot/shadow``), and `audit report` lists the
+    /// differences. It costs one more evaluation per request; nil evaluates none.
+    public var shadowPolicy: Policy?
 
     /// The defaults: no log, fail closed, warnings proceed, default redaction.
     public init() {}

@@ -95,8 +95,11 @@ public struct DecisionSnapshot: Codable, Sendable, Equatable {
     public var recordedCategories: [String]
     /// Rules whose match failed, with the reason.
     public var errors: [String]
-    /// Time the decision took, in nanoseconds.
+    /// Time the decision took, in nanoseconds (the live policy's alone).
     public var nanoseconds: UInt64
+    /// What the shadow policy decided, when one is set and it decided differently (redacted like
+    /// the live decision); never enforced.
+    public var shadow: DecisionSummary?
 
     /// A snapshot of `verdict`, made in `nanoseconds`.
     public init(_ verdict: Verdict, nanoseconds: UInt64, redirect: String? = nil) {

@@ -69,6 +69,31 @@ import Testing
         try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
     }
 
+    @Test("a shadow policy is decided beside the live one: its decision is recorded when it differs, never enforced")
+    func shadowPolicy() async throws {
+        var configuration = PipelineConfiguration()
+        configuration.shadowPolicy = try Policy(
+            parsing: "[block] message=\"No APIs\"\nno-api ^https://api\\.\n[record]\napi ^https://api\\.",
+            file: "s.rules")
+        let pipeline = try AuditPipeline(
+            policy: Policy(parsing: Self.rules, file: "p.rules"), configuration: configuration)
+        let differs = pipeline.decide(AuditRequest(method: "GET", url: "https://api.test/v1"), bodyBytes: nil)
+        let same = pipeline.decide(AuditRequest(method: "GET", url: "https://rival.test/x"), bodyBytes: nil)
+        try pipeline.finish(differs, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
+        try pipeline.finish(same, warning: nil, outcome: OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0))
+        #expect(differs.verdict.action == .pass)
+        #expect(
+            differs.decision.shadow
+                == DecisionSummary(verdict: .block, rule: "s/no-api", redirect: nil, recorded: ["s/api"]))
+        #expect(same.decision.verdict == .block)
+        #expect(same.decision.shadow == DecisionSummary(verdict: .pass))
+        pipeline.setShadowPolicy(nil)
+        let unshadowed = pipeline.decide(AuditRequest(method: "GET", url: "https://api.test/v1"), bodyBytes: nil)
+        try pipeline.finish(
+            unshadowed, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
+        #expect(unshadowed.decision.shadow == nil)
+    }
+
     @Test("a redirect hop is refused under the policy the request was decided by")
     func hopRefusal() throws {
         let pipeline = try AuditPipeline(policy: Policy(parsing: Self.rules, file: "p.rules"))

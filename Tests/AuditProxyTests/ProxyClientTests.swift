@@ -170,6 +170,20 @@ import Testing
         #expect(records.first?.request.bodyBytes == 3_000_000)
     }
 
+    @Test("a shadow policy is decided beside the live one: the live verdict is enforced, the shadow's recorded")
+    func shadowPolicy() async throws {
+        let shadow = try Policy(parsing: "[block] message=\"Stricter\"\nno-small /small\\.txt$\n", file: "s.rules")
+        let proxy = try await RunningProxy(rules: Self.rules) { $0.pipeline.shadowPolicy = shadow }
+        let run = try runClient(
+            "curl",
+            ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy.address, try Servers.nginx + "/small.txt"])
+        let records = try await proxy.finish()
+        #expect(run.output == "200")
+        #expect(records.map(\.decision.verdict) == [.pass])
+        #expect(records.first?.decision.shadow?.verdict == .block)
+        #expect(records.first?.decision.shadow?.rule == "s/no-small")
+    }
+
     @Test("Python requests with HTTPS_PROXY reaches a TLS server through the proxy")
     func pythonRequests() async throws {
         let proxy = try await RunningProxy(rules: Self.rules)

@@ -33,6 +33,10 @@ func optional<T>(_ value: T, _ random: inout SplitMix64) -> T? { Bool.random(usi
 func randomRecord(_ random: inout SplitMix64) -> AuditRecord {
     let verdict = Verdict.Action.allCases.randomElement(using: &random) ?? .pass
     let recordedCount = Int.random(in: 0...3, using: &random)
+    let shadow = DecisionSummary(
+        verdict: Verdict.Action.allCases.randomElement(using: &random) ?? .block,
+        rule: optional(awkwardString(&random), &random), redirect: optional(awkwardString(&random), &random),
+        recorded: (0..<Int.random(in: 0...2, using: &random)).map { _ in awkwardString(&random) })
     let decision = DecisionSnapshot(
         verdict: verdict, rule: optional(awkwardString(&random), &random),
         category: optional(awkwardString(&random), &random), message: optional(awkwardString(&random), &random),
@@ -40,7 +44,7 @@ func randomRecord(_ random: inout SplitMix64) -> AuditRecord {
         recorded: (0..<recordedCount).map { _ in awkwardString(&random) },
         recordedCategories: (0..<recordedCount).map { _ in awkwardString(&random) },
         errors: (0..<Int.random(in: 0...2, using: &random)).map { _ in awkwardString(&random) },
-        nanoseconds: UInt64.random(in: 0...UInt64.max, using: &random))
+        nanoseconds: UInt64.random(in: 0...UInt64.max, using: &random), shadow: optional(shadow, &random))
     let request = RequestSnapshot(
         method: ["GET", "POST", "PUT"].randomElement(using: &random) ?? "GET", url: awkwardString(&random),
         host: awkwardString(&random),
@@ -52,18 +56,18 @@ func randomRecord(_ random: inout SplitMix64) -> AuditRecord {
         domain: awkwardString(&random), code: Int.random(in: Int.min...Int.max, using: &random),
         description: awkwardString(&random))
     let outcome = OutcomeSnapshot(
-        kind: [.response, .failure, .blocked, .warningDeclined, .cancelled, .systemLoader, .replayed].randomElement(
-            using: &random) ?? .response,
+        kind: [.response, .failure, .blocked, .warningDeclined, .cancelled, .systemLoader, .replayed, .tunnel]
+            .randomElement(using: &random) ?? .response,
         status: optional(Int.random(in: 100...599, using: &random), &random),
         bytes: optional(Int.random(in: 0...Int.max, using: &random), &random),
         durationMilliseconds: [0, 0.1, 2.5, 1e-7, 123_456.789, Double.random(in: 0...1e6, using: &random)]
             .randomElement(using: &random) ?? 0,
         forwardedURL: optional(awkwardString(&random), &random), finalURL: optional(awkwardString(&random), &random),
         redirects: (0..<Int.random(in: 0...2, using: &random)).map { _ in awkwardString(&random) },
-        error: optional(error, &random))
+        error: optional(error, &random), sentBytes: optional(Int.random(in: 0...Int.max, using: &random), &random))
     let warning = WarningResolution(
         decision: Bool.random(using: &random) ? .proceed : .cancel,
-        decidedBy: [.handler, .timeout, .default].randomElement(using: &random) ?? .default)
+        decidedBy: [.handler, .timeout, .default, .acknowledged].randomElement(using: &random) ?? .default)
     // Times from 1970 to 2100, including leap days, at whole milliseconds as the log keeps them.
     let milliseconds = Int64.random(in: 0...4_102_444_800_000, using: &random)
     return AuditRecord(

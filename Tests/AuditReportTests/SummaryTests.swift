@@ -288,3 +288,31 @@ struct KnownLog {
         #expect(html.components(separatedBy: "<svg").count - 1 == 3)
     }
 }
+
+@Suite struct ShadowSummaryTests {
+    @Test("records with a shadow decision are counted by live → shadow verdict and rule, and rendered")
+    func shadowDifferences() throws {
+        func record(_ live: Verdict.Action, shadow: DecisionSummary?) -> AuditRecord {
+            var decision = DecisionSnapshot(Verdict(action: live), nanoseconds: 100)
+            decision.shadow = shadow
+            return AuditRecord(
+                id: UUID(), time: Date(timeIntervalSince1970: 1_800_000_000),
+                request: RequestSnapshot(method: "GET", url: "https://a.test/", host: "a.test", headers: []),
+                decision: decision, outcome: OutcomeSnapshot(kind: .response, status: 200, durationMilliseconds: 1))
+        }
+        var builder = SummaryBuilder()
+        for _ in 0..<3 { builder.add(record(.pass, shadow: DecisionSummary(verdict: .block, rule: "s/new-block"))) }
+        builder.add(record(.block, shadow: DecisionSummary(verdict: .pass)))
+        builder.add(record(.pass, shadow: nil))
+        let report = builder.build(logs: ["a.jsonl"])
+        let markdown = try MarkdownReportRenderer().render(report)
+        #expect(
+            report.shadowDifferences == [
+                SummaryReport.ShadowDifference(live: "pass", shadow: "block", rule: "s/new-block", count: 3),
+                SummaryReport.ShadowDifference(live: "block", shadow: "pass", rule: nil, count: 1),
+            ])
+        #expect(markdown.contains("## Shadow differences"))
+        #expect(markdown.contains("| pass | block | s/new-block | 3 |"))
+        #expect(SummaryBuilder().build(logs: []).shadowDifferences == nil)
+    }
+}

@@ -210,6 +210,7 @@ enum AuditLogLineDecoder {
         var recordedCategories: [String]?
         var errors: [String]?
         var nanoseconds: UInt64?
+        var shadow: DecisionSummary?
         let isObject = scanner.readObject(DecisionField.self) { scanner, field in
             switch field {
             case .verdict:
@@ -231,6 +232,10 @@ enum AuditLogLineDecoder {
             case .nanoseconds:
                 nanoseconds = scanner.readUInt64()
                 return nanoseconds != nil
+            case .shadow:
+                if scanner.consumeNull() { return true }
+                shadow = Self.shadow(&scanner)
+                return shadow != nil
             }
         }
         guard isObject, let verdict, let recorded, let recordedCategories, let errors, let nanoseconds else {
@@ -238,7 +243,29 @@ enum AuditLogLineDecoder {
         }
         return DecisionSnapshot(
             verdict: verdict, rule: rule, category: category, message: message, redirect: redirect,
-            recorded: recorded, recordedCategories: recordedCategories, errors: errors, nanoseconds: nanoseconds)
+            recorded: recorded, recordedCategories: recordedCategories, errors: errors, nanoseconds: nanoseconds,
+            shadow: shadow)
+    }
+
+    private static func shadow(_ scanner: inout JSONLineScanner) -> DecisionSummary? {
+        var verdict: Verdict.Action?
+        var rule: String?
+        var redirect: String?
+        var recorded: [String]?
+        let isObject = scanner.readObject(ShadowField.self) { scanner, field in
+            switch field {
+            case .verdict:
+                verdict = scanner.readString().flatMap(Verdict.Action.init(rawValue:))
+                return verdict != nil
+            case .rule: return Self.optionalString(&scanner, into: &rule)
+            case .redirect: return Self.optionalString(&scanner, into: &redirect)
+            case .recorded:
+                recorded = scanner.readStringArray()
+                return recorded != nil
+            }
+        }
+        guard isObject, let verdict, let recorded else { return nil }
+        return DecisionSummary(verdict: verdict, rule: rule, redirect: redirect, recorded: recorded)
     }
 
     private static func warning(_ scanner: inout JSONLineScanner) -> WarningResolution? {
@@ -335,7 +362,8 @@ extension DecisionSnapshot {
     /// A snapshot from its stored values, as read back from a log.
     init(
         verdict: Verdict.Action, rule: String?, category: String?, message: String?, redirect: String?,
-        recorded: [String], recordedCategories: [String], errors: [String], nanoseconds: UInt64
+        recorded: [String], recordedCategories: [String], errors: [String], nanoseconds: UInt64,
+        shadow: DecisionSummary? = nil
     ) {
         self.verdict = verdict
         self.rule = rule
@@ -346,6 +374,7 @@ extension DecisionSnapshot {
         self.recordedCategories = recordedCategories
         self.errors = errors
         self.nanoseconds = nanoseconds
+        self.shadow = shadow
     }
 }
 
@@ -367,7 +396,12 @@ private enum HeaderField: Int, JSONFields {
 }
 
 private enum DecisionField: Int, JSONFields {
-    case category, errors, message, nanoseconds, recorded, recordedCategories, redirect, rule, verdict
+    case category, errors, message, nanoseconds, recorded, recordedCategories, redirect, rule, shadow, verdict
+    static let keys = keyBytes()
+}
+
+private enum ShadowField: Int, JSONFields {
+    case recorded, redirect, rule, verdict
     static let keys = keyBytes()
 }
 

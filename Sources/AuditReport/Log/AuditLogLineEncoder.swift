@@ -52,6 +52,17 @@ enum AuditLogLineEncoder {
             out.strings(decision.recordedCategories)
             out.optional("redirect", decision.redirect)
             out.optional("rule", decision.rule)
+            if let shadow = decision.shadow {
+                out.key("shadow")
+                out.object { out in
+                    out.key("recorded")
+                    out.strings(shadow.recorded)
+                    out.optional("redirect", shadow.redirect)
+                    out.optional("rule", shadow.rule)
+                    out.key("verdict")
+                    out.string(shadow.verdict.rawValue)
+                }
+            }
             out.key("verdict")
             out.string(decision.verdict.rawValue)
         }

@@ -50,6 +50,13 @@ public struct HTMLReportRenderer: ReportRenderer {
         body.append(
             "<h2>Redirects</h2>"
                 + table(["from", "to", "count"], report.redirects.map { [$0.from, $0.to, "\($0.count)"] }))
+        if let differences = report.shadowDifferences {
+            body.append(
+                "<h2>Shadow differences</h2>"
+                    + table(
+                        ["live", "shadow", "rule", "requests"],
+                        differences.map { [$0.live, $0.shadow, $0.rule ?? "–", "\($0.count)"] }))
+        }
         body.append(
             "<h2>Statistics (record rules)</h2>"
                 + table(

@@ -16,6 +16,8 @@ public struct SummaryBuilder: Sendable {
     private var hostsByVerdict: [String: TopCounter] = [:]
     private var hostsByCategory: [String: TopCounter] = [:]
     private var redirectPairs = TopCounter()
+    /// Shadow differences by live verdict, shadow verdict and rule (joined by U+001F).
+    private var shadowDifferences: [String: Int] = [:]
     private var errors: [String: SummaryReport.ErrorCount] = [:]
     private var histogram = LogHistogram()
     private let since: Date?
@@ -60,6 +62,10 @@ public struct SummaryBuilder: Sendable {
         }
         if record.decision.verdict == .redirect, let target = record.decision.redirect {
             redirectPairs.add(record.request.url + "\u{1F}" + target)
+        }
+        if let shadow = record.decision.shadow {
+            let rule = shadow.rule ?? record.decision.rule ?? ""
+            shadowDifferences[verdict + "\u{1F}" + shadow.verdict.rawValue + "\u{1F}" + rule, default: 0] += 1
         }
         histogram.add(record.decision.nanoseconds)
         report.outcomes[record.outcome.kind.rawValue, default: 0] += 1
@@ -113,6 +119,7 @@ public struct SummaryBuilder: Sendable {
             hostsByCategory[category, default: TopCounter()].merge(hosts)
         }
         redirectPairs.merge(later.redirectPairs)
+        shadowDifferences.merge(later.shadowDifferences, uniquingKeysWith: +)
         // The first description seen for an error is kept, as when adding one by one.
         errors.merge(later.errors) { earlier, later in
             var merged = earlier
@@ -149,6 +156,13 @@ public struct SummaryBuilder: Sendable {
         report.redirects = redirectPairs.top(Self.topCount).map { pair in
             let parts = pair.name.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
             return SummaryReport.RedirectPair(from: parts[0], to: parts.count > 1 ? parts[1] : "", count: pair.count)
+        }
+        if !shadowDifferences.isEmpty {
+            report.shadowDifferences = shadowDifferences.map { key, count in
+                let parts = key.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+                return SummaryReport.ShadowDifference(
+                    live: parts[0], shadow: parts[1], rule: parts[2].isEmpty ? nil : parts[2], count: count)
+            }.sorted { ($0.count, $1.live, $1.shadow, $1.rule ?? "") > ($1.count, $0.live, $0.shadow, $0.rule ?? "") }
         }
         report.errors = errors.values.sorted { ($0.count, $1.domain, $1.code) > ($1.count, $0.domain, $0.code) }
         report.decisionTime = histogram.percentiles()

@@ -104,6 +104,12 @@ public struct MarkdownReportRenderer: ReportRenderer {
         }
         lines += ["", "## Redirects", ""]
         lines += table(["from", "to", "count"], report.redirects.map { [$0.from, $0.to, "\($0.count)"] })
+        if let differences = report.shadowDifferences {
+            lines += ["", "## Shadow differences", ""]
+            lines += table(
+                ["live", "shadow", "rule", "requests"],
+                differences.map { [$0.live, $0.shadow, $0.rule ?? "–", "\($0.count)"] })
+        }
         lines += ["", "## Statistics (record rules)", ""]
         lines += table(
             ["rule", "matches"], report.recordedByRule.sorted { $0.key < $1.key }.map { [$0.key, "\($0.value)"] })

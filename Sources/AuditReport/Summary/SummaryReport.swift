@@ -42,6 +42,26 @@ public struct SummaryReport: Codable, Sendable, Equatable {
     }
 
     /// Requests in one time bucket.
+    public struct ShadowDifference: Codable, Sendable, Equatable {
+        /// The live verdict.
+        public var live: String
+        /// The shadow policy's verdict.
+        public var shadow: String
+        /// The rule behind the difference.
+        public var rule: String?
+        /// Requests.
+        public var count: Int
+
+        /// A difference from its parts.
+        public init(live: String, shadow: String, rule: String?, count: Int) {
+            self.live = live
+            self.shadow = shadow
+            self.rule = rule
+            self.count = count
+        }
+    }
+
+    /// One point of the timeline: requests per verdict in one bucket.
     public struct TimelinePoint: Codable, Sendable, Equatable {
         /// Start of the bucket (UTC).
         public var start: Date
@@ -109,6 +129,10 @@ public struct SummaryReport: Codable, Sendable, Equatable {
     public var recordedByCategory: [String: Int] = [:]
     /// `minute`, `hour` or `day`.
     public var timelineBucket = "minute"
+    /// Requests a shadow policy decided differently, by live verdict → shadow verdict and the
+    /// shadow's deciding rule (or the live one when the shadow's decides nothing), most first; nil
+    /// when no record carries a shadow decision.
+    public var shadowDifferences: [ShadowDifference]?
     /// Requests over time.
     public var timeline: [TimelinePoint] = []
     /// Decision-time percentiles.
