@@ -15,7 +15,7 @@ public struct AuditCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
-            DiffCommand.self,
+            DiffCommand.self, LearnCommand.self,
             ProxyCommand.self,
         ]
     )

@@ -37,6 +37,12 @@ public struct AuditRequest: Sendable, Hashable, Codable {
     /// The host rules with `field=host` see: lower-cased, no port, no IPv6 brackets.
     public var host: String { URLParts(url).host }
 
+    /// The URL's path as sent (empty when it has none), without the query.
+    public var path: String {
+        let parts = URLParts(url)
+        return String(decoding: parts.normalizedBytes[parts.pathRange], as: UTF8.self)
+    }
+
     /// The values of header `name` (any case) joined with `, `, or nil when the request has none.
     public func headerValue(_ name: String) -> String? {
         let values = headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
