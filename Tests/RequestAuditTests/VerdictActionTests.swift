@@ -43,6 +43,19 @@ extension InterceptionTests {
             #expect(records.first?.decision.rule == "test/rival")
         }
 
+        @Test("a shadow policy that would block is never enforced in an app: the request goes through, the record says")
+        func shadowPolicy() async throws {
+            let shadow = try Policy(parsing: "[block] message=\"Stricter\"\nstrict /anything/shadowed", file: "s.rules")
+            let audited = try AuditedSession { $0.shadowPolicy = shadow }
+            let (data, response) = try await audited.session.data(
+                from: HTTPBin.url(HTTPBin.base + "/anything/shadowed"))
+            let records = try await audited.finish()
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(!data.isEmpty)
+            #expect(records.map(\.decision.verdict) == [.pass])
+            #expect(records.first?.decision.shadow == DecisionSummary(verdict: .block, rule: "s/strict"))
+        }
+
         @Test("redirect sends the request to the target instead, and the event records both")
         func redirect() async throws {
             let audited = try AuditedSession(rules: Self.rules)
