@@ -71,6 +71,15 @@ struct CheckCommand: ParsableCommand {
         if let rule = verdict.rule { line += "  rule=\(rule.id)" }
         if let message = verdict.message { line += "  message=\(quoted(message))" }
         if let target = verdict.redirectTarget { line += "  redirect=\(target)" }
+        if let response = verdict.response {
+            if let handler = response.handler {
+                line += "  handler=\(handler)"
+            } else {
+                line += "  status=\(response.status ?? 200)"
+                if let type = response.contentType { line += "  type=\(quoted(type))" }
+                line += "  bytes=\(response.body.count)"
+            }
+        }
         if !verdict.recorded.isEmpty { line += "  recorded=\(verdict.recorded.map(\.id).joined(separator: ","))" }
         if !verdict.errors.isEmpty {
             line += "  errors=\(quoted(verdict.errors.map(\.description).joined(separator: "; ")))"
@@ -98,19 +107,41 @@ struct CheckCommand: ParsableCommand {
 
 /// One line of `audit check --json`: keys in a fixed order, absent values as `null`.
 struct CheckRecord {
-    let fields: [(key: String, value: any Encodable)]
+    /// A member's value: an encodable value, or an object whose keys keep their order.
+    enum Value {
+        case value(any Encodable)
+        case object(CheckRecord?)
+    }
+
+    let fields: [(key: String, value: Value)]
 
     init(_ request: AuditRequest, _ verdict: Verdict) {
         fields = [
-            ("url", request.url),
-            ("method", request.method),
-            ("verdict", verdict.action.rawValue),
-            ("rule", verdict.rule?.id),
-            ("message", verdict.message),
-            ("redirect", verdict.redirectTarget),
-            ("recorded", verdict.recorded.map(\.id)),
-            ("errors", verdict.errors.map(\.description)),
+            ("url", .value(request.url)),
+            ("method", .value(request.method)),
+            ("verdict", .value(verdict.action.rawValue)),
+            ("rule", .value(verdict.rule?.id)),
+            ("message", .value(verdict.message)),
+            ("redirect", .value(verdict.redirectTarget)),
+            ("response", .object(verdict.response.map(Self.responseObject))),
+            ("recorded", .value(verdict.recorded.map(\.id))),
+            ("errors", .value(verdict.errors.map(\.description))),
         ]
+    }
+
+    /// The `response` key: what a `respond` rule answers (`null` status, type and bytes for a
+    /// handler's, which only the handler knows).
+    static func responseObject(_ response: LocalResponse) -> CheckRecord {
+        CheckRecord(fields: [
+            ("status", .value(response.status)),
+            ("type", .value(response.contentType)),
+            ("bytes", .value(response.handler == nil ? response.body.count : nil)),
+            ("handler", .value(response.handler)),
+        ])
+    }
+
+    private init(fields: [(key: String, value: Value)]) {
+        self.fields = fields
     }
 
     func jsonLine() throws -> String {
@@ -118,7 +149,11 @@ struct CheckRecord {
         encoder.outputFormatting = [.withoutEscapingSlashes]
         let members = try fields.map { field in
             let key = String(decoding: try encoder.encode(field.key), as: UTF8.self)
-            let value = String(decoding: try encoder.encode(field.value), as: UTF8.self)
+            let value =
+                switch field.value {
+                case .value(let value): String(decoding: try encoder.encode(value), as: UTF8.self)
+                case .object(let object): try object?.jsonLine() ?? "null"
+                }
             return "\(key):\(value)"
         }
         return "{" + members.joined(separator: ",") + "}"

@@ -197,6 +197,32 @@ public final class AuditPipeline: Sendable {
         }
     }
 
+    // MARK: Responding
+
+    /// The local response for a `respond` verdict: the rule's body or file, or what its handler
+    /// returns for `request` (the request as made, not redacted) and `body`.
+    ///
+    /// - Throws: ``PipelineError/responseHandlerMissing(handler:rule:)`` when no handler has the
+    ///   name, ``PipelineError/responseHandlerFailed(handler:rule:reason:)`` when it throws.
+    public func response(for decision: Decision, request: AuditRequest, body: Data?) async throws(PipelineError)
+        -> HandlerResponse
+    {
+        let rule = decision.verdict.rule?.id ?? "-"
+        guard let local = decision.verdict.response else {
+            throw .responseHandlerMissing(handler: "-", rule: rule)
+        }
+        if let fixed = HandlerResponse(local) { return fixed }
+        let name = local.handler ?? "-"
+        guard let handler = configuration.responseHandlers[name] else {
+            throw .responseHandlerMissing(handler: name, rule: rule)
+        }
+        do {
+            return try await handler(HandlerRequest(request: request, body: body, rule: rule)).withContentLength
+        } catch {
+            throw .responseHandlerFailed(handler: name, rule: rule, reason: String(describing: error))
+        }
+    }
+
     // MARK: Recording
 
     /// Completes a request: builds its record, publishes ``AuditEvent/finished(_:)``, appends the

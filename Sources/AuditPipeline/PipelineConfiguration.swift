@@ -26,6 +26,14 @@ public struct PipelineConfiguration: Sendable {
     /// decision when it differs (``DecisionSnapshot/shadow``), and `audit report` lists the
     /// differences. It costs one more evaluation per request; nil evaluates none.
     public var shadowPolicy: Policy?
+    /// The handlers `[respond handler:NAME]` rules name, by name. A rule naming a handler that is
+    /// not here fails closed: the request is refused and nothing is sent.
+    public var responseHandlers: [String: ResponseHandler] = [:]
+    /// URL schemes besides http and https that the front-end claims (lower-case, e.g.
+    /// `["app", "bridge"]`): their requests are decided like http ones, so a `respond` rule can
+    /// answer them; when none does, they fail as they would without RequestAudit (unsupported URL)
+    /// and are recorded.
+    public var customSchemes: Set<String> = []
 
     /// The defaults: no log, fail closed, warnings proceed, default redaction.
     public init() {}

@@ -5,7 +5,7 @@ import Foundation
 /// The JSON body of a response the proxy makes itself (a refusal or an error), written so that an
 /// agent can act on it: what happened, which rule, and how to go on.
 struct ProxyDenial: Encodable, Sendable {
-    /// `blocked`, `warning`, `redirect-unavailable`, `upstream`, `bad-request`, `timeout`, `too-large`,
+    /// `blocked`, `warning`, `redirect-unavailable`, `respond-unavailable`, `upstream`, `bad-request`, `timeout`, `too-large`,
     /// `busy`.
     let error: String
     let rule: String?
@@ -50,6 +50,19 @@ struct ProxyDenial: Encodable, Sendable {
             message: decision.decision.message, requestID: decision.id.uuidString,
             hint: "the audit policy redirects this host to \(decision.decision.redirect ?? "-"), which a CONNECT "
                 + "tunnel cannot follow; it was not opened", acknowledge: nil)
+    }
+
+    static func responseUnavailable(_ decision: AuditPipeline.Decision, isTunnel: Bool) -> ProxyDenial {
+        let handler = decision.verdict.response?.handler
+        let reason =
+            isTunnel
+            ? "a CONNECT tunnel cannot carry (the proxy does not see inside TLS); it was not opened"
+            : "comes from the Swift handler '\(handler ?? "-")', which only an app that registers it can run; "
+                + "audit proxy serves body= and file= responses. It was not sent"
+        return ProxyDenial(
+            error: "respond-unavailable", rule: decision.decision.rule, category: decision.decision.category,
+            message: decision.decision.message, requestID: decision.id.uuidString,
+            hint: "the audit policy answers this request locally, which " + reason, acknowledge: nil)
     }
 
     static func upstream(_ decision: AuditPipeline.Decision, reason: String) -> ProxyDenial {

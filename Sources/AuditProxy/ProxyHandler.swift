@@ -290,9 +290,43 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return nil
             }
             return (nil, target)
+        case .respond:
+            guard canRedirect, let response = decision.verdict.response.flatMap(HandlerResponse.init) else {
+                refuse(
+                    decision, .responseUnavailable(decision, isTunnel: !canRedirect), kind: .blocked, warning: nil,
+                    head: head, context: context)
+                return nil
+            }
+            respond(decision, response, head: head, context: context)
+            return nil
         case .allow, .pass:
             return (nil, nil)
         }
+    }
+
+    /// Answers a plain HTTP request with a rule's local response (its body or file); nothing is sent.
+    private func respond(
+        _ decision: AuditPipeline.Decision, _ response: HandlerResponse, head: HTTPRequestHead,
+        context: ChannelHandlerContext
+    ) {
+        let body: Data = if case .data(let data) = response.body, head.method != .HEAD { data } else { Data() }
+        _ = try? pipeline.finish(
+            decision, warning: nil,
+            outcome: OutcomeSnapshot(
+                kind: .responded, status: response.status, bytes: body.count,
+                durationMilliseconds: decision.elapsedMilliseconds))
+        let closeAfter = head.hasBody || !head.isKeepAlive
+        state = .answered(closeAfter: closeAfter)
+        var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
+        if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
+        let status = HTTPResponseStatus(statusCode: response.status)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if !body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     /// How the pipeline resolves the warning: proceed when the request acknowledges the rule, else

@@ -173,6 +173,9 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// A CONNECT tunnel (`audit proxy`) was opened and spliced until one side closed it: `bytes`
         /// went from the server to the client, `sentBytes` from the client to the server.
         case tunnel
+        /// A `respond` rule answered locally; nothing was sent. `status` and `bytes` are the local
+        /// response's.
+        case responded
     }
 
     /// An error as plain values.

@@ -27,6 +27,11 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     /// A `redirect` rule matched a download or upload task, which Foundation's own protocol loads and
     /// cannot send elsewhere; nothing was sent (the rule fails closed).
     case redirectUnavailable(rule: String, target: String, url: String)
+    /// A `respond` rule matched a download task, which FoundationNetworking completes only for its
+    /// own protocol (it writes the file); nothing was sent (the rule fails closed).
+    case responseUnavailable(rule: String, url: String)
+    /// A `respond` rule's handler is not registered or threw; nothing was sent.
+    case responseFailed(rule: String, reason: String, url: String)
     /// This Foundation lacks what interception relies on (named in the message); nothing is installed.
     case unsupportedPlatform(String)
     /// Another auditor is installed; uninstall it first.
@@ -51,6 +56,10 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
             "warning declined for RequestAudit rule \(rule)\(message.map { ": \($0)" } ?? "") (\(url))"
         case .redirectUnavailable(let rule, let target, let url):
             "RequestAudit rule \(rule) redirects to \(target), which a download or upload task cannot follow (\(url))"
+        case .responseUnavailable(let rule, let url):
+            "RequestAudit rule \(rule) responds locally, which a download task cannot take on this platform (\(url))"
+        case .responseFailed(let rule, let reason, let url):
+            "RequestAudit rule \(rule) could not respond: \(reason) (\(url))"
         case .unsupportedPlatform(let missing):
             "RequestAudit cannot intercept on this Foundation: \(missing)"
         case .anotherAuditorInstalled:
@@ -67,7 +76,8 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     var urlError: URLError {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description, Self.userInfoKey: self]
         switch self {
-        case .blocked(_, _, let url), .warningDeclined(_, _, let url), .redirectUnavailable(_, _, let url):
+        case .blocked(_, _, let url), .warningDeclined(_, _, let url), .redirectUnavailable(_, _, let url),
+            .responseUnavailable(_, let url), .responseFailed(_, _, let url):
             if let failing = URL(string: url) { userInfo[NSURLErrorFailingURLErrorKey] = failing }
         case .anotherAuditorInstalled, .auditLog, .policyReload, .unsupportedPlatform:
             break
@@ -82,6 +92,8 @@ extension RequestAuditError {
         switch error {
         case .auditLog(let reason): self = .auditLog(reason)
         case .policyReload(let failure): self = .policyReload(failure)
+        case .responseHandlerMissing(_, let rule), .responseHandlerFailed(_, let rule, _):
+            self = .responseFailed(rule: rule, reason: error.description, url: "")
         }
     }
 }

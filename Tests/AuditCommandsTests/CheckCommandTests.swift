@@ -14,9 +14,9 @@ import Testing
         #expect(run.standardError == "")
         #expect(
             run.outputLines == [
-                #"{"url":"https://www.rivalshop.com/cart","method":"GET","verdict":"block","rule":"competitor/rival-shop","message":"Competitor storefront","redirect":null,"recorded":[],"errors":[]}"#,
-                #"{"url":"https://search.rival.com/search?q=shoes","method":"GET","verdict":"redirect","rule":"competitor/rival-search","message":"Use the company search engine","redirect":"https://search.example.com/?q=shoes","recorded":[],"errors":[]}"#,
-                #"{"url":"https://example.org/","method":"GET","verdict":"pass","rule":null,"message":null,"redirect":null,"recorded":[],"errors":[]}"#,
+                #"{"url":"https://www.rivalshop.com/cart","method":"GET","verdict":"block","rule":"competitor/rival-shop","message":"Competitor storefront","redirect":null,"response":null,"recorded":[],"errors":[]}"#,
+                #"{"url":"https://search.rival.com/search?q=shoes","method":"GET","verdict":"redirect","rule":"competitor/rival-search","message":"Use the company search engine","redirect":"https://search.example.com/?q=shoes","response":null,"recorded":[],"errors":[]}"#,
+                #"{"url":"https://example.org/","method":"GET","verdict":"pass","rule":null,"message":null,"redirect":null,"response":null,"recorded":[],"errors":[]}"#,
             ])
     }
 
@@ -56,7 +56,7 @@ import Testing
         #expect(run.standardOutput == "")
         #expect(
             run.standardError == """
-                \(folder.path)/bad.rules:1:2: error: unknown action 'blok' (expected block, redirect, warn, allow, record)
+                \(folder.path)/bad.rules:1:2: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record)
                 \(folder.path)/bad.rules:3:18: error: priority must be an integer, found 'high'
                 \(folder.path)/bad.rules:4:5: error: invalid pattern: missing closing parenthesis
 

@@ -36,9 +36,15 @@ import Testing
         ("block", "redirect https://r.test/", .block), ("redirect https://r.test/", "block", .block),
         ("redirect https://r.test/", "warn", .redirect), ("warn", "redirect https://r.test/", .redirect),
         ("allow", "warn", .allow), ("warn", "block", .block),
+        ("allow", "respond 204", .allow), ("respond 204", "allow", .allow),
+        ("block", "respond 204", .block), ("respond 204", "block", .block),
+        ("respond 204", "redirect https://r.test/", .respond), ("redirect https://r.test/", "respond 204", .respond),
+        ("respond 204", "warn", .respond), ("warn", "respond 204", .respond),
     ]
 
-    @Test("on a priority tie allow beats block beats redirect beats warn, whatever the order", arguments: ties)
+    @Test(
+        "on a priority tie allow beats block beats respond beats redirect beats warn, whatever the order",
+        arguments: ties)
     func tieRanking(first: String, second: String, winner: Verdict.Action) throws {
         let policy = try Policy(parsing: "[\(first)]\none ^https://tie\\.test/\n[\(second)]\ntwo ^https://tie\\.test/")
         #expect(policy.verdict("https://tie.test/").action == winner)

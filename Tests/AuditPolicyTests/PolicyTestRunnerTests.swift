@@ -114,12 +114,12 @@ import Testing
         ])
         #expect(
             report.diagnostics.map(\.description) == [
-                "c.test:1:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, record)",
+                "c.test:1:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, respond, record)",
                 "c.test:2:6: error: a pass case takes '-' as its rule, found 'competitor/rival-shop'",
                 "c.test:3:8: error: a record case needs a rule id",
                 "c.test:4:7: error: unknown rule 'competitor/nope'",
-                "c.test:5:28: error: expected a URL (line format: EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET])",
-                "c.test:6:24: error: only a redirect case takes '-> TARGET'",
+                "c.test:5:28: error: expected a URL (line format: EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET or STATUS])",
+                "c.test:6:24: error: only a redirect case takes '-> TARGET' and a respond case '-> STATUS'",
                 "c.test:7:25: error: unexpected 'extra' after the URL (headers are written Name:value)",
             ])
         #expect(report.summary == "1 passed, 7 failed")
@@ -181,6 +181,6 @@ import Testing
         #expect(report.diagnostics.isEmpty)
         #expect(report.unexercisedRules.isEmpty)
         #expect(report.results.count >= 50)
-        #expect(Set(bundled.rules.map(\.category)) == ["competitor", "danger", "statistics"])
+        #expect(Set(bundled.rules.map(\.category)) == ["competitor", "danger", "local", "statistics"])
     }
 }

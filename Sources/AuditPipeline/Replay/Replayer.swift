@@ -30,11 +30,17 @@ public struct Replayer: Sendable {
         self.redaction = redaction
     }
 
-    /// What the pipeline is told happened to a replayed entry: blocked entries were not sent; the
-    /// others keep the recording's status, size and duration, when it has them.
+    /// What the pipeline is told happened to a replayed entry: blocked entries were not sent;
+    /// entries a rule answers locally get that response's status and size (a handler's are unknown
+    /// offline); the others keep the recording's status, size and duration, when it has them.
     static func outcome(of entry: ReplayEntry, _ decision: AuditPipeline.Decision) -> OutcomeSnapshot {
         guard decision.verdict.action != .block else {
             return OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0)
+        }
+        if let response = decision.verdict.response {
+            return OutcomeSnapshot(
+                kind: .responded, status: response.status,
+                bytes: response.handler == nil ? response.body.count : nil, durationMilliseconds: 0)
         }
         return OutcomeSnapshot(
             kind: .replayed, status: entry.status, bytes: entry.bytes,

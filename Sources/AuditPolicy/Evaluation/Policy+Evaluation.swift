@@ -4,11 +4,12 @@ extension Policy {
     /// Decides what to do with `request`.
     ///
     /// 1. Every rule whose `methods` admit the request is matched against its field.
-    /// 2. Among matching allow, block, redirect and warn rules the highest priority wins; a tie goes
-    ///    to allow, then block, then redirect, then warn; then to the earliest rule.
+    /// 2. Among matching allow, block, respond, redirect and warn rules the highest priority wins; a
+    ///    tie goes to allow, then block, then respond, then redirect, then warn; then to the earliest
+    ///    rule.
     /// 3. Every matching record rule is listed in ``Verdict/recorded``, whatever the verdict.
     /// 4. A redirect target gets `$0`…`$9` from the rule's captures and must come out an absolute
-    ///    http(s) URL.
+    ///    http(s) URL; a `respond` body gets them too (escaped for JSON when its type is JSON).
     /// 5. When a match fails (a PCRE2 limit) or a redirect target comes out invalid, the verdict is
     ///    `block` naming that rule, unless `onError` is ``MatchErrorHandling/pass``, which ignores
     ///    the rule. Either way the failure is in ``Verdict/errors``.
@@ -77,6 +78,20 @@ extension Policy {
                     matches.remove(Int32(truncatingIfNeeded: winner))
                     continue
                 }
+                if case .respond(let responder) = rule.action {
+                    switch response(of: rule, responder: responder, request: request, subjects: &subjects) {
+                    case .success(let response):
+                        return Verdict(
+                            action: .respond, rule: rule, response: response, recorded: recorded, errors: errors)
+                    case .failure(let error):
+                        errors.append(error)
+                        if onError == .block {
+                            return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+                        }
+                        matches.remove(Int32(truncatingIfNeeded: winner))
+                        continue
+                    }
+                }
                 guard case .redirect(let template) = rule.action else {
                     return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
                 }
@@ -129,20 +144,39 @@ extension Policy {
     private func redirectTarget(
         of rule: Rule, template: RedirectTemplate, request: AuditRequest, subjects: inout RequestSubjects
     ) -> Result<String, EvaluationError> {
-        guard let subject = subjects.subject(for: rule.field, of: request) else {
-            return .failure(EvaluationError(ruleID: rule.id, reason: .invalidRedirectTarget(template.source)))
+        let groups: [String?]
+        switch captures(of: rule, request: request, subjects: &subjects) {
+        case .success(let captured): groups = captured
+        case .failure(let error): return .failure(error)
         }
-        let match: PatternMatch?
-        do {
-            match = try rule.pattern.firstMatch(in: subject)
-        } catch {
-            return .failure(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
-        }
-        let target = template.expand(groups: match?.groups ?? [])
+        let target = template.expand(groups: groups)
         guard Self.isAbsoluteHTTPURL(target) else {
             return .failure(EvaluationError(ruleID: rule.id, reason: .invalidRedirectTarget(target)))
         }
         return .success(target)
+    }
+
+    /// The response `responder` gives for `request`: its body with the rule's captures substituted.
+    private func response(
+        of rule: Rule, responder: LocalResponder, request: AuditRequest, subjects: inout RequestSubjects
+    ) -> Result<LocalResponse, EvaluationError> {
+        guard case .body(let template) = responder.source, template.highestGroup != nil else {
+            return .success(responder.response(groups: []))
+        }
+        return captures(of: rule, request: request, subjects: &subjects).map { responder.response(groups: $0) }
+    }
+
+    /// The groups of `rule`'s first match in its field of `request` (index 0 is the whole match);
+    /// empty when the field is absent.
+    private func captures(
+        of rule: Rule, request: AuditRequest, subjects: inout RequestSubjects
+    ) -> Result<[String?], EvaluationError> {
+        guard let subject = subjects.subject(for: rule.field, of: request) else { return .success([]) }
+        do {
+            return .success(try rule.pattern.firstMatch(in: subject)?.groups ?? [])
+        } catch {
+            return .failure(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
+        }
     }
 
     /// An `http`/`https` URL with a host and no whitespace or control characters.

@@ -1,4 +1,4 @@
-/// A redirect target with `$0`…`$9` placeholders for the rule's captures.
+/// A redirect target or a `respond` body with `$0`…`$9` placeholders for the rule's captures.
 ///
 /// `$` followed by a digit is a placeholder; any other `$` is kept as written. Captures are
 /// substituted as matched (no percent-decoding or -encoding). A group that did not take part in
@@ -52,12 +52,14 @@ public struct RedirectTemplate: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The target for a match whose groups are `groups` (index 0 is the whole match).
-    public func expand(groups: [String?]) -> String {
+    /// The text for a match whose groups are `groups` (index 0 is the whole match), each capture
+    /// passed through `escape` when given.
+    public func expand(groups: [String?], escape: ((String) -> String)? = nil) -> String {
         pieces.map { piece in
             switch piece {
             case .text(let text): text
-            case .group(let n): n < groups.count ? groups[n] ?? "" : ""
+            case .group(let n):
+                n < groups.count ? groups[n].map { escape?($0) ?? $0 } ?? "" : ""
             }
         }.joined()
     }

@@ -4,18 +4,22 @@ public enum RuleAction: Sendable, Hashable {
     case block
     /// Send the request to `target` instead; `$0`…`$9` are replaced by the rule's captures.
     case redirect(target: RedirectTemplate)
+    /// Answer the request locally, without sending it.
+    case respond(LocalResponder)
     /// Let a person or agent decide whether to go on.
     case warn
-    /// Let the request through, overriding lower-or-equal priority block, redirect and warn rules.
+    /// Let the request through, overriding lower-or-equal priority block, respond, redirect and warn
+    /// rules.
     case allow
     /// Count the request in statistics; never changes the verdict.
     case record
 
-    /// The keyword used in rule files: `block`, `redirect`, `warn`, `allow` or `record`.
+    /// The keyword used in rule files: `block`, `redirect`, `respond`, `warn`, `allow` or `record`.
     public var keyword: String {
         switch self {
         case .block: "block"
         case .redirect: "redirect"
+        case .respond: "respond"
         case .warn: "warn"
         case .allow: "allow"
         case .record: "record"
@@ -23,14 +27,15 @@ public enum RuleAction: Sendable, Hashable {
     }
 
     /// The keywords a section header accepts.
-    static let keywords = ["block", "redirect", "warn", "allow", "record"]
+    static let keywords = ["block", "redirect", "respond", "warn", "allow", "record"]
 
-    /// Rank used to break priority ties: allow > block > redirect > warn; nil for record rules,
-    /// which never decide a verdict.
+    /// Rank used to break priority ties: allow > block > respond > redirect > warn; nil for record
+    /// rules, which never decide a verdict.
     var tieRank: Int? {
         switch self {
-        case .allow: 4
-        case .block: 3
+        case .allow: 5
+        case .block: 4
+        case .respond: 3
         case .redirect: 2
         case .warn: 1
         case .record: nil
@@ -43,8 +48,19 @@ public enum RuleAction: Sendable, Hashable {
         case .allow: .allow
         case .block: .block
         case .redirect: .redirect
+        case .respond: .respond
         case .warn: .warn
         case .record: nil
+        }
+    }
+
+    /// The template that takes the rule's captures, and what it is called in messages.
+    var captureTemplate: (RedirectTemplate, String)? {
+        switch self {
+        case .redirect(let target): (target, "redirect target")
+        case .respond(let responder):
+            if case .body(let template) = responder.source { (template, "respond body") } else { nil }
+        default: nil
         }
     }
 }

@@ -12,6 +12,8 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
         case redirect
         /// A warn rule won.
         case warn
+        /// A respond rule won: the request is answered locally; see ``Verdict/response``.
+        case respond
     }
 
     /// The decision.
@@ -20,7 +22,7 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     public let rule: Rule?
     /// Every matching `record` rule, in policy order, whatever the verdict.
     public let recorded: [Rule]
-    /// The redirect target and the match errors, which few verdicts have: kept out of line, so
+    /// The redirect target, the local response and the match errors, which few verdicts have: kept out of line, so
     /// that a verdict is four words and a caller gets it in registers and drops it with a few
     /// releases. (Six words went through memory, and Swift dropped each field through its type's
     /// value witnesses: about 250 instructions a decision, a twentieth of one with 10,000 rules.)
@@ -29,34 +31,41 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     /// A verdict's rarely set fields.
     private final class Rare: Sendable {
         let redirectTarget: String?
+        let response: LocalResponse?
         let errors: [EvaluationError]
 
-        init(redirectTarget: String?, errors: [EvaluationError]) {
+        init(redirectTarget: String?, response: LocalResponse?, errors: [EvaluationError]) {
             self.redirectTarget = redirectTarget
+            self.response = response
             self.errors = errors
         }
     }
 
     /// For `redirect`, the target with captures substituted.
     public var redirectTarget: String? { rare?.redirectTarget }
+    /// For `respond`, the local response (captures substituted), or the handler that gives it.
+    public var response: LocalResponse? { rare?.response }
     /// Matches that could not be completed, in policy order.
     public var errors: [EvaluationError] { rare?.errors ?? [] }
 
     /// Creates a verdict.
     public init(
-        action: Action, rule: Rule? = nil, redirectTarget: String? = nil, recorded: [Rule] = [],
-        errors: [EvaluationError] = []
+        action: Action, rule: Rule? = nil, redirectTarget: String? = nil, response: LocalResponse? = nil,
+        recorded: [Rule] = [], errors: [EvaluationError] = []
     ) {
         self.action = action
         self.rule = rule
         self.recorded = recorded
-        rare = redirectTarget == nil && errors.isEmpty ? nil : Rare(redirectTarget: redirectTarget, errors: errors)
+        rare =
+            redirectTarget == nil && response == nil && errors.isEmpty
+            ? nil : Rare(redirectTarget: redirectTarget, response: response, errors: errors)
     }
 
-    /// Verdicts are equal when their action, rule, redirect target, recorded rules and errors are.
+    /// Verdicts are equal when their action, rule, redirect target, response, recorded rules and
+    /// errors are.
     public static func == (lhs: Verdict, rhs: Verdict) -> Bool {
         lhs.action == rhs.action && lhs.rule == rhs.rule && lhs.recorded == rhs.recorded
-            && lhs.redirectTarget == rhs.redirectTarget && lhs.errors == rhs.errors
+            && lhs.redirectTarget == rhs.redirectTarget && lhs.response == rhs.response && lhs.errors == rhs.errors
     }
 
     /// The deciding rule's `message=`, if any.
@@ -68,11 +77,13 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     /// Whether any match failed.
     public var hasErrors: Bool { rare?.errors.isEmpty == false }
 
-    /// E.g. `block by competitor/rival-shop`, `redirect by c/s -> https://…`, `pass`.
+    /// E.g. `block by competitor/rival-shop`, `redirect by c/s -> https://…`,
+    /// `respond by local/pixel (200, image/gif, 43 bytes)`, `pass`.
     public var description: String {
         var text = action.rawValue
         if let rule { text += " by \(rule.id)" }
         if let redirectTarget { text += " -> \(redirectTarget)" }
+        if let response { text += " (\(response.summary))" }
         return text
     }
 }

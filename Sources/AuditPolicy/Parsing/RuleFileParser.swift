@@ -162,14 +162,14 @@ struct RuleFileParser {
         }
         let name = rule.name
         guard let current = rule.section, name.isValidName, rule.category.isValidName else { return }
-        if case .redirect(let target) = current.action, let group = target.highestGroup,
+        if let (template, what) = current.action.captureTemplate, let group = template.highestGroup,
             group > pattern.captureGroupCount
         {
             let groups =
                 pattern.captureGroupCount == 1 ? "1 capture group" : "\(pattern.captureGroupCount) capture groups"
             error(
                 at: location(rule.line, rule.patternColumn),
-                "redirect target uses $\(group) but the pattern of '\(name)' has \(groups)"
+                "\(what) uses $\(group) but the pattern of '\(name)' has \(groups)"
             )
             return
         }

@@ -12,5 +12,8 @@ struct Section: Sendable {
     var targetLocation: SourceLocation?
     var hasPriorityOption = false
 
-    static let optionNames = ["message", "field", "methods", "priority", "case", "tags"]
+    static let optionNames = ["message", "field", "methods", "priority", "case", "tags", "body", "file", "type"]
+
+    /// The options only a `respond` section takes.
+    static let responseOptionNames: Set<String> = ["body", "file", "type"]
 }

@@ -1,8 +1,12 @@
+import Foundation
+
 /// Parses `[ACTION ARG] key=value …` into a ``Section``, collecting every problem it finds.
 struct SectionHeaderParser {
     let file: String
     let lineNumber: Int
     private(set) var diagnostics: [Diagnostic] = []
+    /// The column of the header's `[`.
+    private var headerColumn = 1
 
     init(file: String, lineNumber: Int) {
         self.file = file
@@ -11,6 +15,7 @@ struct SectionHeaderParser {
 
     /// Parses the header; nil when it is too broken to apply to the rules under it.
     mutating func parse(_ scanner: inout LineScanner) -> Section? {
+        headerColumn = scanner.column
         let headerLocation = location(scanner.column)
         scanner.advance()  // '['
         // The header ends at the first ']' followed by whitespace or the end of the line, so a
@@ -60,6 +65,9 @@ struct SectionHeaderParser {
                     )
                 }
             }
+        case "respond":
+            section = respondSection(argument: argument, actionColumn: actionColumn, argumentColumn: argumentColumn)
+            section?.targetLocation = location(argumentColumn)
         case "block", "warn", "allow", "record":
             if argument.isEmpty {
                 section = Section(action: Self.action(keyword), location: headerLocation)
@@ -76,6 +84,37 @@ struct SectionHeaderParser {
     }
 
     private static let actionList = RuleAction.keywords.joined(separator: ", ")
+
+    /// `[respond STATUS]` or `[respond handler:NAME]`; the body comes from the options.
+    private mutating func respondSection(argument: Substring, actionColumn: Int, argumentColumn: Int) -> Section? {
+        let at = location(argumentColumn)
+        if argument.isEmpty {
+            error(
+                at: location(actionColumn),
+                "respond needs a status or a handler, e.g. [respond 200] or [respond handler:NAME]")
+            return nil
+        }
+        if argument.hasPrefix("handler:") {
+            let name = argument.dropFirst("handler:".count)
+            guard name.isValidName else {
+                error(at: at, "invalid handler name '\(name)' (use letters, digits, '.', '_' and '-')")
+                return nil
+            }
+            let responder = LocalResponder(status: nil, contentType: nil, source: .handler(String(name)))
+            return Section(action: .respond(responder), location: headerLocation(at))
+        }
+        guard let status = Int(argument), LocalResponder.statuses.contains(status) else {
+            error(at: at, "respond status must be a number from 200 to 599 or handler:NAME, found '\(argument)'")
+            return nil
+        }
+        let responder = LocalResponder(status: status, contentType: nil, source: .empty)
+        return Section(action: .respond(responder), location: headerLocation(at))
+    }
+
+    /// The header's own location (its `[`), for a section made from the argument at `at`.
+    private func headerLocation(_ at: SourceLocation) -> SourceLocation {
+        SourceLocation(file: file, line: lineNumber, column: headerColumn)
+    }
 
     private static func action(_ keyword: Substring) -> RuleAction {
         switch keyword {
@@ -153,7 +192,8 @@ struct SectionHeaderParser {
     }
 
     private mutating func apply(_ options: [Option], to section: inout Section) {
-        for option in options {
+        applyResponse(options.filter { Section.responseOptionNames.contains($0.key) }, to: &section)
+        for option in options where !Section.responseOptionNames.contains(option.key) {
             let at = location(option.valueColumn)
             switch option.key {
             case "message":
@@ -201,6 +241,77 @@ struct SectionHeaderParser {
                 Diagnostic(.warning, at: section.location, "priority has no effect on record rules")
             )
         }
+    }
+
+    /// Applies `body=`, `file=` and `type=` to a respond section; an error on any other.
+    private mutating func applyResponse(_ options: [Option], to section: inout Section) {
+        guard case .respond(let responder) = section.action else {
+            for option in options {
+                error(
+                    at: location(option.keyColumn),
+                    "option '\(option.key)' applies to respond sections only (found on \(section.action.keyword))")
+            }
+            return
+        }
+        let body = options.first { $0.key == "body" }
+        let file = options.first { $0.key == "file" }
+        let type = options.first { $0.key == "type" }
+        if let handler = responder.handler {
+            for option in options {
+                error(
+                    at: location(option.keyColumn),
+                    "option '\(option.key)' does not apply to [respond handler:\(handler)]: the handler gives the response"
+                )
+            }
+            return
+        }
+        if let type, type.value.isEmpty || type.value.contains(where: { $0.isNewline }) || !type.value.contains("/") {
+            error(at: location(type.valueColumn), "type must be a MIME type such as text/plain, found '\(type.value)'")
+        }
+        var source = LocalResponder.Source.empty
+        var contentType = type?.value
+        if body != nil, let file {
+            error(at: location(file.keyColumn), "respond takes body= or file=, not both")
+        } else if let body {
+            source = .body(RedirectTemplate(body.value))
+            contentType = contentType ?? "text/plain; charset=utf-8"
+        } else if let file {
+            guard let bytes = readResponseFile(file) else { return }
+            source = .file(path: file.value, bytes: bytes)
+            contentType = contentType ?? LocalResponder.contentType(forFile: file.value)
+        }
+        section.action = .respond(LocalResponder(status: responder.status, contentType: contentType, source: source))
+        if let body { section.targetLocation = location(body.valueColumn) }
+    }
+
+    /// The bytes of a `file=` responder, its path relative to the rules file's folder; nil after an
+    /// error when it is missing, unreadable, a folder or larger than the limit.
+    private mutating func readResponseFile(_ option: Option) -> [UInt8]? {
+        let at = location(option.valueColumn)
+        let folder = file.contains("/") ? String(file[..<(file.lastIndex(of: "/") ?? file.endIndex)]) : "."
+        let path = option.value.hasPrefix("/") ? option.value : folder + "/" + option.value
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            error(at: at, "respond file '\(option.value)' not found (looked for \(path))")
+            return nil
+        }
+        guard !isDirectory.boolValue else {
+            error(at: at, "respond file '\(option.value)' is a folder")
+            return nil
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard size <= LocalResponder.maximumFileBytes else {
+            error(
+                at: at,
+                "respond file '\(option.value)' is \(size) bytes; a respond file may be at most "
+                    + "\(LocalResponder.maximumFileBytes) bytes")
+            return nil
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            error(at: at, "cannot read respond file '\(option.value)' (\(path))")
+            return nil
+        }
+        return [UInt8](data)
     }
 
     private func location(_ column: Int) -> SourceLocation {

@@ -2,12 +2,13 @@
 ///
 /// The same line format as `.test` files:
 /// ```
-/// # expect   rule                      [METHOD] URL [Header:value …]                [-> target]
+/// # expect   rule                      [METHOD] URL [Header:value …]                [-> target or status]
 /// block      competitor/rival-shop     https://www.rivalshop.com/cart
 /// redirect   competitor/rival-search   https://search.rival.com/search?q=shoes -> https://search.example.com/?q=shoes
 /// pass       -                         https://example.org/
 /// record     statistics/api-calls      POST https://api.example.com/v1/items
 /// record     statistics/large-upload-put  PUT https://up.example.com/f Content-Length:5000000
+/// respond    local/health              https://api.example.test/health -> 200
 /// ```
 /// Headers follow the URL as `Name:value` (no space in the value).
 public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
@@ -23,6 +24,8 @@ public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
         case redirect
         /// The verdict is `warn`.
         case warn
+        /// The verdict is `respond` (with ``PolicyTestCase/responseStatus``, if given).
+        case respond
         /// The rule is among the recorded rules (whatever the verdict).
         case record
     }
@@ -35,6 +38,8 @@ public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
     public let request: AuditRequest
     /// For `redirect`, the exact target expected, if given.
     public let redirectTarget: String?
+    /// For `respond`, the status expected, if given.
+    public let responseStatus: Int?
     /// Where the case was written, when it comes from a file.
     public let location: SourceLocation?
     /// Where the rule id was written, for messages about it.
@@ -43,12 +48,14 @@ public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
     /// Creates a case.
     public init(
         expect expectation: Expectation, rule ruleID: String?, method: String = "GET", url: String,
-        headers: [AuditRequest.Header] = [], redirectTarget: String? = nil, location: SourceLocation? = nil
+        headers: [AuditRequest.Header] = [], redirectTarget: String? = nil, responseStatus: Int? = nil,
+        location: SourceLocation? = nil
     ) {
         self.expectation = expectation
         self.ruleID = ruleID
         self.request = AuditRequest(method: method, url: url, headers: headers)
         self.redirectTarget = redirectTarget
+        self.responseStatus = responseStatus
         self.location = location
     }
 
@@ -59,6 +66,7 @@ public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
         text += request.url
         for header in request.headers { text += " \(header.name):\(header.value)" }
         if let redirectTarget { text += " -> \(redirectTarget)" }
+        if let responseStatus { text += " -> \(responseStatus)" }
         return text
     }
 }

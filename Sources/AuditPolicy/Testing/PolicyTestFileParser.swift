@@ -1,6 +1,6 @@
 /// Reads `.test` files: one ``PolicyTestCase`` per line, `#` comments and blank lines skipped.
 enum PolicyTestFileParser {
-    static let syntax = "EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET]"
+    static let syntax = "EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET or STATUS]"
 
     /// Parses every case in `source`; problems come back as diagnostics, never as skipped lines.
     static func parse(_ source: SourceText) -> (cases: [PolicyTestCase], diagnostics: [Diagnostic]) {
@@ -60,12 +60,25 @@ enum PolicyTestFileParser {
             rest.removeFirst()
         }
         var target: String?
+        var status: Int?
         if let arrow = rest.popFirst() {
-            guard expectation == .redirect else {
-                throw error(arrow.column, "only a redirect case takes '-> TARGET'")
+            switch expectation {
+            case .redirect:
+                guard let targetWord = rest.popFirst() else {
+                    throw error(text.count + 1, "expected a target after '->'")
+                }
+                target = targetWord.text
+            case .respond:
+                guard let statusWord = rest.popFirst() else {
+                    throw error(text.count + 1, "expected a status after '->'")
+                }
+                guard let number = Int(statusWord.text), LocalResponder.statuses.contains(number) else {
+                    throw error(statusWord.column, "expected a status from 200 to 599, found '\(statusWord.text)'")
+                }
+                status = number
+            default:
+                throw error(arrow.column, "only a redirect case takes '-> TARGET' and a respond case '-> STATUS'")
             }
-            guard let targetWord = rest.popFirst() else { throw error(text.count + 1, "expected a target after '->'") }
-            target = targetWord.text
         }
         if let extra = rest.first { throw error(extra.column, "unexpected '\(extra.text)' after the target") }
 
@@ -79,7 +92,7 @@ enum PolicyTestFileParser {
         }
         var testCase = PolicyTestCase(
             expect: expectation, rule: rule.text == "-" ? nil : rule.text, method: method, url: url.text,
-            headers: headers, redirectTarget: target,
+            headers: headers, redirectTarget: target, responseStatus: status,
             location: SourceLocation(file: file, line: line, column: first.column)
         )
         testCase.ruleLocation = SourceLocation(file: file, line: line, column: rule.column)

@@ -25,6 +25,7 @@ public struct PolicyTestResult: Sendable, Equatable, CustomStringConvertible {
             var text = testCase.expectation.rawValue
             if let ruleID = testCase.ruleID { text += " by \(ruleID)" }
             if let target = testCase.redirectTarget { text += " -> \(target)" }
+            if let status = testCase.responseStatus { text += " -> \(status)" }
             expected = text
             actual =
                 verdict.description
@@ -34,6 +35,7 @@ public struct PolicyTestResult: Sendable, Equatable, CustomStringConvertible {
                 testCase.expectation.rawValue == verdict.action.rawValue
                 && (testCase.ruleID == nil || testCase.ruleID == verdict.rule?.id)
                 && (testCase.redirectTarget == nil || testCase.redirectTarget == verdict.redirectTarget)
+                && (testCase.responseStatus == nil || testCase.responseStatus == verdict.response?.status)
         }
     }
 

@@ -10,6 +10,7 @@ public struct HTMLReportRenderer: ReportRenderer {
 
     static let colors = [
         "pass": "#8c8c8c", "allow": "#2e8b57", "block": "#c0392b", "redirect": "#2874a6", "warn": "#d68910",
+        "respond": "#7d3c98",
     ]
 
     /// The HTML text.

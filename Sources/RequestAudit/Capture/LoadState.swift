@@ -18,6 +18,8 @@ struct LoadState: @unchecked Sendable {
         /// Stop Foundation's own protocol; `isSuspending` when the caller suspended the task, which
         /// it may resume.
         case stopSystemLoader(URLProtocol, isSuspending: Bool)
+        /// Cancel the response handler's task.
+        case cancelResponse(Task<Void, Never>)
     }
 
     private enum Phase {
@@ -26,6 +28,8 @@ struct LoadState: @unchecked Sendable {
         case forwarding(URLSessionDataTask)
         /// Foundation's own HTTP protocol loads the caller's task (see SystemLoad).
         case systemLoading(URLProtocol)
+        /// A response handler answers (see RequestInfoProtocol+Respond).
+        case responding(Task<Void, Never>)
         case stopped
         case finished
     }
@@ -71,6 +75,13 @@ struct LoadState: @unchecked Sendable {
         return true
     }
 
+    /// A response handler's task started: false when the load was stopped meanwhile (cancel it).
+    mutating func responding(_ task: Task<Void, Never>) -> Bool {
+        guard case .deciding = phase else { return false }
+        phase = .responding(task)
+        return true
+    }
+
     /// `stopLoading`: what to stop. A suspension of a system load keeps it resumable.
     mutating func stop(isSuspending: Bool) -> StopAction {
         switch phase {
@@ -80,6 +91,9 @@ struct LoadState: @unchecked Sendable {
         case .systemLoading(let loader):
             if !isSuspending { phase = .stopped }
             return .stopSystemLoader(loader, isSuspending: isSuspending)
+        case .responding(let task):
+            phase = .stopped
+            return .cancelResponse(task)
         case .finished:
             return .none
         default:

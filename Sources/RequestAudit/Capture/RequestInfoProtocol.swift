@@ -29,7 +29,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The installed auditor.
     static let active = Locked<Auditor?>(nil)
 
-    private let state = Locked(LoadState())
+    let state = Locked(LoadState())
     /// Where `startLoading` hands requests on to be decided and forwarded: four serial queues,
     /// taken in turn.
     ///
@@ -51,16 +51,20 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The caller session's work queue, where the client is told of results (see CallerSession).
     private let clientQueue = Locked<DispatchQueue?>(nil)
 
-    /// Whether this protocol handles `request`: http(s) with an auditor installed.
+    /// Whether this protocol handles `request`: http(s), or a scheme in the installed auditor's
+    /// ``PipelineConfiguration/customSchemes``.
     ///
     /// Nothing is decided here: FoundationNetworking may ask more than once per task, and a decision
     /// leaves a trace (counted, published, logged). `startLoading` decides each request once.
     public override class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme,
+        guard let scheme = request.url?.scheme else { return false }
+        let isHTTP =
             scheme.caseInsensitiveCompare("http") == .orderedSame
-                || scheme.caseInsensitiveCompare("https") == .orderedSame
-        else { return false }
-        return active.withLock { $0 != nil }
+            || scheme.caseInsensitiveCompare("https") == .orderedSame
+        return active.withLock { auditor in
+            guard let auditor else { return false }
+            return isHTTP || auditor.configuration.customSchemes.contains(scheme.lowercased())
+        }
     }
 
     /// Returns `request` unchanged.
@@ -91,12 +95,13 @@ public final class RequestInfoProtocol: URLProtocol {
             return startSystemLoad(nil, caller: caller)
         }
         let route = route(for: caller)
+        let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
         // cooperative pool can be busy with the caller's own tasks (only a warning's question
         // needs async, and `run` starts a task for it). See `hopQueues`.
         Self.nextHopQueue.async {
-            this.value.run(auditor, caller: caller, route: route)
+            this.value.run(auditor, caller: caller, route: route, delivery: delivery)
         }
     }
 
@@ -106,6 +111,15 @@ public final class RequestInfoProtocol: URLProtocol {
             let behaviour = caller.behaviour(of: task), behaviour != .downloadCompletionHandler
         else { return .system }
         return .relay(behaviour)
+    }
+
+    /// How a local response reaches this protocol's caller (read on the caller session's work
+    /// queue): as the relayed body would, or for an upload task as a data task's body; nil for a
+    /// download task, which FoundationNetworking completes only for its own protocol.
+    private func localDelivery(for caller: CallerSession.Details, route: Route) -> CallerSession.Behaviour? {
+        if case .relay(let behaviour) = route { return behaviour }
+        guard let task = task as? URLSessionUploadTask else { return nil }
+        return caller.behaviour(of: task)
     }
 
     /// The caller session's details (`known` from its work queue, or read by reflection, see
@@ -134,6 +148,8 @@ public final class RequestInfoProtocol: URLProtocol {
             // stopLoading runs on the work queue every session shares: touching a task here deadlocks.
             let forwarded = ForwardedTask(task)
             Task.detached { forwarded.task.cancel() }
+        case .cancelResponse(let task):
+            task.cancel()
         case .stopSystemLoader(let loader, let isSuspending):
             // Foundation's protocol expects to be stopped right here, on the session's work queue.
             loader.stopLoading()
@@ -147,7 +163,9 @@ public final class RequestInfoProtocol: URLProtocol {
         init(_ task: URLSessionDataTask) { self.task = task }
     }
 
-    private func run(_ auditor: Auditor, caller: CallerSession.Details, route: Route) {
+    private func run(
+        _ auditor: Auditor, caller: CallerSession.Details, route: Route, delivery: CallerSession.Behaviour?
+    ) {
         let decision = auditor.decide(request)
         let verdict = decision.verdict
         let url = decision.snapshot.url
@@ -168,6 +186,8 @@ public final class RequestInfoProtocol: URLProtocol {
             var redirected = request
             redirected.url = verdict.redirectTarget.flatMap(URL.init(string:)) ?? request.url
             forward(redirected, auditor, decision, nil, caller, route)
+        case .respond:
+            respond(auditor, decision, delivery: delivery)
         case .allow, .pass:
             proceed(auditor, decision, nil, caller, route)
         }
@@ -188,11 +208,15 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    /// Sends the request unchanged by the route it takes.
+    /// Sends the request unchanged by the route it takes; a custom scheme's request fails as it
+    /// would without RequestAudit.
     private func proceed(
         _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
         _ caller: CallerSession.Details, _ route: Route
     ) {
+        guard request.url.map(Self.isHTTP) ?? false else {
+            return failUnsupported(auditor, decision, warning)
+        }
         switch route {
         case .relay: forward(request, auditor, decision, warning, caller, route)
         case .system:
@@ -200,7 +224,7 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    private func refuse(
+    func refuse(
         _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
     ) {
         let error = refusal.urlError
@@ -215,6 +239,26 @@ public final class RequestInfoProtocol: URLProtocol {
                 error: .init(error, redaction: auditor.configuration.redaction)
             )
         )
+        if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
+    }
+
+    /// Whether `url` is http or https.
+    private static func isHTTP(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased() else { return false }
+        return scheme == "http" || scheme == "https"
+    }
+
+    /// Ends a custom scheme's request that no rule answered as FoundationNetworking ends it
+    /// without RequestAudit: `URLError(.unsupportedURL)`; recorded as a failure.
+    private func failUnsupported(_ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?) {
+        let error = URLError(.unsupportedURL, userInfo: request.url.map { [NSURLErrorFailingURLErrorKey: $0] } ?? [:])
+        let isDelivered = state.withLock { $0.finish() }
+        auditor.finish(
+            decision, warning: warning,
+            outcome: OutcomeSnapshot(
+                kind: isDelivered ? .failure : .cancelled,
+                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                error: .init(error, redaction: auditor.configuration.redaction)))
         if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
     }
 
