@@ -37,7 +37,7 @@ import Testing
         #expect(pipeline.inFlightCount == 0)
         #expect(seen.map(\.requestID) == [decision.id, decision.id])
         #expect(logged == [record])
-        #expect(record.request.url == "https://api.test/v1?token=REDACTED")
+        #expect(record.request.url == "https://api.test/v1?token=REDACTED-\(Redaction.default.fingerprint("abc"))")
     }
 
     @Test("a warning without a handler takes the configured default, decided by default")

@@ -9,7 +9,7 @@ struct AuditBench: AsyncParsableCommand {
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
-            Stream.self, StreamOne.self, Proxies.self, Diff.self,
+            Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self,
         ], defaultSubcommand: All.self)
 }
 

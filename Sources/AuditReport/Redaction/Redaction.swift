@@ -47,10 +47,10 @@ public struct Redaction: Sendable, Hashable {
             "x-ms-token-aad-access-token", "x-supabase-api-key", "x-pinecone-api-key", "x-stainless-api-key",
         ],
         queryParameters: [
-            "token", "access_token", "refresh_token", "id_token", "auth", "password", "passwd", "pwd", "key",
-            "api_key", "apikey", "secret", "client_secret", "signature", "sig", "x-amz-signature",
+            "token", "access_token", "refresh_token", "id_token", "auth", "password", "passwd", "pwd", "api_key",
+            "apikey", "secret", "client_secret", "signature", "sig", "x-amz-signature",
             "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential", "awsaccesskeyid",
-            "sid", "sessionid", "session_id", "jsessionid", "phpsessid", "aspsessionid", "sessid", "session_token",
+            "sessionid", "session_id", "jsessionid", "phpsessid", "aspsessionid", "sessid", "session_token",
             "auth_token", "code_verifier", "assertion", "client_assertion", "private_key",
         ]
     )
@@ -63,10 +63,15 @@ public struct Redaction: Sendable, Hashable {
 
     /// `REDACTED-` and the fingerprint of `secret`.
     func hidden(_ secret: some StringProtocol) -> String {
-        "\(Self.hiddenValue)-\(fingerprint(secret))"
+        hidden(Array(secret.utf8)[...])
     }
 
-    /// Eight hex digits of the keyed hash of `secret`.
+    /// `REDACTED-` and the fingerprint of the UTF-8 bytes `secret`.
+    func hidden(_ secret: ArraySlice<UInt8>) -> String {
+        "\(Self.hiddenValue)-\(SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString)"
+    }
+
+    /// Eight hex digits of the keyed hash of `secret`: the fingerprint a hidden value shows.
     public func fingerprint(_ secret: some StringProtocol) -> String {
         String(SHA256.hmac(key: fingerprintKey, message: Array(secret.utf8)).prefix(4).hexString)
     }
@@ -91,13 +96,13 @@ public struct Redaction: Sendable, Hashable {
         if shapes.contains(.authScheme), let scheme = Self.authScheme(of: value) {
             return "\(scheme) [\(hidden(value.dropFirst(scheme.count + 1)))]"
         }
-        if shapes.contains(.highEntropy), SecretShapes.isCredentialName(lowerName),
-            SecretShapes.isHighEntropy(value[...], minimumLength: 16)
+        if shapes.contains(.highEntropy), SecretShapes.isHighEntropy(Array(value.utf8)[...], minimumLength: 16),
+            SecretShapes.isCredentialName(lowerName)
         {
             return "[\(hidden(value))]"
         }
         guard value.utf8.count >= 20, shapes.contains(.jwt) || shapes.contains(.providerKey) else { return value }
-        return replacingTokens(in: value) { SecretShapes.hasKnownFormat($0, shapes: shapes) }
+        return replacingTokens(in: value) { SecretShapes.hasKnownFormat(Array($0.utf8)[...], shapes: shapes) }
     }
 
     /// The authentication scheme a credential value starts with (`Bearer`, `Basic`, …), if any.

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import RequestAudit
+
+/// How many benchmark URLs redaction changes (its false positives, since the corpus holds ordinary
+/// traffic), with samples of each change, and its cost per URL against returning the URL unchanged.
+struct Redactions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "redaction", abstract: "URLs of urls-bench.txt that redaction changes, with samples, and ns/URL.")
+    @OptionGroup var options: DataOptions
+    @Option(help: "Samples to print.") var samples = 40
+
+    func run() throws {
+        let urls = try BenchData(directory: options.data).lines("urls-bench.txt").prefix(options.urls)
+        var redaction = Redaction.default
+        redaction.fingerprintKey = Array("bench".utf8)
+        var changed: [(String, String)] = []
+        var baselineChanged = 0
+        var runs: [(Double, Double)] = []
+        for pass in 0..<5 {
+            let baselineStart = now()
+            for url in urls where Self.byNameOnly(url) != url { baselineChanged += pass == 0 ? 1 : 0 }
+            let start = now()
+            for url in urls {
+                let redacted = redaction.redact(url: url)
+                if pass == 0, redacted != url { changed.append((url, redacted)) }
+            }
+            let end = now()
+            runs.append((Double(start - baselineStart), Double(end - start)))
+        }
+        let count = Double(max(urls.count, 1))
+        let baseline = runs.map(\.0).sorted()[2] / count
+        let nanoseconds = runs.map(\.1).sorted()[2] / count
+        print(
+            "redaction: \(changed.count) of \(urls.count) URLs change (by name only: \(baselineChanged)); "
+                + "\(String(format: "%.0f", nanoseconds)) ns/URL against \(String(format: "%.0f", baseline)) ns/URL "
+                + "by name only (\(String(format: "%.2f", nanoseconds / baseline))×), medians of 5")
+        let step = max(1, changed.count / max(samples, 1))
+        for (url, redacted) in stride(from: 0, to: changed.count, by: step).prefix(samples).map({ changed[$0] }) {
+            print("  \(url)\n    -> \(redacted)")
+        }
+    }
+
+    /// The baseline: redaction by a list of query parameter names only, as before shapes were
+    /// recognised (user info and the listed names' values hidden).
+    static func byNameOnly(_ url: String) -> String {
+        guard url.utf8.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") }) else { return url }
+        var text = url
+        if let schemeEnd = text.range(of: "://") {
+            let authorityEnd = text[schemeEnd.upperBound...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+            let authority = text[schemeEnd.upperBound..<authorityEnd]
+            if let at = authority.lastIndex(of: "@") {
+                text.replaceSubrange(authority.startIndex..<at, with: "REDACTED")
+            }
+        }
+        guard let questionMark = text.firstIndex(of: "?") else { return text }
+        let queryEnd = text[questionMark...].firstIndex(of: "#") ?? text.endIndex
+        let query = text[text.index(after: questionMark)..<queryEnd]
+        let redacted = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
+            let name = pair[..<equals]
+            let decoded = (name.removingPercentEncoding ?? String(name)).lowercased()
+            return names.contains(decoded) ? "\(name)=REDACTED" : String(pair)
+        }.joined(separator: "&")
+        text.replaceSubrange(text.index(after: questionMark)..<queryEnd, with: redacted)
+        return text
+    }
+
+    private static let names: Set<String> = [
+        "token", "access_token", "refresh_token", "id_token", "auth", "password", "passwd", "pwd", "key", "api_key",
+        "apikey", "secret", "client_secret", "signature", "sig",
+    ]
+}

@@ -1,0 +1,134 @@
+/// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) over bytes, for the audit log's hash chain and
+/// the fingerprints of redacted secrets.
+///
+/// Plain Swift, no pointers: the log's writer hashes each line once, off the network path, and the
+/// tests check the function against the FIPS and RFC 4231 vectors and against Python's `hashlib`
+/// over real log files.
+public struct SHA256: Sendable {
+    private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+        0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
+    )
+    private var block: [UInt8] = []
+    private var length: UInt64 = 0
+    /// The message schedule, reused for every block.
+    private var schedule = [UInt32](repeating: 0, count: 64)
+
+    /// A new hash.
+    public init() {
+        block.reserveCapacity(64)
+    }
+
+    /// Adds `bytes` to the message.
+    public mutating func update(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes {
+            block.append(byte)
+            if block.count == 64 {
+                compress()
+                block.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+
+    /// The 32-byte digest of the message so far.
+    public func finalize() -> [UInt8] {
+        var copy = self
+        let bitLength = (copy.totalBytes) &* 8
+        copy.block.append(0x80)
+        if copy.block.count > 56 {
+            while copy.block.count < 64 { copy.block.append(0) }
+            copy.compress()
+            copy.block.removeAll(keepingCapacity: true)
+        }
+        while copy.block.count < 56 { copy.block.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            copy.block.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
+        copy.compress()
+        let words = [
+            copy.state.0, copy.state.1, copy.state.2, copy.state.3, copy.state.4, copy.state.5, copy.state.6,
+            copy.state.7,
+        ]
+        return words.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+    }
+
+    private var totalBytes: UInt64 { length + UInt64(block.count) }
+
+    /// The digest of `bytes`.
+    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+
+    /// HMAC-SHA-256 of `message` under `key`.
+    public static func hmac(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
+        var key = key.count > 64 ? hash(key) : key
+        key += [UInt8](repeating: 0, count: 64 - key.count)
+        var inner = SHA256()
+        inner.update(key.map { $0 ^ 0x36 })
+        inner.update(message)
+        var outer = SHA256()
+        outer.update(key.map { $0 ^ 0x5c })
+        outer.update(inner.finalize())
+        return outer.finalize()
+    }
+
+    private static let k: [UInt32] = [
+        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
+        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
+        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
+        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
+        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
+        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
+        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
+        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+    ]
+
+    /// Runs the compression function over the 64 bytes in `block`.
+    private mutating func compress() {
+        length &+= 64
+        var w = schedule
+        defer { schedule = w }
+        for i in 0..<16 {
+            w[i] =
+                UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
+                | UInt32(block[4 * i + 3])
+        }
+        for i in 16..<64 {
+            let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
+            let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, h) = state
+        for i in 0..<64 {
+            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+            let choice = (e & f) ^ (~e & g)
+            let t1 = h &+ s1 &+ choice &+ Self.k[i] &+ w[i]
+            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+            let majority = (a & b) ^ (a & c) ^ (b & c)
+            let t2 = s0 &+ majority
+            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+        }
+        state = (
+            state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g,
+            state.7 &+ h
+        )
+    }
+}
+
+extension UInt32 {
+    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
+}
+
+extension Sequence<UInt8> {
+    /// The bytes as lower-case hexadecimal.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
