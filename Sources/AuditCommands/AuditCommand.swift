@@ -16,7 +16,7 @@ public struct AuditCommand: AsyncParsableCommand {
         subcommands: [
             CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
             DiffCommand.self, LearnCommand.self,
-            ProxyCommand.self,
+            ProxyCommand.self, VerifyCommand.self,
         ]
     )
 

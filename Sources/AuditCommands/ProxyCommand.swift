@@ -33,6 +33,15 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The JSON Lines audit log to append to.")
     var log = "audit.jsonl"
 
+    @Option(
+        name: .customLong("log-keep"),
+        help:
+            "Rotated log files to keep (rotation at 10 MiB); older ones are deleted, each deletion noted in the log. Default: keep all."
+    )
+    var logKeep: Int?
+
+    @OptionGroup var logKey: LogKeyOptions
+
     @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
     var onError = MatchErrorHandling.block
 
@@ -72,6 +81,9 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.warnings = warn
         configuration.maximumConnections = maximumConnections
         configuration.pipeline.logPath = log
+        configuration.pipeline.logRotation = LogRotation(
+            maxBytes: 10 << 20, keep: logKeep ?? LogRotation.keepEverything)
+        configuration.pipeline.logChainKey = try logKey.key()
         configuration.pipeline.onMatchError = onError
         if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
         let pipeline: AuditPipeline

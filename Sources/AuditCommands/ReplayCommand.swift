@@ -31,15 +31,19 @@ struct ReplayCommand: ParsableCommand {
     @Option(name: .long, help: "The time given to entries without one (list lines); default: now.")
     var start: String?
 
+    @OptionGroup var logKey: LogKeyOptions
+
     func validate() throws {
         _ = try ReportCommand.time(start, option: "--start")
     }
 
     func run() throws {
         let policy = try loadPolicy(directory: policies)
+        let chainKey = try logKey.key()
         let summary: ReplaySummary
         do throws(AuditLogError) {
-            let writer = try AuditLogWriter(path: log)
+            // Rotated at 10 MiB, and no file ever deleted: a replay keeps every record.
+            let writer = try AuditLogWriter(path: log, rotation: .keepingEverything, chainKey: chainKey)
             let startTime = (try? ReportCommand.time(start, option: "--start")) ?? nil
             summary = try Replayer(policy: policy, onError: onError).replay(
                 inputs, into: writer, defaultTime: startTime ?? Date())

@@ -18,7 +18,7 @@ struct ReportCommand: ParsableCommand {
             "Times are ISO 8601 (2026-11-21T10:00:00Z) or dates (2026-11-21, midnight UTC); --until is exclusive."
     )
 
-    @Argument(help: "Audit logs (JSON Lines, optionally gzip-compressed).")
+    @Argument(help: "Audit logs (JSON Lines, optionally gzip-compressed); each is read with its rotated files.")
     var logs: [String]
 
     @Option(name: .long, help: "The folder to write the reports to.")
@@ -66,10 +66,19 @@ struct ReportCommand: ParsableCommand {
             policy: policy
         )
         let showsProgress = isatty(STDERR_FILENO) == 1
+        // Each log with its rotated files, oldest first: LOG.N … LOG.1, LOG.
+        let files = logs.flatMap { log in
+            let withRotated = AuditLogVerifier.files(forLog: log)
+            return withRotated.isEmpty ? [log] : withRotated
+        }
         let report: SummaryReport
         let paths: [String]
+        let sequences: [AuditLogVerification]
         do {
-            report = try writer.summarize(logs) { records, bytes, size in
+            sequences = try logs.filter { !$0.hasSuffix(".gz") }.map { log throws(AuditLogError) in
+                try AuditLogVerifier.verify(files: AuditLogVerifier.files(forLog: log), checkDigests: false)
+            }
+            report = try writer.summarize(files) { records, bytes, size in
                 guard showsProgress else { return }
                 CommandOutput.current.writeError(Self.progressBar(records: records, bytes: bytes, size: size))
             }
@@ -79,6 +88,7 @@ struct ReportCommand: ParsableCommand {
             CommandOutput.errorLine(error.description)
             throw ExitCode.failure
         }
+        if files != logs { CommandOutput.line("read " + files.joined(separator: ", ")) }
         CommandOutput.line("wrote " + paths.joined(separator: ", "))
         CommandOutput.line(
             "\(report.totalRequests) requests, \(report.firstRequest.map { "\($0)" } ?? "-") to \(report.lastRequest.map { "\($0)" } ?? "-")"
@@ -91,6 +101,16 @@ struct ReportCommand: ParsableCommand {
                 verdict.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
                     + String(format: "%11d %7.1f %%", count, share)
             )
+        }
+        for sequence in sequences {
+            if sequence.recordsRotatedAway > 0 {
+                CommandOutput.line(
+                    "\(plural(sequence.recordsRotatedAway, "record")) rotated away before these files, as the log notes"
+                )
+            }
+            for gap in sequence.problems where gap.kind == .removed || gap.kind == .reordered || gap.kind == .inserted {
+                CommandOutput.line("sequence gap: \(gap)")
+            }
         }
         if report.skippedLines > 0 {
             CommandOutput.line("skipped \(plural(report.skippedLines, "invalid log line")) (\(report.tornLines) torn)")

@@ -57,7 +57,8 @@ public final class AuditPipeline: Sendable {
             (self.log, ownsLog) = (log, false)
         } else if let path = configuration.logPath {
             do {
-                self.log = try AuditLogWriter(path: path, rotation: configuration.logRotation)
+                self.log = try AuditLogWriter(
+                    path: path, rotation: configuration.logRotation, chainKey: configuration.logChainKey)
             } catch {
                 throw .auditLog(error.description)
             }

@@ -10,8 +10,10 @@ public struct PipelineConfiguration: Sendable {
 
     /// Where to append the JSON Lines audit log; nil keeps no log.
     public var logPath: String?
-    /// When the log rotates.
+    /// When the log rotates, and how many rotated files it keeps (each deletion is noted in the log).
     public var logRotation: LogRotation = .default
+    /// The HMAC key of the log's hash chain; nil seals lines with plain SHA-256 (see `LogChain`).
+    public var logChainKey: [UInt8]?
     /// What a failing match or invalid redirect does (fail closed by default).
     public var onMatchError: MatchErrorHandling = .block
     /// The host's warning handler; nil applies ``defaultWarningDecision`` at once.

@@ -186,6 +186,8 @@ private struct LineReduction<Partial: Sendable>: Sendable {
         var decoder: JSONDecoder?
         for (offset, range) in lines.enumerated() where !range.isEmpty {
             let line = bytes[range]
+            // A log event (a rotation's deletion note) is part of the chain, not a record.
+            if RotatedAway.isNote(line) { continue }
             if let record = AuditLogLineDecoder.decode(line) {
                 add(&run.partial, record)
                 continue

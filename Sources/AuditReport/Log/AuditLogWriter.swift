@@ -6,7 +6,9 @@ import Foundation
 public struct LogRotation: Sendable, Hashable {
     /// Rotate before a write would take the file past this many bytes.
     public var maxBytes: Int
-    /// How many rotated files to keep (`audit.jsonl.1` is the newest); older ones are deleted.
+    /// How many rotated files to keep (`audit.jsonl.1` is the newest); older ones are deleted, and
+    /// each deletion is recorded in the log (see ``AuditLogWriter``). ``keepEverything`` keeps
+    /// every file.
     public var keep: Int
 
     /// Creates a rotation rule.
@@ -17,6 +19,15 @@ public struct LogRotation: Sendable, Hashable {
 
     /// 10 MiB per file, 5 rotated files.
     public static let `default` = LogRotation(maxBytes: 10 << 20, keep: 5)
+
+    /// A `keep` that never deletes a file.
+    public static let keepEverything = Int.max
+
+    /// 10 MiB per file, and no file ever deleted (`audit replay` writes this way).
+    public static let keepingEverything = LogRotation(maxBytes: 10 << 20, keep: keepEverything)
+
+    /// Whether rotation never deletes a file.
+    public var keepsEverything: Bool { keep == Self.keepEverything }
 }
 
 /// Appends ``AuditRecord``s to a JSON Lines file, one per line, and never drops one.
@@ -36,6 +47,13 @@ public struct LogRotation: Sendable, Hashable {
 /// What a crash can cost: lines handed to `append` but not yet written (up to about
 /// ``batchInterval``'s worth while records flow), and at most one partly written last line, which
 /// ``AuditLogReader`` reports and skips.
+///
+/// Every line is sealed into a hash chain as it is written (see ``LogChain``): a sequence number
+/// and a digest linking it to the line before, continued across rotation and restarts. When
+/// rotation deletes the oldest file, the writer first notes the deletion in the log itself (a
+/// `{"logEvent":"rotatedAway",…}` line with the file's record count, sequence range and last
+/// digest), so a report can say how many records were rotated away and a verifier can still
+/// check the files that remain.
 public final class AuditLogWriter: Sendable {
     /// The log file's path.
     public let path: String
@@ -71,14 +89,19 @@ public final class AuditLogWriter: Sendable {
         // @unchecked: only the serial `queue` reads or writes these.
         var handle: FileHandle?
         var size: Int
+        /// The chain the next line continues.
+        var chain: LogChain
+        /// Records rotation has deleted from this log so far (read back from its notes).
+        var rotatedAway = 0
         /// Calls `writePending` every `batchInterval` while records flow (see the type's discussion).
         var ticker: DispatchSourceTimer?
         /// Whether `ticker` is running (it is suspended while the writer is idle).
         var isTickerRunning = false
 
-        init(handle: FileHandle, size: Int) {
+        init(handle: FileHandle, size: Int, chain: LogChain) {
             self.handle = handle
             self.size = size
+            self.chain = chain
         }
     }
 
@@ -88,12 +111,15 @@ public final class AuditLogWriter: Sendable {
 
     /// Opens (or creates, with `permissions`) the log at `path` for appending.
     ///
-    /// - Parameter batchInterval: how long after a write the writer looks again for new records
-    ///   (see the type's discussion); it bounds what a crash can lose while records flow.
+    /// - Parameters:
+    ///   - batchInterval: how long after a write the writer looks again for new records (see the
+    ///     type's discussion); it bounds what a crash can lose while records flow.
+    ///   - chainKey: a key for an HMAC-SHA-256 chain, which only its holders can extend; nil for a
+    ///     plain SHA-256 chain.
     /// - Throws: ``AuditLogError/cannotOpen(path:reason:)``.
     public init(
         path: String, rotation: LogRotation = .default, permissions: Int = 0o600,
-        batchInterval: Duration = .milliseconds(5)
+        batchInterval: Duration = .milliseconds(5), chainKey: [UInt8]? = nil
     ) throws(AuditLogError) {
         self.path = path
         self.rotation = rotation
@@ -103,7 +129,8 @@ public final class AuditLogWriter: Sendable {
         let nanoseconds = min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000
         lookAgainDelay = .nanoseconds(Int(max(0, nanoseconds)))
         let (handle, size) = try Self.open(path, permissions: permissions)
-        file = File(handle: handle, size: size)
+        file = File(handle: handle, size: size, chain: LogChain.resuming(logAt: path, key: chainKey))
+        if !rotation.keepsEverything { file.rotatedAway = RotatedAway.totalSoFar(logAt: path) }
         let ticker = DispatchSource.makeTimerSource(queue: queue)
         ticker.setEventHandler { [weak self] in self?.writePending() }
         file.ticker = ticker
@@ -251,11 +278,13 @@ public final class AuditLogWriter: Sendable {
     }
 
     /// Writes the first lines of `lines` that fit before the next rotation (at least one), rotating
-    /// first if the first would overflow the file; returns how many were written. On a failed write
-    /// it counts the whole lines that reached the file and throws after them.
+    /// first if the first would overflow the file; returns how many were written. Each line is
+    /// sealed into the chain as it goes out; on a failed write the chain stays at the last whole
+    /// line that reached the file, and the method counts those lines and throws after them.
     private func writeChunk(_ lines: ArraySlice<String>) throws(AuditLogError) -> Int {
         do {
-            if file.size > 0, let first = lines.first, file.size + first.utf8.count > rotation.maxBytes {
+            // A sealed line is about 90 bytes longer than the record.
+            if file.size > 0, let first = lines.first, file.size + first.utf8.count + 90 > rotation.maxBytes {
                 try rotate()
             }
         } catch {
@@ -263,44 +292,69 @@ public final class AuditLogWriter: Sendable {
         }
         guard let handle = file.handle else { throw .closed(path: path) }
         var bytes: [UInt8] = []
-        var ends: [Int] = []
+        var ends: [(end: Int, chain: LogChain)] = []
+        var chain = file.chain
         for line in lines {
-            if !ends.isEmpty, file.size + bytes.count + line.utf8.count > rotation.maxBytes { break }
-            bytes.append(contentsOf: line.utf8)
-            ends.append(bytes.count)
+            let sealed = chain.seal(String(line.dropLast())) + "\n"
+            if !ends.isEmpty, file.size + bytes.count + sealed.utf8.count > rotation.maxBytes { break }
+            bytes.append(contentsOf: sealed.utf8)
+            ends.append((bytes.count, chain))
         }
         do {
             try handle.write(contentsOf: bytes)
             file.size += bytes.count
+            if let last = ends.last { file.chain = last.chain }
             return ends.count
         } catch {
             // Count what did reach the file; a torn last line stays, as after a crash.
             let reached = ((try? handle.seekToEnd()).map(Int.init) ?? file.size) - file.size
             file.size += reached
-            let whole = ends.prefix { $0 <= reached }.count
-            if whole > 0 { return whole }
+            let whole = ends.prefix { $0.end <= reached }
+            if let last = whole.last { file.chain = last.chain }
+            if !whole.isEmpty { return whole.count }
             throw .writeFailed(path: path, reason: "\(error)")
         }
     }
 
+    /// Moves the live file to `.1` (and each rotated file one number up), deleting the oldest
+    /// beyond ``LogRotation/keep`` after noting its deletion at the start of the new live file.
     private func rotate() throws {
         try file.handle?.close()
         file.handle = nil
         let files = FileManager.default
-        let oldest = "\(path).\(rotation.keep)"
-        if files.fileExists(atPath: oldest) { try files.removeItem(atPath: oldest) }
+        var highest = 0
+        while files.fileExists(atPath: "\(path).\(highest + 1)") { highest += 1 }
+        var deleted: [RotatedAway] = []
+        if !rotation.keepsEverything, highest >= rotation.keep {
+            for index in stride(from: highest, through: max(rotation.keep, 1), by: -1) {
+                let doomed = "\(path).\(index)"
+                deleted.append(RotatedAway.summarize(fileAt: doomed, shownAs: doomed, totalBefore: 0))
+                try files.removeItem(atPath: doomed)
+            }
+            highest = rotation.keep - 1
+        }
         if rotation.keep > 0 {
-            for index in stride(from: rotation.keep - 1, through: 1, by: -1)
-            where files.fileExists(atPath: "\(path).\(index)") {
+            for index in stride(from: highest, through: 1, by: -1) {
                 try files.moveItem(atPath: "\(path).\(index)", toPath: "\(path).\(index + 1)")
             }
             try files.moveItem(atPath: path, toPath: "\(path).1")
         } else {
+            deleted.append(RotatedAway.summarize(fileAt: path, shownAs: path, totalBefore: 0))
             try files.removeItem(atPath: path)
         }
         let (handle, size) = try Self.open(path, permissions: permissions)
         file.handle = handle
         file.size = size
+        for deletion in deleted {
+            file.rotatedAway += deletion.records
+            let note = RotatedAway(
+                file: deletion.file, records: deletion.records, total: file.rotatedAway,
+                firstSequence: deletion.firstSequence, lastSequence: deletion.lastSequence,
+                lastDigest: deletion.lastDigest)
+            let line = file.chain.seal(note.jsonObject) + "\n"
+            try handle.write(contentsOf: Array(line.utf8))
+            file.size += line.utf8.count
+        }
     }
 
     private static func open(_ path: String, permissions: Int) throws(AuditLogError) -> (FileHandle, Int) {

@@ -1,0 +1,158 @@
+import Foundation
+
+/// The hash chain that makes an audit log tamper-evident.
+///
+/// Every line the writer appends ends with its sequence number and a digest that covers the line
+/// and the previous line's digest:
+///
+/// ```
+/// {…the record…,"seq":41,"chain":"9f2c…"}        SHA-256, or
+/// {…the record…,"seq":41,"hmac":"9f2c…"}         HMAC-SHA-256 under a key
+/// ```
+///
+/// The digest of line *n* is `H(hex(digest of line n−1) + "\n" + body)`, where the body is the
+/// line with its `,"chain":"…"` (or `,"hmac":"…"`) member removed, so ending `,"seq":n}`; before
+/// the first line the digest is 32 zero bytes. Sequence numbers and digests continue across
+/// rotation and restarts: a reopened log goes on from its last line. Anyone can check a log with
+/// these two lines of arithmetic (``AuditLogVerifier``, `audit verify`, or a few lines of Python).
+public struct LogChain: Sendable {
+    /// The sequence number of the last line sealed (0 before the first).
+    public private(set) var sequence: Int
+    /// The digest of the last line sealed.
+    public private(set) var digest: [UInt8]
+    /// The HMAC key, or nil for a plain SHA-256 chain.
+    public let key: [UInt8]?
+
+    /// A chain that starts after `sequence` with `digest` (a new log: 0 and 32 zero bytes).
+    public init(sequence: Int = 0, digest: [UInt8] = LogChain.genesis, key: [UInt8]? = nil) {
+        self.sequence = sequence
+        self.digest = digest
+        self.key = key
+    }
+
+    /// The digest before the first line: 32 zero bytes.
+    public static let genesis = [UInt8](repeating: 0, count: 32)
+
+    /// The member name of the digest: `chain` for SHA-256, `hmac` under a key.
+    var memberName: String { key == nil ? "chain" : "hmac" }
+
+    /// Seals one JSON object (`{…}`, no newline): numbers it and appends its digest.
+    public mutating func seal(_ object: String) -> String {
+        var body = Array(object.utf8)
+        if body.last == UInt8(ascii: "}") { body.removeLast() }
+        sequence += 1
+        body += (body.count > 1 ? ",\"seq\":\(sequence)" : "\"seq\":\(sequence)").utf8
+        digest = Self.digest(previous: digest, body: body + [UInt8(ascii: "}")], key: key)
+        body += ",\"\(memberName)\":\"\(digest.hexString)\"}".utf8
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    /// `H(hex(previous) + "\n" + body)`, SHA-256 or HMAC-SHA-256 under `key`.
+    static func digest(previous: [UInt8], body: some Collection<UInt8>, key: [UInt8]?) -> [UInt8] {
+        var message = Array(previous.hexString.utf8)
+        message.append(UInt8(ascii: "\n"))
+        message += body
+        return key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
+    }
+
+    /// The chain a log at `path` ends with, to continue it: its last sealed line's number and
+    /// digest, looked for in the live file and then in its newest rotated file; a new chain when
+    /// neither has one.
+    public static func resuming(logAt path: String, key: [UInt8]?) -> LogChain {
+        for candidate in [path, "\(path).1"] {
+            if let last = lastSealedLine(inFileAt: candidate) {
+                return LogChain(sequence: last.sequence, digest: last.digest, key: key)
+            }
+        }
+        return LogChain(key: key)
+    }
+
+    /// The last complete line of a file that carries a sequence number and digest.
+    static func lastSealedLine(inFileAt path: String) -> SealedLine? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let size = try? handle.seekToEnd(), size > 0 else { return nil }
+        var window: UInt64 = 64 * 1024
+        while true {
+            let start = size > window ? size - window : 0
+            try? handle.seek(toOffset: start)
+            let bytes = [UInt8]((try? handle.readToEnd()) ?? Data())
+            let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
+            // The first piece may be cut by the window; the last may be a torn line.
+            for line in lines.reversed().dropLast(start > 0 ? 1 : 0) {
+                if let sealed = SealedLine(line) { return sealed }
+            }
+            guard start > 0, window < 64 * 1024 * 1024 else { return nil }
+            window *= 4
+        }
+    }
+}
+
+/// One line's chain fields, read from its end.
+public struct SealedLine: Sendable, Equatable {
+    /// The line's sequence number.
+    public let sequence: Int
+    /// The digest it carries.
+    public let digest: [UInt8]
+    /// Whether the digest is an HMAC (`"hmac"`) rather than SHA-256 (`"chain"`).
+    public let isHMAC: Bool
+    /// The line without its digest member, as hashed (ends `,"seq":n}`).
+    public let body: ArraySlice<UInt8>
+
+    /// Reads the fields of `line` (no newline); nil when it does not end with them.
+    public init?(_ line: ArraySlice<UInt8>) {
+        // …,"seq":N,"chain":"<64 hex>"}  — the member is 10 or 9 bytes before the 64 hex digits.
+        guard line.count > 80, line.last == UInt8(ascii: "}") else { return nil }
+        let end = line.endIndex - 1
+        guard line[end - 1] == UInt8(ascii: "\"") else { return nil }
+        let hexStart = end - 1 - 64
+        guard let digest = Self.hexBytes(line[hexStart..<(end - 1)]) else { return nil }
+        let chain = Array(",\"chain\":\"".utf8)
+        let hmac = Array(",\"hmac\":\"".utf8)
+        let memberStart: Int
+        if line[(hexStart - chain.count)..<hexStart].elementsEqual(chain) {
+            memberStart = hexStart - chain.count
+            isHMAC = false
+        } else if line[(hexStart - hmac.count)..<hexStart].elementsEqual(hmac) {
+            memberStart = hexStart - hmac.count
+            isHMAC = true
+        } else {
+            return nil
+        }
+        // The sequence number just before: ,"seq":N
+        var digitsStart = memberStart
+        while digitsStart > line.startIndex, line[digitsStart - 1] >= UInt8(ascii: "0"),
+            line[digitsStart - 1] <= UInt8(ascii: "9")
+        {
+            digitsStart -= 1
+        }
+        let seqKey = Array("\"seq\":".utf8)
+        guard digitsStart < memberStart, digitsStart - seqKey.count >= line.startIndex,
+            line[(digitsStart - seqKey.count)..<digitsStart].elementsEqual(seqKey),
+            let sequence = Int(String(decoding: line[digitsStart..<memberStart], as: UTF8.self))
+        else { return nil }
+        self.sequence = sequence
+        self.digest = digest
+        var body = Array(line[line.startIndex..<memberStart])
+        body.append(UInt8(ascii: "}"))
+        self.body = body[...]
+    }
+
+    private static func hexBytes(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        func value(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            guard let high = value(text[index]), let low = value(text[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+}
