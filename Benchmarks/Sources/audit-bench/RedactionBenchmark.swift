@@ -35,6 +35,20 @@ struct Redactions: ParsableCommand {
             "redaction: \(changed.count) of \(urls.count) URLs change (by name only: \(baselineChanged)); "
                 + "\(String(format: "%.0f", nanoseconds)) ns/URL against \(String(format: "%.0f", baseline)) ns/URL "
                 + "by name only (\(String(format: "%.2f", nanoseconds / baseline))×), medians of 5")
+        // What sealing the log costs its writer: lines of about the size of a record.
+        let line = String(
+            repeating: #"{"decision":{"verdict":"pass"},"request":{"url":"https://example.org/"}}"#, count: 7)
+        var chain = LogChain()
+        var sealings: [Double] = []
+        for _ in 0..<5 {
+            let sealStart = now()
+            for _ in 0..<20_000 { _ = chain.seal(line) }
+            sealings.append(Double(now() - sealStart) / 20_000)
+        }
+        let sealNanoseconds = sealings.sorted()[2]
+        print(
+            "log chain: \(String(format: "%.1f", sealNanoseconds / 1_000)) µs to seal a \(line.utf8.count)-byte line "
+                + "(\(String(format: "%.0f", Double(line.utf8.count) / sealNanoseconds * 1e3)) MB/s), median of 5")
         let step = max(1, changed.count / max(samples, 1))
         for (url, redacted) in stride(from: 0, to: changed.count, by: step).prefix(samples).map({ changed[$0] }) {
             print("  \(url)\n    -> \(redacted)")

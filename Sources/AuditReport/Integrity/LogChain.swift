@@ -38,18 +38,23 @@ public struct LogChain: Sendable {
 
     /// Seals one JSON object (`{…}`, no newline): numbers it and appends its digest.
     public mutating func seal(_ object: String) -> String {
-        var body = Array(object.utf8)
-        if body.last == UInt8(ascii: "}") { body.removeLast() }
+        // The message is hex(previous digest) "\n" body, built once; the line is the body's bytes
+        // without its closing brace, then the digest member.
+        var message = digest.hexBytes
+        message.append(UInt8(ascii: "\n"))
+        message += object.utf8
+        if message.last == UInt8(ascii: "}") { message.removeLast() }
         sequence += 1
-        body += (body.count > 1 ? ",\"seq\":\(sequence)" : "\"seq\":\(sequence)").utf8
-        digest = Self.digest(previous: digest, body: body + [UInt8(ascii: "}")], key: key)
-        body += ",\"\(memberName)\":\"\(digest.hexString)\"}".utf8
-        return String(decoding: body, as: UTF8.self)
+        message += (message.count > 66 ? ",\"seq\":\(sequence)" : "\"seq\":\(sequence)").utf8
+        message.append(UInt8(ascii: "}"))
+        digest = key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
+        message.removeLast()
+        return String(decoding: message[65...], as: UTF8.self) + ",\"\(memberName)\":\"\(digest.hexString)\"}"
     }
 
     /// `H(hex(previous) + "\n" + body)`, SHA-256 or HMAC-SHA-256 under `key`.
     static func digest(previous: [UInt8], body: some Collection<UInt8>, key: [UInt8]?) -> [UInt8] {
-        var message = Array(previous.hexString.utf8)
+        var message = previous.hexBytes
         message.append(UInt8(ascii: "\n"))
         message += body
         return key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
