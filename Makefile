@@ -3,7 +3,7 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build --show-bin-path)
 
-.PHONY: test demo build deps test-tsan test-asan bench fuzz
+.PHONY: test demo build deps test-deps test-tsan test-asan bench fuzz
 
 ## Install libpcre2-dev with apt-get when pkg-config cannot find libpcre2-8.
 deps:
@@ -12,11 +12,21 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
 	fi
 
+## What the tests use besides Swift: nginx, openssl, curl and chromium (apt-get), Python requests (pip);
+## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
+test-deps: deps
+	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
+		|| ! command -v chromium >/dev/null; then \
+		echo "Installing nginx, openssl, curl and chromium with apt-get…"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx-light openssl curl chromium >/dev/null; \
+	fi
+	@python3 -c "import requests" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore requests
+
 build: deps
 	$(SWIFT) build
 
 ## Run every test (Swift Testing), with a real httpbin on 127.0.0.1 for the interception tests.
-test: deps
+test: test-deps
 	Tests/with-httpbin.sh $(SWIFT) test --disable-xctest
 
 ## The main job on the bundled data: check the bundled policies, replay the bundled traffic through

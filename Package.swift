@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -59,7 +60,9 @@ let package = Package(
         .testTarget(
             name: "AuditProxyTests", dependencies: ["AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),
-        .testTarget(name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLocking", "AuditLoadDriver"]),
+        .testTarget(
+            name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLocking", "AuditLoadDriver"],
+            exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,8 +4,8 @@ import Foundation
 /// One audited request, complete: what was asked, what the policy decided, and what happened.
 ///
 /// This is the line format of the audit log (JSON Lines, one record per line) and the payload of
-/// ``AuditEvent/finished(_:)``. Secrets are redacted before a record is made; a record never holds
-/// a request or response body. The README's "The audit log" section documents the schema.
+/// `AuditEvent.finished(_:)`. Secrets are redacted before a record is made; a record never holds
+/// a request or response body. `docs/audit-log.md` documents the schema.
 public struct AuditRecord: Codable, Sendable, Equatable {
     /// The schema version written by this library.
     public static let currentSchema = 1

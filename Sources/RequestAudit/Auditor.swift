@@ -65,7 +65,7 @@ public final class Auditor: Sendable {
     /// The new policy is compiled completely before it replaces the old one in a single step, so no
     /// request is ever evaluated against a half-loaded policy. Requests already in flight finish
     /// under the policy they started with. When the folder fails to load (any lint error), the
-    /// previous policy stays in force, ``AuditEvent/policyReloadFailed(_:)`` is published, and the
+    /// previous policy stays in force, `AuditEvent.policyReloadFailed(_:)` is published, and the
     /// error is thrown.
     ///
     /// - Returns: the policy now in force.
@@ -81,7 +81,7 @@ public final class Auditor: Sendable {
 
     /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every
     /// `interval`), until ``stopWatchingPolicies()`` or ``shutdown()``. A change that fails to load
-    /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``.
+    /// keeps the previous policy and publishes `AuditEvent.policyReloadFailed(_:)`.
     public func watchPolicies(in directory: String, every interval: Duration = .seconds(1)) {
         pipeline.watchPolicies(in: directory, every: interval)
     }
@@ -147,7 +147,7 @@ public final class Auditor: Sendable {
     /// A new subscription to the event stream, with its own buffer of `bufferSize` events.
     ///
     /// A subscriber that falls behind never slows requests: events beyond its buffer are dropped for
-    /// it alone, and it then receives ``AuditEvent/dropped(count:)``. The stream ends at ``shutdown()``.
+    /// it alone, and it then receives `AuditEvent.dropped(count:)`. The stream ends at ``shutdown()``.
     public func events(bufferSize: Int = 1_024) -> AuditEventStream {
         pipeline.events(bufferSize: bufferSize)
     }

@@ -15,7 +15,7 @@ extension Policy {
     ///    the rule. Either way the failure is in ``Verdict/errors``.
     ///
     /// Only rules that can match are run: the policy's index skips every rule whose pattern needs a
-    /// token the request does not carry (see README, "How evaluation stays fast"). The verdict is
+    /// token the request does not carry (see `docs/how-the-index-works.md`). The verdict is
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         CandidateList.withEmptyList { candidates in

@@ -53,8 +53,8 @@ struct RuleIndex: Sendable {
         let suffixEnds: AffixGate
         let infixGate: BytePairSet
         /// The infix keys when they are few: the subject is searched for each at once, rather than
-        /// every position of every token being checked against the gate (a policy with a handful
-        /// of infix keys spent 15 % of its time doing that).
+        /// every position of every token being checked against the gate, which costs more when the
+        /// keys are few.
         let fewInfixKeys: FewKeys?
         /// Number of rules filed per kind of key (a rule with several alternatives counts once,
         /// under the kind of its first key).

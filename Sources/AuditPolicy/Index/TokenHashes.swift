@@ -8,7 +8,7 @@ internal import CByteClasses
 /// a small hash set the rest once searching has cost as much as building it (a busy key's
 /// postings ask hundreds of times). A longer subject gets a Bloom filter of about 16 bits per
 /// token instead, and its "yes" is not checked: a wrong "yes" (about one in seventy) only lets a
-/// rule run that PCRE2 then rejects, and building the exact set cost a long URL 8 % of its time.
+/// rule run that PCRE2 then rejects, and building the exact set would cost a long URL more.
 ///
 /// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
 /// the stack, so most evaluations allocate nothing for them.

@@ -22,10 +22,10 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     public let rule: Rule?
     /// Every matching `record` rule, in policy order, whatever the verdict.
     public let recorded: [Rule]
-    /// The redirect target, the local response and the match errors, which few verdicts have: kept out of line, so
-    /// that a verdict is four words and a caller gets it in registers and drops it with a few
-    /// releases. (Six words went through memory, and Swift dropped each field through its type's
-    /// value witnesses: about 250 instructions a decision, a twentieth of one with 10,000 rules.)
+    /// The redirect target, the local response and the match errors, which few verdicts have: kept
+    /// out of line, so that a verdict is four words, which a caller gets in registers and drops with
+    /// a few releases (a larger verdict goes through memory, each field dropped through its type's
+    /// value witnesses).
     private let rare: Rare?
 
     /// A verdict's rarely set fields.

@@ -8,7 +8,7 @@ import Dispatch
 /// - blank lines and lines starting with `#` are skipped;
 /// - `@category NAME` sets the category of the rules that follow (default: the file name
 ///   without extension);
-/// - `[ACTION ARG] key=value …` starts a section (see ``RuleAction`` and the README);
+/// - `[ACTION ARG] key=value …` starts a section (see ``RuleAction`` and `docs/rule-language.md`);
 /// - `ID PATTERN` is a rule: the pattern is the rest of the line, trailing whitespace trimmed.
 struct RuleFileParser {
     let source: SourceText

@@ -45,7 +45,7 @@ public struct AuditLogVerification: Sendable {
     public var firstSequence: Int?
     /// The last sequence number read.
     public var lastSequence: Int?
-    /// The digest of the last line: publish it to anchor the log (see README).
+    /// The digest of the last line: publish it to anchor the log (see `docs/audit-log.md`).
     public var lastDigest: [UInt8]?
     /// Whether the lines carry HMACs rather than plain SHA-256 digests.
     public var isHMAC = false
@@ -74,7 +74,7 @@ public struct AuditLogVerification: Sendable {
 /// edited, removed, inserted or reordered line by file and line, tells a line a crash tore apart
 /// from tampering, and counts what rotation deleted.
 ///
-/// What a chain proves, and what it cannot, is in the README ("Trusting the audit log").
+/// What a chain proves, and what it cannot, is in `docs/audit-log.md` ("Trusting the log").
 public enum AuditLogVerifier {
     /// The files of the log at `path` in writing order: `path.N` … `path.1`, then `path`
     /// (those that exist).
@@ -92,6 +92,7 @@ public enum AuditLogVerifier {
     /// Checks `files` (in writing order) as one log.
     ///
     /// - Parameters:
+    ///   - files: the log's files, oldest first (``files(forLog:)`` lists them).
     ///   - key: the HMAC key the log was written with, if any.
     ///   - checkDigests: false to check sequence numbers only (fast; `audit report` does this).
     ///   - anchor: a digest published earlier: it must be the digest of some line.

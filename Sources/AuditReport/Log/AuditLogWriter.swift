@@ -35,14 +35,13 @@ public struct LogRotation: Sendable, Hashable {
 /// `append` queues the record for a background writer, which encodes and writes whatever has
 /// queued up since it last ran, so the network path neither encodes nor waits for the disk. Lines
 /// are kept in memory until written: if a write fails (a full disk), they stay queued and are retried
-/// on the next write or flush, and ``lastError`` says why. ``shutdown()`` writes everything, syncs the file to disk and closes it.
+/// on the next write or flush, and ``lastError`` says why. ``shutdown()`` writes everything, syncs
+/// the file to disk and closes it.
 ///
 /// The writer wakes up for a record that arrives while it is idle; after each write it looks again
 /// every ``batchInterval``, and only goes idle when a look finds nothing new. While records keep
-/// coming, `append` therefore wakes no thread. It used to wake the writer for nearly every record
-/// under load, on the network path (often on the queue every URLSession shares): in the
-/// interception benchmark, sixteen requests at a time, the audit log cost about six points of p50
-/// overhead, and these looks took back about two of them (see the README).
+/// coming, `append` therefore wakes no thread: a wake-up per record would cost the network path
+/// (often the queue every URLSession shares) a thread switch per request.
 ///
 /// What a crash can cost: lines handed to `append` but not yet written (up to about
 /// ``batchInterval``'s worth while records flow), and at most one partly written last line, which
@@ -112,6 +111,9 @@ public final class AuditLogWriter: Sendable {
     /// Opens (or creates, with `permissions`) the log at `path` for appending.
     ///
     /// - Parameters:
+    ///   - path: the log file; rotated files are `path.1`, `path.2`, ….
+    ///   - rotation: when the log rotates and how many rotated files it keeps.
+    ///   - permissions: the file mode of a new log file (owner only by default).
     ///   - batchInterval: how long after a write the writer looks again for new records (see the
     ///     type's discussion); it bounds what a crash can lose while records flow.
     ///   - chainKey: a key for an HMAC-SHA-256 chain, which only its holders can extend; nil for a

@@ -5,7 +5,7 @@ public enum SecretShape: String, Sendable, Hashable, CaseIterable, Codable {
     /// A provider's key or token, known by its prefix: OpenAI and Anthropic `sk-…`, GitHub `ghp_…`
     /// and `github_pat_…`, GitLab `glpat-…`, Slack `xoxb-…`, AWS `AKIA…`/`ASIA…`, Google `AIza…` and
     /// `ya29.…`, Stripe `sk_live_…`, Hugging Face `hf_…`, npm `npm_…`, PyPI `pypi-…`, SendGrid
-    /// `SG.…`, Shopify `shpat_…`, DigitalOcean `dop_v1_…`, and more (``SecretShapes/providerPrefixes``).
+    /// `SG.…`, Shopify `shpat_…`, DigitalOcean `dop_v1_…`, and more.
     case providerKey
     /// An HTTP authentication scheme and its credentials in any header value: `Bearer …`,
     /// `Basic …`, `Token …`.

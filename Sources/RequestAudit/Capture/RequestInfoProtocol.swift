@@ -38,9 +38,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// arrive while a queue drains join it without waking another thread. A hop's work is short (a
     /// decision) or waits for the session queue every session shares (creating and resuming the
     /// forwarded task): with four queues, four hops can wait for it at once, so the next is ready
-    /// when it frees. Measured against `DispatchQueue.global()`, interception overhead one request
-    /// at a time went from +9.4 % to +5.0 % p50 (one queue, median of 12 alternated runs); sixteen
-    /// at a time, four queues against one went from +17.4 % to +13.3 % p50 (median of 7).
+    /// when it frees (the measurements behind this are in `Benchmarks/RESULTS.md`).
     private static let hopQueues = (0..<4).map { DispatchQueue(label: "RequestAudit.RequestInfoProtocol.hop\($0)") }
     private static let hopTurn = Atomic<Int>(0)
 
@@ -52,7 +50,7 @@ public final class RequestInfoProtocol: URLProtocol {
     private let clientQueue = Locked<DispatchQueue?>(nil)
 
     /// Whether this protocol handles `request`: http(s), or a scheme in the installed auditor's
-    /// ``PipelineConfiguration/customSchemes``.
+    /// `AuditorConfiguration.customSchemes`.
     ///
     /// Nothing is decided here: FoundationNetworking may ask more than once per task, and a decision
     /// leaves a trace (counted, published, logged). `startLoading` decides each request once.
