@@ -28,13 +28,10 @@ struct VerifyCommand: ParsableCommand {
 
     private func anchorBytes() throws -> [UInt8]? {
         guard let anchor else { return nil }
-        let hex = Array(anchor.lowercased().utf8)
-        guard hex.count == 64, hex.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+        guard let digest = LogChain.digest(hex: anchor.lowercased().utf8) else {
             throw ValidationError("--anchor: expected 64 hex digits, got '\(anchor)'")
         }
-        return stride(from: 0, to: 64, by: 2).compactMap {
-            UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)
-        }
+        return digest
     }
 
     func run() throws {
@@ -73,7 +70,7 @@ struct VerifyCommand: ParsableCommand {
             if result.isIntact {
                 CommandOutput.line(
                     "\(plural(result.records, "record")), \(range), \(kind) chain intact; last digest "
-                        + (result.lastDigest?.map { String(format: "%02x", $0) }.joined() ?? "-"))
+                        + (result.lastDigest.map(LogChain.hex) ?? "-"))
             } else {
                 intact = false
                 CommandOutput.line("\(log): chain broken: \(plural(result.problems.count, "problem"))")

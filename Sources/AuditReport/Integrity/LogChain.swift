@@ -30,6 +30,34 @@ public struct LogChain: Sendable {
         self.key = key
     }
 
+    /// The 32 bytes a digest's 64 lower-case hex digits spell (as in a sealed line, a deletion
+    /// note or an anchor), or nil when `hex` is not that.
+    public static func digest(hex: some Collection<UInt8>) -> [UInt8]? {
+        guard hex.count == 64 else { return nil }
+        func value(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for byte in hex {
+            guard let nibble = value(byte) else { return nil }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return bytes
+    }
+
+    /// `digest` as 64 lower-case hex digits, as lines and `audit verify` show it.
+    public static func hex(_ digest: [UInt8]) -> String { digest.hexString }
+
     /// The digest before the first line: 32 zero bytes.
     public static let genesis = [UInt8](repeating: 0, count: 32)
 
@@ -111,7 +139,7 @@ public struct SealedLine: Sendable, Equatable {
         let end = line.endIndex - 1
         guard line[end - 1] == UInt8(ascii: "\"") else { return nil }
         let hexStart = end - 1 - 64
-        guard let digest = Self.hexBytes(line[hexStart..<(end - 1)]) else { return nil }
+        guard let digest = LogChain.digest(hex: line[hexStart..<(end - 1)]) else { return nil }
         let chain = Array(",\"chain\":\"".utf8)
         let hmac = Array(",\"hmac\":\"".utf8)
         let memberStart: Int
@@ -143,21 +171,4 @@ public struct SealedLine: Sendable, Equatable {
         self.body = body[...]
     }
 
-    private static func hexBytes(_ text: ArraySlice<UInt8>) -> [UInt8]? {
-        func value(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            default: nil
-            }
-        }
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            guard let high = value(text[index]), let low = value(text[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
 }

@@ -62,13 +62,7 @@ public struct RotatedAway: Sendable, Equatable {
         total = object["total"] as? Int ?? records
         firstSequence = object["firstSeq"] as? Int
         lastSequence = object["lastSeq"] as? Int
-        lastDigest = (object["lastDigest"] as? String).flatMap { hex in
-            let bytes = Array(hex.utf8)
-            guard bytes.count == 64 else { return nil }
-            return stride(from: 0, to: 64, by: 2).compactMap {
-                UInt8(String(decoding: bytes[$0..<($0 + 2)], as: UTF8.self), radix: 16)
-            }
-        }
+        lastDigest = (object["lastDigest"] as? String).flatMap { LogChain.digest(hex: $0.utf8) }
     }
 
     init(file: String, records: Int, total: Int, firstSequence: Int?, lastSequence: Int?, lastDigest: [UInt8]?) {
