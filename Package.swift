@@ -1,9 +1,10 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
     name: "RequestAudit",
-    platforms: [.macOS(.v15)],
+    // InlineArray needs macOS/iOS 26 at run time and a Swift 6.2 compiler (as does `weak let`).
+    platforms: [.macOS(.v26), .iOS(.v26)],
     products: [
         .library(name: "AuditPolicy", targets: ["AuditPolicy"]),
         .library(name: "AuditRegex", targets: ["AuditRegex"]),

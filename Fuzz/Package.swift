@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // libFuzzer harnesses for RequestAudit. Build and run them with `Fuzz/run.sh` (see README, "Fuzzing").
 import PackageDescription
 
@@ -6,7 +6,7 @@ import PackageDescription
 // coverage of the parser and engine themselves, not just of the harness.
 let package = Package(
     name: "RequestAuditFuzz",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v26)],
     dependencies: [.package(name: "RequestAudit", path: "..")],
     targets: [
         .executableTarget(

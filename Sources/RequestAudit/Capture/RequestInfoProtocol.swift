@@ -92,6 +92,13 @@ public final class RequestInfoProtocol: URLProtocol {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
             return startSystemLoad(nil, caller: caller)
         }
+        #if canImport(FoundationNetworking)
+            // The client must be told on the caller session's work queue: a call from another
+            // thread races with the session's task registry. Were that queue unreadable for this
+            // session, the request is refused here, where this code runs on it, rather than relayed
+            // with calls from another thread.
+            guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
+        #endif
         let route = route(for: caller)
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
@@ -240,6 +247,21 @@ public final class RequestInfoProtocol: URLProtocol {
         if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
     }
 
+    /// Refuses the request from the caller session's work queue (where `startLoading` runs) when
+    /// that queue cannot be read: decided and recorded as a failure, the caller told at once.
+    private func refuseUnreadableSession(_ auditor: Auditor) {
+        let decision = auditor.decide(request)
+        let error = RequestAuditError.unsupportedPlatform("the caller session's work queue is not readable").urlError
+        let isDelivered = state.withLock { $0.finish() }
+        auditor.finish(
+            decision, warning: nil,
+            outcome: OutcomeSnapshot(
+                kind: isDelivered ? .failure : .cancelled,
+                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
+                error: .init(error, redaction: auditor.configuration.redaction)))
+        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
+    }
+
     /// Whether `url` is http or https.
     private static func isHTTP(_ url: URL) -> Bool {
         guard let scheme = url.scheme?.lowercased() else { return false }
@@ -260,9 +282,11 @@ public final class RequestInfoProtocol: URLProtocol {
         if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
     }
 
-    /// Runs `message` on the caller session's work queue (or here when it is unknown), or right here
-    /// when `isOnSessionQueue`: the forwarding session's work queue targets the same serial queue as
-    /// the caller's, so nothing else of the caller's session runs meanwhile.
+    /// Runs `message` on the caller session's work queue, or right here when `isOnSessionQueue`: the
+    /// forwarding session's work queue targets the same serial queue as the caller's, so nothing
+    /// else of the caller's session runs meanwhile. (Where there is no work queue to read — not
+    /// FoundationNetworking — the message runs here; on Linux `startLoading` refuses a session
+    /// whose work queue it cannot read.)
     func tellClient(
         isOnSessionQueue: Bool = false, _ message: @escaping @Sendable (RequestInfoProtocol) -> Void
     ) {
