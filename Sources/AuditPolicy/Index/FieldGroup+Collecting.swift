@@ -1,0 +1,358 @@
+import AuditLocking
+import AuditRegex
+internal import CByteClasses
+import Dispatch
+
+extension RuleIndex.FieldGroup {
+    /// Appends the rules of this group that a subject made of `bytes` may match, and returns true;
+    /// with `requiringASCII`, returns false having appended nothing if some byte is 0x80 or more
+    /// (the raw bytes of such a URL do not stand for its normalized form; see
+    /// ``RuleIndex/collectCandidates(forURLOf:into:)``). The check is part of the scan for tokens.
+    @discardableResult
+    func collect(
+        in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool = false
+    )
+        -> Bool
+    {
+        // First every token's hash (rules filed with a second token are checked against these),
+        // then the lookups.
+        TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
+            let scan = tokens.append(tokensOf: bytes)
+            if requiringASCII, !scan.isASCII { return false }
+            if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
+            guard scan.isTokenizable else {
+                candidates.append(contentsOf: all)
+                return true
+            }
+            collect(in: bytes, tokens: &tokens, into: &candidates)
+            return true
+        }
+    }
+
+    /// Looks up the tokens of the subject that pass some gate (with many infix keys, every token).
+    ///
+    /// Which tokens pass is found first, for all of them at once, by a C kernel
+    /// (`index_mark_tokens`) that reads the token gate and the byte-pair sets of the start and
+    /// end keys with no branch per token; only the few that pass are looked at again. A loop that
+    /// asked each token every question in turn spent more on branches and on moving its state
+    /// between registers and the stack than on the questions.
+    private func collect(
+        in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
+        if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
+        let all = tokens.tokens
+        guard !checksInfixGate, all.count < Self.markableTokens else {
+            for index in all.indices {
+                let token = all[index]
+                let (start, end) = (Int(token.start), Int(token.end))
+                let marks =
+                    (checksTokenGate ? tokenGate.flags(token.hash) : 0)
+                    | (hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
+                        ? Self.hasPrefixPair : 0)
+                    | (hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
+                        ? Self.hasSuffixPair : 0)
+                collect(at: index, marks: marks, of: all, bytes, &tokens, into: &candidates)
+            }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: all.count) { marked in
+            for entry in marked.prefix(markTokens(all, bytes, into: marked)) {
+                collect(
+                    at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), of: all, bytes, &tokens,
+                    into: &candidates)
+            }
+        }
+    }
+
+    /// What the marker found of a token, besides the token gate's ``TokenGate/mayBeKey`` and
+    /// ``TokenGate/mayStartPair``: its first (last) two bytes are a pair some prefix (suffix) key
+    /// starts (ends) with.
+    static let hasPrefixPair: UInt8 = 4
+    static let hasSuffixPair: UInt8 = 8
+    /// The marker keeps a token's index in the 27 bits of an entry above its marks.
+    private static let markableTokens = 1 << 27
+
+    /// Writes to `marked` the tokens of `all` that pass the token gate or the byte-pair sets of the
+    /// start and end keys, as the group has them, and returns how many (see ``markTokens(_:_:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:into:)``).
+    private func markTokens(
+        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
+        into marked: UnsafeMutableBufferPointer<Int32>
+    ) -> Int {
+        Self.markTokens(
+            all, bytes, gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate,
+            readsPrefixes: hasPrefixKeys, suffixes: suffixGate, readsSuffixes: hasSuffixKeys, into: marked)
+    }
+
+    /// Writes to `marked` the tokens of `all` (the tokens of `bytes`, fewer than 2^27) for which
+    /// `gate` has a flag set, whose first two bytes are in `prefixes`, or whose last two are in
+    /// `suffixes` (see ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, and
+    /// returns how many; each only when it `reads` it. An entry is the token's index times 16, plus
+    /// the gate's flags, plus ``hasPrefixPair`` and ``hasSuffixPair`` when they apply.
+    static func markTokens(
+        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>, gate: TokenGate,
+        readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool, suffixes: BytePairSet, readsSuffixes: Bool,
+        into marked: UnsafeMutableBufferPointer<Int32>
+    ) -> Int {
+        gate.withWords { gateWords, gateMask in
+            prefixes.withWords { prefixPairs in
+                suffixes.withWords { suffixPairs in
+                    index_mark_tokens(
+                        all.baseAddress, all.count, bytes.baseAddress, readsGate ? gateWords : nil, gateMask,
+                        readsPrefixes ? prefixPairs : nil, readsSuffixes ? suffixPairs : nil, marked.baseAddress)
+                }
+            }
+        }
+    }
+
+    /// Looks up token `index` of `all`, with `marks` found by the marker: as a whole token, as the
+    /// start of a pair, as a token a prefix key starts or a suffix key ends, and at each position
+    /// for infix keys, as the group's keys require.
+    @inline(__always)
+    private func collect(
+        at index: Int, marks: UInt8, of all: UnsafeBufferPointer<TokenHashes.Token>,
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        let token = all[index]
+        if marks & TokenGate.mayBeKey != 0 {
+            table.collect(
+                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
+                confirmedBy: &tokens, into: &candidates, isGated: true)
+        }
+        if marks & TokenGate.mayStartPair != 0, index &+ 1 < all.count {
+            let next = all[index &+ 1]
+            table.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
+            // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
+            // the tokens around it neighbours there.
+            // (The byte before the port first: it is rarely a colon, and reading the hashes costs a
+            // check that they are made.)
+            if index &+ 2 < all.count, bytes[Int(next.start) &- 1] == UInt8(ascii: ":"),
+                Self.defaultPortHashes.contains(next.hash)
+            {
+                table.collect(
+                    IndexKey.pairHash(token.hash, all[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
+            }
+        }
+        guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 || checksInfixGate else { return }
+        let start = Int(token.start)
+        let end = Int(token.end)
+        // The byte-pair sets of all start (end) keys turned most tokens away; the affix gates judge
+        // the rest more closely.
+        let mayHavePrefix =
+            marks & Self.hasPrefixPair != 0 && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+        let mayHaveSuffix = marks & Self.hasSuffixPair != 0 && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+        guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { return }
+        collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
+    }
+
+    /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
+    /// authority table.
+    ///
+    /// The authority is where a match of the host opening (see ``PatternNode/authority``) can find
+    /// its host: after `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`. A
+    /// subject that does not start that way has none. Its end is found among the separators
+    /// between tokens (a token never holds `/`, `?` or `#`), which are few in a host name.
+    ///
+    /// The raw URL's authority holds the normalized URL's (normalizing only lower-cases it and
+    /// drops a default port). A non-ASCII byte where the scheme would be makes the whole subject
+    /// count, which is never wrong.
+    private func collectInAuthority(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
+        var separatorStart = start
+        var previous: UInt64 = 0
+        for token in tokens.tokens where token.start >= start {
+            if isBounded {
+                var hasEnded = false
+                for index in separatorStart..<Int(token.start) where Self.endsAuthority(bytes[index]) {
+                    hasEnded = true
+                }
+                if hasEnded { break }
+            }
+            authorityTable.collect(
+                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
+                confirmedBy: &tokens, into: &candidates)
+            if previous != 0, authorityPairStarts.contains(previous) {
+                authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
+            }
+            previous = token.hash
+            separatorStart = Int(token.end)
+        }
+    }
+
+    /// Where the authority starts (after `scheme:` and its slashes), and whether it ends at the
+    /// first `/`, `?` or `#` (false: the whole subject counts); nil when there is none.
+    static func authorityStart(in bytes: UnsafeBufferPointer<UInt8>) -> (Int, isBounded: Bool)? {
+        let slash = UInt8(ascii: "/")
+        var index = 0
+        if let knownScheme = knownSchemeLength(bytes) {
+            index = knownScheme
+        } else {
+            while index < bytes.count, Self.isSchemeByte(bytes[index], first: index == 0) { index += 1 }
+            guard index > 0, index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == slash
+            else {
+                return index < bytes.count && bytes[index] >= 0x80 ? (0, false) : nil
+            }
+            index += 2
+        }
+        while index < bytes.count, bytes[index] == slash { index += 1 }
+        return (index, true)
+    }
+
+    /// The length of `https://` or `http://` (either case) when the subject starts with one, read
+    /// with one load: setting bit 5 of a byte gives a lower-case letter only for that letter in
+    /// either case, and `:` and `/` have it set already.
+    @inline(__always)
+    private static func knownSchemeLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard bytes.count >= 8 else { return nil }
+        let word = UInt64(littleEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self))
+        // Bit 5 is set in the letters' bytes only: set in a control byte (0x1A), it would make `:`.
+        if word | 0x0000_0020_2020_2020 == Self.httpsSlashes { return 8 }
+        if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == Self.httpSlashes { return 7 }
+        return nil
+    }
+
+    /// `https://` and `http://` as little-endian words (the first byte lowest): h t t p s : / /
+    /// is 68 74 74 70 73 3A 2F 2F.
+    private static let httpsSlashes: UInt64 = 0x2F2F_3A73_7074_7468
+    private static let httpSlashes: UInt64 = 0x002F_2F3A_7074_7468
+
+    @inline(__always)
+    private static func endsAuthority(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
+    }
+
+    @inline(__always)
+    private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {
+        let letter = byte | 0x20
+        if letter >= UInt8(ascii: "a"), letter <= UInt8(ascii: "z") { return true }
+        if first { return false }
+        return (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "+")
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+    }
+
+    private func collectAffixes(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, prefixes: Bool, suffixes: Bool,
+        _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        let length = end - start
+        let affixLength = min(length, IndexKey.maximumAffixLength)
+        if prefixes {
+            // Only the lengths of prefix keys that start with the token's first two bytes.
+            let lengths = prefixGate.lengths(
+                Self.loweredInToken(bytes[start]), then: length > 1 ? Self.loweredInToken(bytes[start + 1]) : 0)
+            var state = IndexKey.hashStart
+            for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
+                state = IndexKey.hashStep(state, Self.loweredInToken(bytes[start + offset]))
+                if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
+                    table.collect(IndexKey.hashFinish(state, .tokenPrefix), confirmedBy: &tokens, into: &candidates)
+                }
+            }
+        }
+        if suffixes {
+            let lengths = suffixGate.lengths(
+                Self.loweredInToken(bytes[end - 1]), then: length > 1 ? Self.loweredInToken(bytes[end - 2]) : 0)
+            // Suffix keys are hashed last byte first (see IndexKey.hashValue64).
+            var state = IndexKey.hashStart
+            for offset in 0..<min(affixLength, 8 - lengths.leadingZeroBitCount) {
+                state = IndexKey.hashStep(state, Self.loweredInToken(bytes[end - 1 - offset]))
+                if lengths & (1 &<< UInt8(truncatingIfNeeded: offset)) != 0 {
+                    table.collect(IndexKey.hashFinish(state, .tokenSuffix), confirmedBy: &tokens, into: &candidates)
+                }
+            }
+        }
+        if checksInfixGate {
+            for offset in start..<end {
+                let lengths = infixGate.lengths(
+                    Self.loweredInToken(bytes[offset]),
+                    then: offset + 1 < end ? Self.loweredInToken(bytes[offset + 1]) : 0)
+                guard lengths != 0 else { continue }
+                var state = IndexKey.hashStart
+                for infixOffset in 0..<min(end - offset, 8 - lengths.leadingZeroBitCount) {
+                    state = IndexKey.hashStep(state, Self.loweredInToken(bytes[offset + infixOffset]))
+                    if lengths & (1 &<< UInt8(truncatingIfNeeded: infixOffset)) != 0 {
+                        table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Looks for each of a few infix keys anywhere in the subject. An infix key is letters and
+    /// digits only, so wherever it occurs it lies inside a token: the same keys are found as by
+    /// checking each position of each token.
+    ///
+    /// The positions where the first two bytes of a key not found yet stand are found by a C
+    /// kernel (`index_next_pair_start`), sixteen at a time with SSE2; only those positions are
+    /// compared byte by byte. (Testing the first byte alone let through most words of a query
+    /// full of digits, for keys such as `0x5bf`.) A search in Swift, sixteen positions a call,
+    /// spent about 70 instructions on each sixteen bytes, a tenth of a decision with the policy
+    /// mix's five infix keys.
+    private func collect(
+        _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
+        into candidates: inout CandidateList
+    ) {
+        guard !bytes.isEmpty else { return }
+        var found: UInt16 = 0
+        var active = keys.activePairs(found: found)
+        var index = 0
+        while let position = keys.nextPairStart(in: bytes, from: index, active: active) {
+            guard find(keys, at: position, in: bytes, found: &found, &tokens, into: &candidates) else { return }
+            active = keys.activePairs(found: found)
+            index = position + 1
+        }
+        // The last byte can only start a key of one byte.
+        _ = find(keys, at: bytes.count - 1, in: bytes, found: &found, &tokens, into: &candidates)
+    }
+
+    /// Collects the rules of each key not in `found` that occurs at `index`, adding it to `found`;
+    /// false once every key is found.
+    @inline(__always)
+    private func find(
+        _ keys: FewKeys, at index: Int, in bytes: UnsafeBufferPointer<UInt8>, found: inout UInt16,
+        _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) -> Bool {
+        var startingHere = keys.byFirstByte[Int(Self.lowered(bytes[index]))] & ~found
+        while startingHere != 0 {
+            let number = startingHere.trailingZeroBitCount
+            startingHere &= startingHere - 1
+            let (text, length) = (keys.texts[number], keys.lengths[number])
+            guard index + length <= bytes.count else { continue }
+            var offset = 1
+            while offset < length,
+                Self.lowered(bytes[index + offset]) == UInt8(truncatingIfNeeded: text >> (8 * offset))
+            {
+                offset += 1
+            }
+            guard offset == length else { continue }
+            found |= 1 << UInt16(number)
+            table.collect(keys.hashes[number], confirmedBy: &tokens, into: &candidates)
+            if found == keys.everyKey { return false }
+        }
+        return true
+    }
+
+    /// The token hashes of the ports URL normalization drops.
+    private static let defaultPortHashes = ["80", "443", "21"].map {
+        IndexKey(kind: .token, text: Array($0.utf8)).hashValue64
+    }
+
+    /// The byte at `index`, or 0 outside the subject.
+    @inline(__always)
+    private static func byte(_ bytes: UnsafeBufferPointer<UInt8>, _ index: Int) -> UInt8 {
+        index >= 0 && index < bytes.count ? bytes[index] : 0
+    }
+
+    /// A byte of a token lower-cased: every byte of a token is an ASCII letter or digit, and
+    /// setting bit 5 lower-cases a letter and leaves a digit as it is.
+    @inline(__always)
+    static func loweredInToken(_ byte: UInt8) -> UInt8 {
+        byte | 0x20
+    }
+
+    @inline(__always)
+    static func lowered(_ byte: UInt8) -> UInt8 {
+        (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
+    }
+}
