@@ -240,3 +240,32 @@ enum Position: String, CaseIterable, Sendable {
         #expect(text.hasSuffix("/run (timed out)"))
     }
 }
+
+/// The false-positive figure: how many ordinary URLs redaction changes.
+@Suite struct RedactionFalsePositiveTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let benchmarkURLs = repository.deletingLastPathComponent().appendingPathComponent(
+        "shared/bench-data/urls-bench.txt")
+
+    @Test("of the bundled sample traffic, only the URL that carries a password changes")
+    func bundledTraffic() throws {
+        let entries = try ["browsing-session.har", "requests.txt"].flatMap { name in
+            try TrafficReader.read(path: Self.repository.appendingPathComponent("policies/traffic/\(name)").path)
+                .entries
+        }
+        let changed = Set(entries.map(\.request.url).filter { Redaction.default.redact(url: $0) != $0 })
+        #expect(entries.count == 104)
+        #expect(changed == ["http://intranet.example.com/login?user=ann&password=hunter2"])
+    }
+
+    @Test(
+        "of the 114,094 benchmark URLs, fewer than 1 % change (847 when measured)",
+        .enabled(if: FileManager.default.fileExists(atPath: benchmarkURLs.path), "needs ../shared/bench-data"))
+    func benchmarkCorpus() throws {
+        let urls = try String(contentsOf: Self.benchmarkURLs, encoding: .utf8).split(separator: "\n").map(String.init)
+        let changed = urls.filter { Redaction.default.redact(url: $0) != $0 }
+        #expect(urls.count == 114_094)
+        #expect(changed.count < urls.count / 100, "\(changed.count) of \(urls.count) URLs change")
+    }
+}
