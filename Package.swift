@@ -12,12 +12,15 @@ let package = Package(
         .library(name: "AuditPipeline", targets: ["AuditPipeline"]),
         .library(name: "RequestAudit", targets: ["RequestAudit"]),
         .library(name: "AuditProxy", targets: ["AuditProxy"]),
+        .library(name: "AuditPrometheus", targets: ["AuditPrometheus"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -31,7 +34,11 @@ let package = Package(
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
         .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
-        .target(name: "AuditPipeline", dependencies: ["AuditReport", "AuditPolicy", "AuditLocking"]),
+        .target(
+            name: "AuditPipeline",
+            dependencies: [
+                "AuditReport", "AuditPolicy", "AuditLocking", .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
         .target(name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(
             name: "AuditProxy",
@@ -42,11 +49,24 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Prometheus comes with its own product, so an app that embeds RequestAudit does not pull it in.
+        .target(
+            name: "AuditPrometheus",
+            dependencies: [
+                "AuditLocking",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "AuditCommands",
             dependencies: [
                 "AuditPipeline",
                 "AuditProxy",
+                "AuditPrometheus",
                 "AuditPolicy",
                 "AuditReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

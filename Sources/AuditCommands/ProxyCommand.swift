@@ -1,6 +1,7 @@
 import ArgumentParser
 import AuditPipeline
 import AuditPolicy
+import AuditPrometheus
 import AuditProxy
 import AuditReport
 import Dispatch
@@ -58,16 +59,20 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Most client connections open at once.")
     var maximumConnections = 4_096
 
+    @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics.")
+    var metrics: String?
+
     func validate() throws {
         _ = try Self.hostAndPort(listen)
+        if let metrics { _ = try Self.hostAndPort(metrics, option: "--metrics") }
     }
 
     /// `HOST:PORT` split, or a usage error naming the option.
-    static func hostAndPort(_ text: String) throws -> (String, Int) {
+    static func hostAndPort(_ text: String, option: String = "--listen") throws -> (String, Int) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (0...65_535).contains(port), colon > text.startIndex
         else {
-            throw ValidationError("--listen: expected HOST:PORT, got '\(text)'")
+            throw ValidationError("\(option): expected HOST:PORT, got '\(text)'")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -86,6 +91,8 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.pipeline.logChainKey = try logKey.key()
         configuration.pipeline.onMatchError = onError
         if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
+        // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.
+        let endpoint = try await startMetrics()
         let pipeline: AuditPipeline
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
@@ -125,11 +132,29 @@ struct ProxyCommand: AsyncParsableCommand {
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()
+        await endpoint?.stop()
         let statistics = pipeline.statistics
         CommandOutput.errorLine(
             "audit proxy: stopped after \(plural(statistics.requests, "request")); "
                 + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
                     separator: " · "))
+    }
+}
+
+extension ProxyCommand {
+    /// The Prometheus endpoint of `--metrics`, started, or nil without the option.
+    private func startMetrics() async throws -> PrometheusEndpoint? {
+        guard let metrics else { return nil }
+        let (host, port) = try Self.hostAndPort(metrics, option: "--metrics")
+        let endpoint = PrometheusEndpoint(registry: PrometheusEndpoint.bootstrap(), host: host, port: port)
+        do {
+            try await endpoint.start()
+        } catch {
+            CommandOutput.errorLine("audit proxy: cannot serve metrics on \(metrics): \(error)")
+            throw ExitCode.failure
+        }
+        CommandOutput.errorLine("audit proxy: metrics on http://\(host):\(endpoint.port ?? port)/metrics")
+        return endpoint
     }
 }
 

@@ -35,6 +35,7 @@ public final class AuditPipeline: Sendable {
     /// Whether ``shutdown()`` shuts the log down (it opened it) or leaves it to its owner.
     private let ownsLog: Bool
     private let counters = Locked(AuditStatistics())
+    private let metrics = PipelineMetrics()
     private let inFlight = Locked(InFlight())
 
     private struct InFlight {
@@ -125,8 +126,9 @@ public final class AuditPipeline: Sendable {
             decision: snapshot
         )
         counters.withLock { $0.count(decision.decision) }
+        metrics.decided(decision.decision)
         inFlight.withLock { $0.count += 1 }
-        hub.publish(
+        publish(
             .started(
                 RequestStarted(
                     id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision))
@@ -239,7 +241,8 @@ public final class AuditPipeline: Sendable {
             id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
             warning: warning, outcome: outcome
         )
-        hub.publish(.finished(record))
+        publish(.finished(record))
+        metrics.finished(outcome)
         var failure: PipelineError?
         do {
             try log?.append(record)
@@ -255,6 +258,11 @@ public final class AuditPipeline: Sendable {
         for waiter in waiters { waiter.resume() }
         if let failure { throw failure }
         return record
+    }
+
+    /// Publishes `event`, counting the subscribers that dropped it.
+    private func publish(_ event: AuditEvent) {
+        metrics.dropped(hub.publish(event))
     }
 
     // MARK: Reloading
@@ -276,13 +284,13 @@ public final class AuditPipeline: Sendable {
             loaded = try Policy(directory: directory, limits: policy.rules.first?.pattern.limits ?? .default)
         } catch {
             let failure = PolicyReloadFailure(directory: directory, time: Date(), problems: error.lines)
-            hub.publish(.policyReloadFailed(failure))
+            publish(.policyReloadFailed(failure))
             counters.withLock { $0.failedReloads += 1 }
             throw .policyReload(failure)
         }
         current.withLock { $0 = loaded }
         counters.withLock { $0.reloads += 1 }
-        hub.publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
+        publish(.policyReloaded(PolicyReloaded(directory: directory, time: Date(), rules: loaded.rules.count)))
         return loaded
     }
 

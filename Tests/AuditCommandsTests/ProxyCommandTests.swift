@@ -180,3 +180,100 @@ private func nginx() throws -> String {
         #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
     }
 }
+
+/// A free TCP port on 127.0.0.1 (bound, read, and released).
+private func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+            bind(socket, socketAddress, length) == 0 && getsockname(socket, socketAddress, &length) == 0
+        }
+    }
+    try #require(bound, "cannot bind a port")
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// What `curl URL` prints (no proxy).
+private func fetch(_ url: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["curl", "-sS", "--noproxy", "*", url]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+@Suite struct ProxyMetricsTests {
+    @Test("a real Prometheus server scrapes audit proxy --metrics and its query API returns the counters")
+    func prometheusScrapes() async throws {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        try Data(
+            "[block]\nno ^http://blocked\\.invalid/\n[respond 200] body=ok\nmock ^http://mock\\.invalid/\n".utf8
+        ).write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        let proxy = try ProxyProcess(arguments: ["--metrics", "127.0.0.1:0"], in: folder)
+        defer { _ = proxy.stop() }
+        try await proxy.waitForError(containing: "/metrics")
+        let metricsURL = try #require(
+            proxy.standardError.split(separator: " ").first { $0.hasPrefix("http://") && $0.contains("/metrics") })
+        let target = metricsURL.dropFirst("http://".count).split(separator: "/").first ?? ""
+        for _ in 0..<3 { _ = try curl(["http://blocked.invalid/x"], through: proxy) }
+        for _ in 0..<2 { _ = try curl(["http://mock.invalid/health"], through: proxy) }
+
+        let prometheusPort = try freePort()
+        try Data(
+            """
+            global:
+              scrape_interval: 1s
+            scrape_configs:
+              - job_name: audit
+                static_configs:
+                  - targets: ["\(target)"]
+            """.utf8
+        ).write(to: folder.url.appendingPathComponent("prometheus.yml"))
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: "/usr/bin/prometheus")
+        prometheus.arguments = [
+            "--config.file=\(folder.path)/prometheus.yml", "--storage.tsdb.path=\(folder.path)/data",
+            "--web.listen-address=127.0.0.1:\(prometheusPort)",
+        ]
+        prometheus.standardOutput = FileHandle.nullDevice
+        prometheus.standardError = FileHandle.nullDevice
+        try prometheus.run()
+        defer {
+            prometheus.terminate()
+            prometheus.waitUntilExit()
+        }
+
+        func query(_ expression: String) throws -> String? {
+            let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
+            let text = try fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+                let value = result.first?["value"] as? [Any]
+            else { return nil }
+            return value.last as? String
+        }
+        var blocked: String?
+        for _ in 0..<60 {
+            blocked = try query(#"audit_requests_total{verdict="block"}"#)
+            if blocked == "3" { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(blocked == "3")
+        #expect(try query(#"audit_requests_total{verdict="respond"}"#) == "2")
+        #expect(try query(#"audit_rule_requests_total{rule="p/mock",category="p",verdict="respond"}"#) == "2")
+        #expect(try query(#"audit_request_duration_seconds_count{outcome="blocked"}"#) == "3")
+        #expect(try query("audit_decision_duration_seconds_count") == "5")
+    }
+}

@@ -64,8 +64,11 @@ final class SubscriberBuffer: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    /// Adds `event`, or counts it as dropped when the buffer is full. Never waits.
-    func offer(_ event: AuditEvent) {
+    /// Adds `event`, or counts it as dropped when the buffer is full (and returns false). Never
+    /// waits.
+    @discardableResult
+    func offer(_ event: AuditEvent) -> Bool {
+        var isDropped = false
         let resume: (CheckedContinuation<AuditEvent?, Never>, AuditEvent)? = state.withLock { state in
             guard !state.isFinished else { return nil }
             if let waiter = state.waiter {
@@ -79,6 +82,7 @@ final class SubscriberBuffer: Sendable {
             }
             guard state.count < capacity else {
                 state.dropped += 1
+                isDropped = true
                 return nil
             }
             // The notice may take one place beyond the capacity so it is never lost itself.
@@ -87,6 +91,7 @@ final class SubscriberBuffer: Sendable {
             return nil
         }
         if let (waiter, event) = resume { waiter.resume(returning: event) }
+        return !isDropped
     }
 
     /// The next event, waiting when there is none yet.

@@ -25,13 +25,14 @@ final class EventHub: Sendable {
         return AuditEventStream(buffer: buffer)
     }
 
-    /// Offers `event` to every subscriber.
-    func publish(_ event: AuditEvent) {
+    /// Offers `event` to every subscriber; returns how many dropped it (their buffers were full).
+    @discardableResult
+    func publish(_ event: AuditEvent) -> Int {
         let buffers = state.withLock { state in
             state.subscribers.removeAll { $0.buffer == nil }
             return state.subscribers.compactMap(\.buffer)
         }
-        for buffer in buffers { buffer.offer(event) }
+        return buffers.reduce(0) { dropped, buffer in dropped + (buffer.offer(event) ? 0 : 1) }
     }
 
     /// Ends every subscription and refuses new ones.
