@@ -36,6 +36,11 @@ struct ReportCommand: ParsableCommand {
     @Option(name: .long, help: "A policies folder, to list rules without hits.")
     var policies: String?
 
+    @Flag(
+        name: .long,
+        help: "The arguments are summary.json files (one per machine), merged into one report without the logs.")
+    var merge = false
+
     func validate() throws {
         _ = try formats()
         _ = try Self.time(since, option: "--since")
@@ -60,6 +65,7 @@ struct ReportCommand: ParsableCommand {
     }
 
     func run() throws {
+        if merge { return try runMerge() }
         let policy = try policies.map { try loadPolicy(directory: $0) }
         let writer = ReportWriter(
             since: try Self.time(since, option: "--since"), until: try Self.time(until, option: "--until"),
@@ -90,18 +96,7 @@ struct ReportCommand: ParsableCommand {
         }
         if files != logs { CommandOutput.line("read " + files.joined(separator: ", ")) }
         CommandOutput.line("wrote " + paths.joined(separator: ", "))
-        CommandOutput.line(
-            "\(report.totalRequests) requests, \(report.firstRequest.map { "\($0)" } ?? "-") to \(report.lastRequest.map { "\($0)" } ?? "-")"
-        )
-        CommandOutput.line("verdict       requests    share")
-        for verdict in Verdict.Action.allCases {
-            let count = report.verdicts[verdict.rawValue] ?? 0
-            let share = report.totalRequests > 0 ? Double(count) * 100 / Double(report.totalRequests) : 0
-            CommandOutput.line(
-                verdict.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
-                    + String(format: "%11d %7.1f %%", count, share)
-            )
-        }
+        printTotals(report)
         for sequence in sequences {
             if sequence.recordsRotatedAway > 0 {
                 CommandOutput.line(
@@ -115,6 +110,44 @@ struct ReportCommand: ParsableCommand {
         if report.skippedLines > 0 {
             CommandOutput.line("skipped \(plural(report.skippedLines, "invalid log line")) (\(report.tornLines) torn)")
         }
+    }
+
+    /// The request count, time span and verdict table of `report`.
+    private func printTotals(_ report: SummaryReport) {
+        CommandOutput.line(
+            "\(report.totalRequests) requests, \(report.firstRequest.map { "\($0)" } ?? "-") to \(report.lastRequest.map { "\($0)" } ?? "-")"
+        )
+        CommandOutput.line("verdict       requests    share")
+        for verdict in Verdict.Action.allCases {
+            let count = report.verdicts[verdict.rawValue] ?? 0
+            let share = report.totalRequests > 0 ? Double(count) * 100 / Double(report.totalRequests) : 0
+            CommandOutput.line(
+                verdict.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
+                    + String(format: "%11d %7.1f %%", count, share)
+            )
+        }
+    }
+
+    /// `--merge`: one report from per-machine summaries.
+    private func runMerge() throws {
+        var summaries: [SummaryReport] = []
+        for path in logs {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                CommandOutput.errorLine("\(path): cannot read the file")
+                throw ExitCode.failure
+            }
+            do {
+                summaries.append(try SummaryMerger.summary(from: data, path: path))
+            } catch {
+                CommandOutput.errorLine(error.description)
+                throw ExitCode.failure
+            }
+        }
+        let merged = SummaryMerger.merge(summaries)
+        let paths = try ReportWriter().write(merged, formats: try formats(), to: out)
+        CommandOutput.line("merged \(plural(summaries.count, "summary", plural: "summaries"))")
+        CommandOutput.line("wrote " + paths.joined(separator: ", "))
+        printTotals(merged)
     }
 
     private static func progressBar(records: Int, bytes: Int, size: Int) -> String {

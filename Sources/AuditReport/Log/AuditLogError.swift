@@ -6,6 +6,8 @@ public enum AuditLogError: Error, Sendable, Equatable, CustomStringConvertible {
     case writeFailed(path: String, reason: String)
     /// The writer was shut down; nothing more can be appended.
     case closed(path: String)
+    /// A file given as a `summary.json` is not one (`audit report --merge`).
+    case invalidSummary(path: String, reason: String)
 
     /// The error for people.
     public var description: String {
@@ -13,6 +15,7 @@ public enum AuditLogError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cannotOpen(let path, let reason): "\(path): cannot open the audit log: \(reason)"
         case .writeFailed(let path, let reason): "\(path): cannot write the audit log: \(reason)"
         case .closed(let path): "\(path): the audit log is closed"
+        case .invalidSummary(let path, let reason): "\(path): not a summary.json: \(reason)"
         }
     }
 }

@@ -166,6 +166,7 @@ public struct SummaryBuilder: Sendable {
         }
         report.errors = errors.values.sorted { ($0.count, $1.domain, $1.code) > ($1.count, $0.domain, $0.code) }
         report.decisionTime = histogram.percentiles()
+        report.decisionTimeHistogram = histogram.bucketList
         (report.timelineBucket, report.timeline) = timeline()
         return report
     }
@@ -241,6 +242,20 @@ struct LogHistogram: Sendable {
         count += 1
         maximum = max(maximum, value)
     }
+
+    /// The buckets with counts, in order.
+    var bucketList: [SummaryReport.HistogramBucket] {
+        buckets.sorted { $0.key < $1.key }.map { SummaryReport.HistogramBucket(index: $0.key, count: $0.value) }
+    }
+
+    /// The histogram of `buckets` whose largest value was `maximum`.
+    init(buckets: [SummaryReport.HistogramBucket], maximum: UInt64) {
+        for bucket in buckets { self.buckets[bucket.index, default: 0] += bucket.count }
+        count = buckets.reduce(0) { $0 + $1.count }
+        self.maximum = maximum
+    }
+
+    init() {}
 
     /// Adds every value counted by `other`.
     mutating func merge(_ other: LogHistogram) {

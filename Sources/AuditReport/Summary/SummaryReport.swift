@@ -9,6 +9,24 @@ public struct SummaryReport: Codable, Sendable, Equatable {
         public var name: String
         /// How many.
         public var count: Int
+        /// For merged summaries: how much `count` may be short, because some summaries merged had
+        /// this name below their top list (nil: exact).
+        public var errorBound: Int?
+
+        /// A count.
+        public init(name: String, count: Int, errorBound: Int? = nil) {
+            self.name = name
+            self.count = count
+            self.errorBound = errorBound
+        }
+    }
+
+    /// One bucket of the decision-time histogram: values from `lowerBound` up to about 1/32 more.
+    public struct HistogramBucket: Codable, Sendable, Equatable {
+        /// The bucket's number.
+        public var index: Int
+        /// Decisions in it.
+        public var count: Int
     }
 
     /// A category's requests per verdict.
@@ -137,6 +155,9 @@ public struct SummaryReport: Codable, Sendable, Equatable {
     public var timeline: [TimelinePoint] = []
     /// Decision-time percentiles.
     public var decisionTime = Percentiles(count: 0, p50: 0, p90: 0, p99: 0, max: 0)
+    /// The decision-time histogram behind ``decisionTime``, so summaries merge into exact
+    /// percentiles (nil in summaries written before it was kept).
+    public var decisionTimeHistogram: [HistogramBucket]?
     /// Requests per outcome kind.
     public var outcomes: [String: Int] = [:]
     /// Errors that ended requests (failures, cancellations, refusals), most frequent first.
