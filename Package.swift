@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "RequestAudit", targets: ["RequestAudit"]),
         .library(name: "AuditProxy", targets: ["AuditProxy"]),
         .library(name: "AuditPrometheus", targets: ["AuditPrometheus"]),
+        .library(name: "AuditOpenTelemetry", targets: ["AuditOpenTelemetry"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
     dependencies: [
@@ -61,12 +62,20 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // OTLP export comes with its own product too; it needs nothing beyond Foundation.
+        .target(
+            name: "AuditOpenTelemetry",
+            dependencies: [
+                "AuditPipeline", "AuditReport", "AuditLocking", .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         .target(
             name: "AuditCommands",
             dependencies: [
                 "AuditPipeline",
                 "AuditProxy",
                 "AuditPrometheus",
+                "AuditOpenTelemetry",
                 "AuditPolicy",
                 "AuditReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -78,6 +87,8 @@ let package = Package(
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline"]),
+        .testTarget(
+            name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .testTarget(
             name: "AuditProxyTests", dependencies: ["AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AuditOpenTelemetry
 import AuditPipeline
 import AuditPolicy
 import AuditPrometheus
@@ -62,9 +63,27 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics.")
     var metrics: String?
 
+    @Option(
+        name: .customLong("otlp-endpoint"),
+        help:
+            "Export each record as an OTLP log record to this OTLP/HTTP logs URL (e.g. http://127.0.0.1:4318/v1/logs).")
+    var otlpEndpoint: String?
+
+    @Option(name: .customLong("otlp-spool"), help: "Where OTLP batches wait while the collector is unreachable.")
+    var otlpSpool: String?
+
+    @Flag(
+        name: .customLong("otlp-never-drop"),
+        help: "Spool records the OTLP queue has no room for instead of dropping them.")
+    var otlpNeverDrop = false
+
     func validate() throws {
         _ = try Self.hostAndPort(listen)
         if let metrics { _ = try Self.hostAndPort(metrics, option: "--metrics") }
+        if let otlpEndpoint, URL(string: otlpEndpoint)?.scheme?.hasPrefix("http") != true {
+            throw ValidationError("--otlp-endpoint: expected an http(s) URL, got '\(otlpEndpoint)'")
+        }
+        if otlpNeverDrop, otlpSpool == nil { throw ValidationError("--otlp-never-drop needs --otlp-spool DIR") }
     }
 
     /// `HOST:PORT` split, or a usage error naming the option.
@@ -93,6 +112,7 @@ struct ProxyCommand: AsyncParsableCommand {
         if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
         // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.
         let endpoint = try await startMetrics()
+        if let exporter = try otlpExporter() { configuration.pipeline.recordExporters.append(exporter) }
         let pipeline: AuditPipeline
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
@@ -142,6 +162,20 @@ struct ProxyCommand: AsyncParsableCommand {
 }
 
 extension ProxyCommand {
+    /// The OTLP log exporter of `--otlp-endpoint`, or nil without the option.
+    private func otlpExporter() throws -> OTLPLogExporter? {
+        guard let otlpEndpoint, let url = URL(string: otlpEndpoint) else { return nil }
+        var otlp = OTLPLogExporter.Configuration(endpoint: url)
+        otlp.spoolDirectory = otlpSpool
+        otlp.neverDrop = otlpNeverDrop
+        do {
+            return try OTLPLogExporter(configuration: otlp)
+        } catch {
+            CommandOutput.errorLine("audit proxy: cannot create the OTLP spool \(otlpSpool ?? "-"): \(error)")
+            throw ExitCode.failure
+        }
+    }
+
     /// The Prometheus endpoint of `--metrics`, started, or nil without the option.
     private func startMetrics() async throws -> PrometheusEndpoint? {
         guard let metrics else { return nil }

@@ -243,6 +243,7 @@ public final class AuditPipeline: Sendable {
         )
         publish(.finished(record))
         metrics.finished(outcome)
+        for exporter in configuration.recordExporters { exporter.export(record) }
         var failure: PipelineError?
         do {
             try log?.append(record)
@@ -385,6 +386,7 @@ public final class AuditPipeline: Sendable {
         await waitUntilIdle()
         stopWatchingPolicies()
         hub.finish()
+        for exporter in configuration.recordExporters { await exporter.shutdown() }
         guard let log else { return }
         guard ownsLog else { return await log.flush() }
         do {

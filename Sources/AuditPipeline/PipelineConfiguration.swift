@@ -36,6 +36,10 @@ public struct PipelineConfiguration: Sendable {
     /// answer them; when none does, they fail as they would without RequestAudit (unsupported URL)
     /// and are recorded.
     public var customSchemes: Set<String> = []
+    /// Where finished records go besides the log (an OpenTelemetry exporter, say); each gets every
+    /// record once, in ``AuditPipeline/finish(_:warning:outcome:)``, and is shut down with the
+    /// pipeline.
+    public var recordExporters: [any AuditRecordExporter] = []
 
     /// The defaults: no log, fail closed, warnings proceed, default redaction.
     public init() {}

@@ -1,0 +1,267 @@
+import AuditLocking
+import AuditPipeline
+import AuditReport
+import CoreMetrics
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Exports each finished audit record as an OTLP log record over OTLP/HTTP (JSON), without ever
+/// blocking a request.
+///
+/// Records wait in a bounded queue and go out in batches. When the collector cannot be reached,
+/// a batch is written to the spool folder (if one is set) and sent again, oldest first, once the
+/// collector answers; spooled batches also survive a restart. When the queue is full, a record is
+/// dropped and counted (``droppedCount``, and `audit_otlp_dropped_total` in swift-metrics) — or,
+/// with ``Configuration/neverDrop``, written to the spool on the caller's thread instead, trading
+/// a short disk write under overload for never losing one.
+///
+/// ```swift
+/// var otlp = OTLPLogExporter.Configuration(endpoint: URL(string: "http://127.0.0.1:4318/v1/logs")!)
+/// otlp.spoolDirectory = "/var/spool/audit-otlp"
+/// var configuration = AuditorConfiguration()
+/// configuration.recordExporters = [try OTLPLogExporter(configuration: otlp)]
+/// ```
+public final class OTLPLogExporter: AuditRecordExporter {
+    /// How the exporter sends and spools.
+    public struct Configuration: Sendable {
+        /// The collector's logs endpoint, e.g. `http://127.0.0.1:4318/v1/logs`.
+        public var endpoint: URL
+        /// Extra HTTP headers (authentication, say).
+        public var headers: [String: String] = [:]
+        /// The `service.name` resource attribute.
+        public var serviceName = "request-audit"
+        /// Records held in memory at most.
+        public var queueCapacity = 10_000
+        /// Records per request to the collector at most.
+        public var batchSize = 512
+        /// Where batches the collector did not take wait; nil keeps none (they are dropped and counted).
+        public var spoolDirectory: String?
+        /// Spool records the queue has no room for instead of dropping them (needs a spool folder).
+        public var neverDrop = false
+        /// How long to wait before trying the collector again after a failure.
+        public var retryInterval: Duration = .seconds(1)
+        /// How long `shutdown()` may take to send what is left (the rest is spooled, or dropped).
+        public var shutdownTimeout: Duration = .seconds(5)
+
+        /// A configuration sending to `endpoint`.
+        public init(endpoint: URL) {
+            self.endpoint = endpoint
+        }
+    }
+
+    /// The settings.
+    public let configuration: Configuration
+    private let state = Locked(State())
+    private let session: URLSession
+    private let droppedCounter = Counter(label: "audit_otlp_dropped_total")
+    private let worker = Locked<Task<Void, Never>?>(nil)
+
+    private struct State {
+        var queue: [AuditRecord] = []
+        var dropped = 0
+        var exported = 0
+        var spoolNumber = 0
+        var wakeUp: CheckedContinuation<Void, Never>?
+        var isStopping = false
+    }
+
+    /// Creates the exporter and starts sending (spooled batches of an earlier run first).
+    ///
+    /// - Throws: when the spool folder cannot be created.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        // A session of its own: RequestAudit's protocol, registered for URLSession.shared, never
+        // sees the exporter's requests.
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.timeoutIntervalForRequest = 10
+        session = URLSession(configuration: sessionConfiguration)
+        if let spool = configuration.spoolDirectory {
+            try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+            let numbers = Self.spooledFiles(in: spool).compactMap { Self.number(ofSpoolFile: $0) }
+            state.withLock { $0.spoolNumber = (numbers.max() ?? 0) }
+        }
+        let task = Task.detached { [weak self] in
+            guard let self else { return }
+            await self.run()
+        }
+        worker.withLock { $0 = task }
+    }
+
+    /// Records dropped so far (queue full, or the collector unreachable without a spool).
+    public var droppedCount: Int { state.withLock { $0.dropped } }
+
+    /// Records the collector has taken so far.
+    public var exportedCount: Int { state.withLock { $0.exported } }
+
+    /// Queues `record`; never waits for the network.
+    public func export(_ record: AuditRecord) {
+        let (isQueued, wakeUp) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard state.queue.count < configuration.queueCapacity else { return (false, nil) }
+            state.queue.append(record)
+            guard state.queue.count >= configuration.batchSize, let waiting = state.wakeUp else { return (true, nil) }
+            state.wakeUp = nil
+            return (true, waiting)
+        }
+        wakeUp?.resume()
+        guard !isQueued else { return }
+        if configuration.neverDrop, configuration.spoolDirectory != nil, spool([record]) { return }
+        drop(1)
+    }
+
+    /// Sends what is queued and spooled, for at most ``Configuration/shutdownTimeout``; what is
+    /// left is spooled (or dropped and counted).
+    public func shutdown() async {
+        let wakeUp = state.withLock { state in
+            state.isStopping = true
+            defer { state.wakeUp = nil }
+            return state.wakeUp
+        }
+        wakeUp?.resume()
+        let task = worker.withLock { $0 }
+        let timeout = configuration.shutdownTimeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            task?.cancel()
+        }
+        await task?.value
+        timer.cancel()
+        let left = state.withLock { state in
+            defer { state.queue = [] }
+            return state.queue
+        }
+        if !left.isEmpty, !(configuration.spoolDirectory != nil && spool(left)) { drop(left.count) }
+        session.finishTasksAndInvalidate()
+    }
+
+    // MARK: Sending
+
+    /// Sends spooled batches, then the queue, batch by batch; waits a retry interval after a failure.
+    private func run() async {
+        while !Task.isCancelled {
+            if await sendSpooled() == false {
+                // The collector is down: what queues up goes to the spool (or is dropped).
+                spoolQueue()
+                if state.withLock({ $0.isStopping }) { return }
+                try? await Task.sleep(for: configuration.retryInterval)
+                continue
+            }
+            let batch = state.withLock { state -> [AuditRecord] in
+                let batch = Array(state.queue.prefix(configuration.batchSize))
+                state.queue.removeFirst(batch.count)
+                return batch
+            }
+            if batch.isEmpty {
+                if state.withLock({ $0.isStopping }) { return }
+                await waitForRecords()
+                continue
+            }
+            if await send(OTLPLogEncoding.request(batch, serviceName: configuration.serviceName)) {
+                state.withLock { $0.exported += batch.count }
+            } else if !(configuration.spoolDirectory != nil && spool(batch)) {
+                drop(batch.count)
+                try? await Task.sleep(for: configuration.retryInterval)
+            }
+        }
+    }
+
+    /// Waits until a batch is full, or 100 ms, or shutdown.
+    private func waitForRecords() async {
+        let sleeper = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(100))
+            self?.state.withLock { state in
+                defer { state.wakeUp = nil }
+                return state.wakeUp
+            }?.resume()
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isReady = state.withLock { state in
+                if state.isStopping || state.queue.count >= configuration.batchSize { return true }
+                state.wakeUp = continuation
+                return false
+            }
+            if isReady { continuation.resume() }
+        }
+        sleeper.cancel()
+    }
+
+    /// POSTs one request body; true when the collector took it (2xx).
+    private func send(_ body: Data) async -> Bool {
+        var request = URLRequest(url: configuration.endpoint)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        // No "Expect: 100-continue" round trip before the body (libcurl's default for large bodies).
+        request.setValue("", forHTTPHeaderField: "Expect")
+        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
+        let session = session
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            session.dataTask(with: request) { _, response, error in
+                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                continuation.resume(returning: error == nil && (200..<300).contains(status))
+            }.resume()
+        }
+    }
+
+    /// Sends the spooled batches, oldest first, deleting each the collector took; false when one
+    /// failed (the collector is down), true when none is left.
+    private func sendSpooled() async -> Bool {
+        guard let spool = configuration.spoolDirectory else { return true }
+        for file in Self.spooledFiles(in: spool) {
+            let path = spool + "/" + file
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            guard await send(data) else { return false }
+            let records = Self.recordCount(ofSpoolFile: file)
+            try? FileManager.default.removeItem(atPath: path)
+            state.withLock { $0.exported += records }
+        }
+        return true
+    }
+
+    /// Moves everything queued to the spool (or drops it without one).
+    private func spoolQueue() {
+        let queued = state.withLock { state in
+            defer { state.queue = [] }
+            return state.queue
+        }
+        guard !queued.isEmpty else { return }
+        if !(configuration.spoolDirectory != nil && spool(queued)) { drop(queued.count) }
+    }
+
+    // MARK: The spool
+
+    /// Writes `records` as one request body to the spool; false when it could not.
+    private func spool(_ records: [AuditRecord]) -> Bool {
+        guard let directory = configuration.spoolDirectory else { return false }
+        let number = state.withLock { state in
+            state.spoolNumber += 1
+            return state.spoolNumber
+        }
+        let name = String(format: "%012d-%d.json", number, records.count)
+        let body = OTLPLogEncoding.request(records, serviceName: configuration.serviceName)
+        let temporary = directory + "/." + name
+        guard FileManager.default.createFile(atPath: temporary, contents: body) else { return false }
+        return (try? FileManager.default.moveItem(atPath: temporary, toPath: directory + "/" + name)) != nil
+    }
+
+    private func drop(_ count: Int) {
+        state.withLock { $0.dropped += count }
+        droppedCounter.increment(by: Int64(count))
+    }
+
+    /// The spool's batch files, oldest first.
+    static func spooledFiles(in directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") }.sorted()
+    }
+
+    private static func number(ofSpoolFile name: String) -> Int? {
+        name.split(separator: "-").first.flatMap { Int($0) }
+    }
+
+    private static func recordCount(ofSpoolFile name: String) -> Int {
+        name.dropLast(".json".count).split(separator: "-").last.flatMap { Int($0) } ?? 0
+    }
+}
