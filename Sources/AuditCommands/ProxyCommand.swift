@@ -113,6 +113,8 @@ struct ProxyCommand: AsyncParsableCommand {
         // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.
         let endpoint = try await startMetrics()
         if let exporter = try otlpExporter() { configuration.pipeline.recordExporters.append(exporter) }
+        let otlpMetrics = otlpMetricsExporter()
+        if let otlpMetrics { configuration.pipeline.metricsFactory = otlpMetrics }
         let pipeline: AuditPipeline
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
@@ -153,6 +155,7 @@ struct ProxyCommand: AsyncParsableCommand {
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()
         await endpoint?.stop()
+        await otlpMetrics?.shutdown()
         let statistics = pipeline.statistics
         CommandOutput.errorLine(
             "audit proxy: stopped after \(plural(statistics.requests, "request")); "
@@ -174,6 +177,14 @@ extension ProxyCommand {
             CommandOutput.errorLine("audit proxy: cannot create the OTLP spool \(otlpSpool ?? "-"): \(error)")
             throw ExitCode.failure
         }
+    }
+
+    /// With `--otlp-endpoint …/v1/logs`, the metrics go to the sibling `…/v1/metrics` every 10 s
+    /// (unless `--metrics` serves them to Prometheus instead).
+    private func otlpMetricsExporter() -> OTLPMetricsExporter? {
+        guard metrics == nil, let otlpEndpoint, let logs = URL(string: otlpEndpoint) else { return nil }
+        let base = logs.path.hasSuffix("/v1/logs") ? logs.deletingLastPathComponent().deletingLastPathComponent() : logs
+        return OTLPMetricsExporter(configuration: .init(endpoint: base.appendingPathComponent("v1/metrics")))
     }
 
     /// The Prometheus endpoint of `--metrics`, started, or nil without the option.

@@ -35,7 +35,7 @@ public final class AuditPipeline: Sendable {
     /// Whether ``shutdown()`` shuts the log down (it opened it) or leaves it to its owner.
     private let ownsLog: Bool
     private let counters = Locked(AuditStatistics())
-    private let metrics = PipelineMetrics()
+    private let metrics: PipelineMetrics
     private let inFlight = Locked(InFlight())
 
     private struct InFlight {
@@ -53,6 +53,7 @@ public final class AuditPipeline: Sendable {
     ) throws(PipelineError) {
         self.current = Locked(policy)
         self.shadow = Locked(configuration.shadowPolicy)
+        self.metrics = PipelineMetrics(factory: configuration.metricsFactory)
         self.configuration = configuration
         if let log {
             (self.log, ownsLog) = (log, false)

@@ -1,5 +1,6 @@
 import AuditPolicy
 import AuditReport
+import CoreMetrics
 
 /// How an audit pipeline behaves, whichever front-end feeds it (the in-app `Auditor`, `audit proxy`,
 /// `audit replay`).
@@ -40,6 +41,9 @@ public struct PipelineConfiguration: Sendable {
     /// record once, in ``AuditPipeline/finish(_:warning:outcome:)``, and is shut down with the
     /// pipeline.
     public var recordExporters: [any AuditRecordExporter] = []
+    /// The swift-metrics backend of this pipeline's metrics; nil uses the one bootstrapped for the
+    /// process (`MetricsSystem.bootstrap`), which is none by default.
+    public var metricsFactory: (any MetricsFactory)?
 
     /// The defaults: no log, fail closed, warnings proceed, default redaction.
     public init() {}

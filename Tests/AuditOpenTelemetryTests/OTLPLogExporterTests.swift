@@ -74,10 +74,12 @@ private final class Receiver {
     }
 }
 
-/// A pipeline exporting to `exporter`, deciding by a small policy.
-private func pipeline(exporting exporter: OTLPLogExporter) throws -> AuditPipeline {
+/// A pipeline exporting to `exporter` (and its metrics to `metrics`), deciding by a small policy.
+private func pipeline(exporting exporter: OTLPLogExporter?, metrics: OTLPMetricsExporter? = nil) throws -> AuditPipeline
+{
     var configuration = PipelineConfiguration()
-    configuration.recordExporters = [exporter]
+    configuration.recordExporters = exporter.map { [$0] } ?? []
+    configuration.metricsFactory = metrics
     let policy = try Policy(
         parsing: "[block] message=\"No\"\nno ^https://blocked\\.test/\n[record]\nall .\n", file: "p.rules")
     return try AuditPipeline(policy: policy, configuration: configuration)
@@ -203,5 +205,40 @@ private func temporaryFolder() throws -> String {
         #expect(exporter.droppedCount > 0)
         #expect(received.count + exporter.droppedCount == 150)
         #expect(Set(received).count == received.count)
+    }
+
+    @Test("the pipeline's metrics arrive as OTLP metrics: cumulative sums and histograms")
+    func metrics() async throws {
+        let folder = try temporaryFolder()
+        let receiver = Receiver(port: Receiver.freePort(), output: folder + "/received.jsonl")
+        try await receiver.start()
+        defer { receiver.stop() }
+        var configuration = OTLPMetricsExporter.Configuration(
+            endpoint: URL(string: "http://127.0.0.1:\(receiver.port)/v1/metrics") ?? receiver.endpoint)
+        configuration.interval = .milliseconds(200)
+        let exporter = OTLPMetricsExporter(configuration: configuration)
+        let audit = try pipeline(exporting: nil, metrics: exporter)
+        _ = try send(20, through: audit)
+        try await audit.shutdown()
+        await exporter.shutdown()
+        let text = try String(contentsOfFile: receiver.output + ".metrics", encoding: .utf8)
+        let points = text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        /// The last exported point of `metric` with `attributes`.
+        func last(_ metric: String, _ attributes: [String: String]) -> [String: Any]? {
+            points.last {
+                $0["metric"] as? String == metric && ($0["attributes"] as? [String: String] ?? [:]) == attributes
+            }
+        }
+        #expect(last("audit_requests_total", ["verdict": "block"])?["value"] as? Int == 4)
+        #expect(last("audit_requests_total", ["verdict": "pass"])?["value"] as? Int == 16)
+        #expect(
+            last("audit_rule_requests_total", ["rule": "p/no", "category": "p", "verdict": "block"])?["value"] as? Int
+                == 4)
+        #expect(last("audit_recorded_total", ["rule": "p/all", "category": "p"])?["value"] as? Int == 20)
+        #expect(last("audit_decision_duration_seconds", [:])?["count"] as? Int == 20)
+        #expect(last("audit_decision_duration_seconds", [:])?["kind"] as? String == "histogram")
+        #expect(last("audit_request_duration_seconds", ["outcome": "blocked"])?["count"] as? Int == 4)
     }
 }

@@ -3,8 +3,9 @@ import AuditPolicy
 import AuditReport
 import CoreMetrics
 
-/// The pipeline's metrics, through swift-metrics: they reach whatever backend the host
-/// bootstrapped with `MetricsSystem.bootstrap` (Prometheus, StatsD, OpenTelemetry, …), and cost
+/// The pipeline's metrics, through swift-metrics: they reach the configuration's
+/// `metricsFactory`, or else whatever backend the host bootstrapped with `MetricsSystem.bootstrap`
+/// (Prometheus, StatsD, OpenTelemetry, …), and cost
 /// next to nothing when none is (swift-metrics then hands out no-op handlers). Bootstrap before
 /// creating the pipeline: handlers are made when it starts, and for each rule when first seen.
 ///
@@ -22,19 +23,38 @@ final class PipelineMetrics: Sendable {
     /// Counters made on first use, by label and dimensions.
     private let counters = Locked<[CounterKey: Counter]>([:])
     private let durations = Locked<[OutcomeSnapshot.Kind: Timer]>([:])
-    private let decisionTime = Timer(label: "audit_decision_duration_seconds")
-    private let droppedEvents = Counter(label: "audit_events_dropped_total")
+    private let factory: (any MetricsFactory)?
+    private let decisionTime: Timer
+    private let droppedEvents: Counter
 
     private struct CounterKey: Hashable {
         let label: String
         let dimensions: [String]
     }
 
-    init() {
+    /// Metrics made by `factory`, or by the process's bootstrapped one when nil.
+    init(factory: (any MetricsFactory)?) {
+        self.factory = factory
+        decisionTime = Self.timer("audit_decision_duration_seconds", [], factory)
+        droppedEvents = Self.counter("audit_events_dropped_total", [], factory)
         verdicts = Dictionary(
             uniqueKeysWithValues: Verdict.Action.allCases.map {
-                ($0, Counter(label: "audit_requests_total", dimensions: [("verdict", $0.rawValue)]))
+                ($0, Self.counter("audit_requests_total", [("verdict", $0.rawValue)], factory))
             })
+    }
+
+    private static func counter(
+        _ label: String, _ dimensions: [(String, String)], _ factory: (any MetricsFactory)?
+    ) -> Counter {
+        factory.map { Counter(label: label, dimensions: dimensions, factory: $0) }
+            ?? Counter(label: label, dimensions: dimensions)
+    }
+
+    private static func timer(
+        _ label: String, _ dimensions: [(String, String)], _ factory: (any MetricsFactory)?
+    ) -> Timer {
+        factory.map { Timer(label: label, dimensions: dimensions, factory: $0) }
+            ?? Timer(label: label, dimensions: dimensions)
     }
 
     /// Counts a decided request.
@@ -56,7 +76,8 @@ final class PipelineMetrics: Sendable {
     func finished(_ outcome: OutcomeSnapshot) {
         let timer = durations.withLock { timers in
             if let timer = timers[outcome.kind] { return timer }
-            let timer = Timer(label: "audit_request_duration_seconds", dimensions: [("outcome", outcome.kind.rawValue)])
+            let timer = Self.timer(
+                "audit_request_duration_seconds", [("outcome", outcome.kind.rawValue)], factory)
             timers[outcome.kind] = timer
             return timer
         }
@@ -73,7 +94,7 @@ final class PipelineMetrics: Sendable {
         let key = CounterKey(label: label, dimensions: dimensions.map(\.1))
         counters.withLock { counters in
             if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions)
+            let counter = Self.counter(label, dimensions, factory)
             counters[key] = counter
             return counter
         }.increment()

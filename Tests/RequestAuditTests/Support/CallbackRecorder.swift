@@ -32,6 +32,16 @@ enum Callback: Equatable, CustomStringConvertible, Sendable {
         }
     }
 
+    /// The entry without its byte and chunk counts, for transfers cut at a moment that depends on
+    /// timing (a cancel midway).
+    var ignoringBytes: Callback {
+        switch self {
+        case .data: .data(bytes: 0, chunks: 0)
+        case .wroteData: .wroteData(totalBytes: 0, writes: 0)
+        default: self
+        }
+    }
+
     /// The entry without its chunk count, for bodies whose cuts depend on the network.
     var ignoringChunks: Callback {
         switch self {
