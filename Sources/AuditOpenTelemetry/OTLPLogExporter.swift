@@ -57,15 +57,21 @@ public final class OTLPLogExporter: AuditRecordExporter {
     private let state = Locked(State())
     private let session: URLSession
     private let droppedCounter = Counter(label: "audit_otlp_dropped_total")
-    private let worker = Locked<Task<Void, Never>?>(nil)
+    /// The worker's own thread: sending never waits for, or starves, the Swift concurrency pool.
+    private let queue = DispatchQueue(label: "RequestAudit.OTLPLogExporter")
+    /// Signalled when a batch is full or shutdown begins.
+    private let wakeUp = DispatchSemaphore(value: 0)
+    /// Signalled when the worker has ended.
+    private let ended = DispatchSemaphore(value: 0)
 
     private struct State {
         var queue: [AuditRecord] = []
         var dropped = 0
         var exported = 0
         var spoolNumber = 0
-        var wakeUp: CheckedContinuation<Void, Never>?
         var isStopping = false
+        /// Past the shutdown timeout: the worker stops trying.
+        var isAbandoned = false
     }
 
     /// Creates the exporter and starts sending (spooled batches of an earlier run first).
@@ -83,11 +89,7 @@ public final class OTLPLogExporter: AuditRecordExporter {
             let numbers = Self.spooledFiles(in: spool).compactMap { Self.number(ofSpoolFile: $0) }
             state.withLock { $0.spoolNumber = (numbers.max() ?? 0) }
         }
-        let task = Task.detached { [weak self] in
-            guard let self else { return }
-            await self.run()
-        }
-        worker.withLock { $0 = task }
+        queue.async { self.run() }
     }
 
     /// Records dropped so far (queue full, or the collector unreachable without a spool).
@@ -98,14 +100,12 @@ public final class OTLPLogExporter: AuditRecordExporter {
 
     /// Queues `record`; never waits for the network.
     public func export(_ record: AuditRecord) {
-        let (isQueued, wakeUp) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard state.queue.count < configuration.queueCapacity else { return (false, nil) }
+        let (isQueued, isBatchFull) = state.withLock { state -> (Bool, Bool) in
+            guard state.queue.count < configuration.queueCapacity else { return (false, false) }
             state.queue.append(record)
-            guard state.queue.count >= configuration.batchSize, let waiting = state.wakeUp else { return (true, nil) }
-            state.wakeUp = nil
-            return (true, waiting)
+            return (true, state.queue.count == configuration.batchSize)
         }
-        wakeUp?.resume()
+        if isBatchFull { wakeUp.signal() }
         guard !isQueued else { return }
         if configuration.neverDrop, configuration.spoolDirectory != nil, spool([record]) { return }
         drop(1)
@@ -114,20 +114,18 @@ public final class OTLPLogExporter: AuditRecordExporter {
     /// Sends what is queued and spooled, for at most ``Configuration/shutdownTimeout``; what is
     /// left is spooled (or dropped and counted).
     public func shutdown() async {
-        let wakeUp = state.withLock { state in
-            state.isStopping = true
-            defer { state.wakeUp = nil }
-            return state.wakeUp
-        }
-        wakeUp?.resume()
-        let task = worker.withLock { $0 }
+        state.withLock { $0.isStopping = true }
+        wakeUp.signal()
         let timeout = configuration.shutdownTimeout
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            task?.cancel()
+        let ended = ended
+        let isEnded = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            // Waited for on a thread of its own, not the concurrency pool.
+            Thread.detachNewThread {
+                let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+                continuation.resume(returning: ended.wait(timeout: .now() + seconds) == .success)
+            }
         }
-        await task?.value
-        timer.cancel()
+        if !isEnded { state.withLock { $0.isAbandoned = true } }
         let left = state.withLock { state in
             defer { state.queue = [] }
             return state.queue
@@ -138,14 +136,17 @@ public final class OTLPLogExporter: AuditRecordExporter {
 
     // MARK: Sending
 
-    /// Sends spooled batches, then the queue, batch by batch; waits a retry interval after a failure.
-    private func run() async {
-        while !Task.isCancelled {
-            if await sendSpooled() == false {
+    /// Sends spooled batches, then the queue, batch by batch; waits a retry interval after a
+    /// failure. Runs on `queue` until shutdown.
+    private func run() {
+        defer { ended.signal() }
+        while !state.withLock({ $0.isAbandoned }) {
+            let isStopping = state.withLock { $0.isStopping }
+            guard sendSpooled() else {
                 // The collector is down: what queues up goes to the spool (or is dropped).
                 spoolQueue()
-                if state.withLock({ $0.isStopping }) { return }
-                try? await Task.sleep(for: configuration.retryInterval)
+                if isStopping { return }
+                pause(configuration.retryInterval)
                 continue
             }
             let batch = state.withLock { state -> [AuditRecord] in
@@ -154,41 +155,28 @@ public final class OTLPLogExporter: AuditRecordExporter {
                 return batch
             }
             if batch.isEmpty {
-                if state.withLock({ $0.isStopping }) { return }
-                await waitForRecords()
+                if isStopping { return }
+                // Until a batch is full, shutdown begins, or 100 ms pass.
+                _ = wakeUp.wait(timeout: .now() + .milliseconds(100))
                 continue
             }
-            if await send(OTLPLogEncoding.request(batch, serviceName: configuration.serviceName)) {
+            if send(OTLPLogEncoding.request(batch, serviceName: configuration.serviceName)) {
                 state.withLock { $0.exported += batch.count }
             } else if !(configuration.spoolDirectory != nil && spool(batch)) {
                 drop(batch.count)
-                try? await Task.sleep(for: configuration.retryInterval)
+                if !isStopping { pause(configuration.retryInterval) }
             }
         }
     }
 
-    /// Waits until a batch is full, or 100 ms, or shutdown.
-    private func waitForRecords() async {
-        let sleeper = Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(100))
-            self?.state.withLock { state in
-                defer { state.wakeUp = nil }
-                return state.wakeUp
-            }?.resume()
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isReady = state.withLock { state in
-                if state.isStopping || state.queue.count >= configuration.batchSize { return true }
-                state.wakeUp = continuation
-                return false
-            }
-            if isReady { continuation.resume() }
-        }
-        sleeper.cancel()
+    /// Waits `duration` on the worker's thread (shutdown cuts it short).
+    private func pause(_ duration: Duration) {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        _ = wakeUp.wait(timeout: .now() + seconds)
     }
 
-    /// POSTs one request body; true when the collector took it (2xx).
-    private func send(_ body: Data) async -> Bool {
+    /// POSTs one request body and waits for the answer; true when the collector took it (2xx).
+    private func send(_ body: Data) -> Bool {
         var request = URLRequest(url: configuration.endpoint)
         request.httpMethod = "POST"
         request.httpBody = body
@@ -196,23 +184,25 @@ public final class OTLPLogExporter: AuditRecordExporter {
         // No "Expect: 100-continue" round trip before the body (libcurl's default for large bodies).
         request.setValue("", forHTTPHeaderField: "Expect")
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
-        let session = session
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            session.dataTask(with: request) { _, response, error in
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                continuation.resume(returning: error == nil && (200..<300).contains(status))
-            }.resume()
-        }
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked(false)
+        session.dataTask(with: request) { _, response, error in
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            result.withLock { $0 = error == nil && (200..<300).contains(status) }
+            done.signal()
+        }.resume()
+        done.wait()
+        return result.withLock { $0 }
     }
 
     /// Sends the spooled batches, oldest first, deleting each the collector took; false when one
     /// failed (the collector is down), true when none is left.
-    private func sendSpooled() async -> Bool {
+    private func sendSpooled() -> Bool {
         guard let spool = configuration.spoolDirectory else { return true }
         for file in Self.spooledFiles(in: spool) {
             let path = spool + "/" + file
             guard let data = FileManager.default.contents(atPath: path) else { continue }
-            guard await send(data) else { return false }
+            guard send(data) else { return false }
             let records = Self.recordCount(ofSpoolFile: file)
             try? FileManager.default.removeItem(atPath: path)
             state.withLock { $0.exported += records }

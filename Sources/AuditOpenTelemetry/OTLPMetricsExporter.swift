@@ -36,7 +36,15 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
     private let instruments = Locked<[InstrumentKey: any Instrument]>([:])
     private let start = Date()
     private let session: URLSession
-    private let worker = Locked<Task<Void, Never>?>(nil)
+    /// Exports run here, on a timer: never on the Swift concurrency pool.
+    private let queue = DispatchQueue(label: "RequestAudit.OTLPMetricsExporter")
+    private let timer: TimerBox
+
+    /// The export timer. `@unchecked`: a dispatch source is thread-safe, and this one is only
+    /// scheduled in `init` and cancelled in `shutdown()`.
+    private struct TimerBox: @unchecked Sendable {
+        let source: DispatchSourceTimer
+    }
 
     private struct InstrumentKey: Hashable {
         let label: String
@@ -49,20 +57,33 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = 10
         session = URLSession(configuration: sessionConfiguration)
-        let interval = configuration.interval
-        let task = Task.detached { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self else { return }
-                _ = await self.export()
-            }
-        }
-        worker.withLock { $0 = task }
+        let seconds =
+            Double(configuration.interval.components.seconds)
+            + Double(configuration.interval.components.attoseconds) / 1e18
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        timer = TimerBox(source: source)
+        source.schedule(deadline: .now() + seconds, repeating: seconds)
+        source.setEventHandler { [weak self] in _ = self?.exportNow() }
+        source.resume()
     }
 
     /// Exports the current values now; true when the collector took them.
     @discardableResult
     public func export() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            queue.async { continuation.resume(returning: self.exportNow()) }
+        }
+    }
+
+    /// Exports a last time and stops.
+    public func shutdown() async {
+        timer.source.cancel()
+        await export()
+        session.finishTasksAndInvalidate()
+    }
+
+    /// POSTs the current values and waits for the answer (on `queue`).
+    private func exportNow() -> Bool {
         let current = instruments.withLock { Array($0.values) }
         guard !current.isEmpty else { return true }
         var request = URLRequest(url: configuration.endpoint)
@@ -71,20 +92,15 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("", forHTTPHeaderField: "Expect")
         for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
-        let session = session
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            session.dataTask(with: request) { _, response, error in
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                continuation.resume(returning: error == nil && (200..<300).contains(status))
-            }.resume()
-        }
-    }
-
-    /// Exports a last time and stops.
-    public func shutdown() async {
-        worker.withLock { $0 }?.cancel()
-        await export()
-        session.finishTasksAndInvalidate()
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked(false)
+        session.dataTask(with: request) { _, response, error in
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            result.withLock { $0 = error == nil && (200..<300).contains(status) }
+            done.signal()
+        }.resume()
+        done.wait()
+        return result.withLock { $0 }
     }
 
     // MARK: MetricsFactory
