@@ -55,7 +55,7 @@ public final class OTLPLogExporter: AuditRecordExporter {
     /// The settings.
     public let configuration: Configuration
     private let state = Locked(State())
-    private let session: URLSession
+    private let sender: OTLPHTTPSender
     private let droppedCounter = Counter(label: "audit_otlp_dropped_total")
     /// The worker's own thread: sending never waits for, or starves, the Swift concurrency pool.
     private let queue = DispatchQueue(label: "RequestAudit.OTLPLogExporter")
@@ -79,11 +79,7 @@ public final class OTLPLogExporter: AuditRecordExporter {
     /// - Throws: when the spool folder cannot be created.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
-        // A session of its own: RequestAudit's protocol, registered for URLSession.shared, never
-        // sees the exporter's requests.
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = 10
-        session = URLSession(configuration: sessionConfiguration)
+        sender = OTLPHTTPSender(endpoint: configuration.endpoint, headers: configuration.headers)
         if let spool = configuration.spoolDirectory {
             try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
             let numbers = Self.spooledFiles(in: spool).compactMap { Self.number(ofSpoolFile: $0) }
@@ -131,7 +127,7 @@ public final class OTLPLogExporter: AuditRecordExporter {
             return state.queue
         }
         if !left.isEmpty, !(configuration.spoolDirectory != nil && spool(left)) { drop(left.count) }
-        session.finishTasksAndInvalidate()
+        sender.close()
     }
 
     // MARK: Sending
@@ -175,24 +171,9 @@ public final class OTLPLogExporter: AuditRecordExporter {
         _ = wakeUp.wait(timeout: .now() + seconds)
     }
 
-    /// POSTs one request body and waits for the answer; true when the collector took it (2xx).
+    /// POSTs one request body and waits for the answer; true when the collector took it.
     private func send(_ body: Data) -> Bool {
-        var request = URLRequest(url: configuration.endpoint)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        // No "Expect: 100-continue" round trip before the body (libcurl's default for large bodies).
-        request.setValue("", forHTTPHeaderField: "Expect")
-        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
-        let done = DispatchSemaphore(value: 0)
-        let result = Locked(false)
-        session.dataTask(with: request) { _, response, error in
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            result.withLock { $0 = error == nil && (200..<300).contains(status) }
-            done.signal()
-        }.resume()
-        done.wait()
-        return result.withLock { $0 }
+        sender.post(body)
     }
 
     /// Sends the spooled batches, oldest first, deleting each the collector took; false when one

@@ -35,7 +35,7 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
     public let configuration: Configuration
     private let instruments = Locked<[InstrumentKey: any Instrument]>([:])
     private let start = Date()
-    private let session: URLSession
+    private let sender: OTLPHTTPSender
     /// Exports run here, on a timer: never on the Swift concurrency pool.
     private let queue = DispatchQueue(label: "RequestAudit.OTLPMetricsExporter")
     private let timer: TimerBox
@@ -54,9 +54,7 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
     /// Creates the exporter and starts exporting every interval.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.timeoutIntervalForRequest = 10
-        session = URLSession(configuration: sessionConfiguration)
+        sender = OTLPHTTPSender(endpoint: configuration.endpoint, headers: configuration.headers)
         let seconds =
             Double(configuration.interval.components.seconds)
             + Double(configuration.interval.components.attoseconds) / 1e18
@@ -79,28 +77,14 @@ public final class OTLPMetricsExporter: MetricsFactory, Sendable {
     public func shutdown() async {
         timer.source.cancel()
         await export()
-        session.finishTasksAndInvalidate()
+        sender.close()
     }
 
     /// POSTs the current values and waits for the answer (on `queue`).
     private func exportNow() -> Bool {
         let current = instruments.withLock { Array($0.values) }
         guard !current.isEmpty else { return true }
-        var request = URLRequest(url: configuration.endpoint)
-        request.httpMethod = "POST"
-        request.httpBody = body(current)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("", forHTTPHeaderField: "Expect")
-        for (name, value) in configuration.headers { request.setValue(value, forHTTPHeaderField: name) }
-        let done = DispatchSemaphore(value: 0)
-        let result = Locked(false)
-        session.dataTask(with: request) { _, response, error in
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            result.withLock { $0 = error == nil && (200..<300).contains(status) }
-            done.signal()
-        }.resume()
-        done.wait()
-        return result.withLock { $0 }
+        return sender.post(body(current))
     }
 
     // MARK: MetricsFactory

@@ -232,34 +232,35 @@ public final class RequestInfoProtocol: URLProtocol {
     func refuse(
         _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
     ) {
-        let error = refusal.urlError
-        let isDelivered = state.withLock { $0.finish() }
         let kind: OutcomeSnapshot.Kind = if case .warningDeclined = refusal { .warningDeclined } else { .blocked }
-        // The record is published before the caller hears of it: a finished request always has one.
+        fail(with: refusal.urlError, as: kind, auditor, decision, warning)
+    }
+
+    /// Ends the load with `error` before anything was sent: records it as `kind` (or `cancelled`
+    /// when the caller stopped the load), then tells the caller — on its work queue, or right here
+    /// when `isOnWorkQueue`. The record is published before the caller hears of it: a finished
+    /// request always has one.
+    private func fail(
+        with error: URLError, as kind: OutcomeSnapshot.Kind, _ auditor: Auditor, _ decision: Auditor.Decision,
+        _ warning: WarningResolution?, isOnWorkQueue: Bool = false
+    ) {
+        let isDelivered = state.withLock { $0.finish() }
         auditor.finish(
             decision, warning: warning,
             outcome: OutcomeSnapshot(
                 kind: isDelivered ? kind : .cancelled,
                 durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: .init(error, redaction: auditor.configuration.redaction)
-            )
-        )
-        if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
+                error: .init(error, redaction: auditor.configuration.redaction)))
+        guard isDelivered else { return }
+        if isOnWorkQueue { return client?.urlProtocol(self, didFailWithError: error) ?? () }
+        tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) }
     }
 
     /// Refuses the request from the caller session's work queue (where `startLoading` runs) when
     /// that queue cannot be read: decided and recorded as a failure, the caller told at once.
     private func refuseUnreadableSession(_ auditor: Auditor) {
-        let decision = auditor.decide(request)
         let error = RequestAuditError.unsupportedPlatform("the caller session's work queue is not readable").urlError
-        let isDelivered = state.withLock { $0.finish() }
-        auditor.finish(
-            decision, warning: nil,
-            outcome: OutcomeSnapshot(
-                kind: isDelivered ? .failure : .cancelled,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: .init(error, redaction: auditor.configuration.redaction)))
-        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
+        fail(with: error, as: .failure, auditor, auditor.decide(request), nil, isOnWorkQueue: true)
     }
 
     /// Whether `url` is http or https.
@@ -272,14 +273,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// without RequestAudit: `URLError(.unsupportedURL)`; recorded as a failure.
     private func failUnsupported(_ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?) {
         let error = URLError(.unsupportedURL, userInfo: request.url.map { [NSURLErrorFailingURLErrorKey: $0] } ?? [:])
-        let isDelivered = state.withLock { $0.finish() }
-        auditor.finish(
-            decision, warning: warning,
-            outcome: OutcomeSnapshot(
-                kind: isDelivered ? .failure : .cancelled,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: .init(error, redaction: auditor.configuration.redaction)))
-        if isDelivered { tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) } }
+        fail(with: error, as: .failure, auditor, decision, warning)
     }
 
     /// Runs `message` on the caller session's work queue, or right here when `isOnSessionQueue`: the
