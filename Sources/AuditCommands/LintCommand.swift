@@ -53,6 +53,7 @@ struct LintCommand: ParsableCommand {
         CommandOutput.line("  run for every request:       \(statistics.alwaysRun)")
         for id in statistics.alwaysRunRuleIDs.prefix(20) { CommandOutput.line("    \(id)") }
         if statistics.alwaysRun > 20 { CommandOutput.line("    … and \(statistics.alwaysRun - 20) more") }
+        CommandOutput.line("  answered by their shape:     \(statistics.byShape)")
         let busiest = statistics.busiestKeys.prefix(5).map { "\($0.key) (\($0.rules))" }
         if !busiest.isEmpty { CommandOutput.line("  busiest keys: \(busiest.joined(separator: ", "))") }
     }

@@ -9,9 +9,9 @@ public struct MatchSubject: Sendable, Hashable {
     // A subject made of a string keeps it in `text`, with `array` empty; one made of bytes keeps
     // them in `array`. (Two stored properties rather than an enum: reading an enum's payload copied
     // it, at two reference counts a match.)
-    private let isText: Bool
-    private let text: String
-    private let array: [UInt8]
+    @usableFromInline let isText: Bool
+    @usableFromInline let text: String
+    @usableFromInline let array: [UInt8]
 
     /// A subject made of a string's UTF-8 encoding.
     public init(_ text: String) {
@@ -31,6 +31,9 @@ public struct MatchSubject: Sendable, Hashable {
     public var bytes: [UInt8] { isText ? Array(text.utf8) : array }
 
     /// Calls `body` with the subject's bytes, without copying them.
+    ///
+    /// Inlinable, so that callers in other modules get it specialized for their closure.
+    @inlinable
     public func withBytes<Result, Failure: Error>(
         _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
     ) throws(Failure) -> Result {

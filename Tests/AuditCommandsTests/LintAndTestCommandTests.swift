@@ -95,6 +95,7 @@ import Testing
                 "  of these, by the host alone: 0",
                 "  run for every request:       1",
                 "    ads/numeric",
+                "  answered by their shape:     1",
                 "  busiest keys: banner… (1), doubleclick (1)",
             ])
     }

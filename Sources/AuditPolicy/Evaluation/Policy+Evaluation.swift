@@ -23,6 +23,7 @@ extension Policy {
             if !index.collectCandidates(forURLOf: request, into: &candidates) {
                 index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
             }
+            index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
             // No rule can match: the verdict `decide` would reach, without its bookkeeping.
             guard !candidates.isEmpty else { return Verdict(action: .pass) }
             return decide(
@@ -39,7 +40,8 @@ extension Policy {
         return decide(request, candidates: rules.indices, subjects: &subjects, onError: onError)
     }
 
-    /// Matches the rules at `candidates` (ascending policy order) and decides.
+    /// Matches the rules at `candidates` (ascending policy order) and decides; a candidate marked
+    /// ``CandidateList/matchesForSure`` is known to match if its methods admit the request.
     private func decide<Candidates: Sequence<Int>>(
         _ request: AuditRequest, candidates ruleIndices: Candidates, subjects: inout RequestSubjects,
         onError: MatchErrorHandling
@@ -50,10 +52,15 @@ extension Policy {
             var errors: [EvaluationError] = []
             var failingRule: Rule?
 
-            for index in ruleIndices {
+            for candidate in ruleIndices {
+                let index = candidate & ~Int(CandidateList.matchesForSure)
                 let rule = rules[index]
                 do throws(PatternError) {
-                    guard try rule.matches(request, in: &subjects) else { continue }
+                    if candidate != index {
+                        guard rule.applies(toMethod: request.method) else { continue }
+                    } else {
+                        guard try rule.matches(request, in: &subjects) else { continue }
+                    }
                 } catch {
                     errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
                     failingRule = failingRule ?? rule

@@ -52,6 +52,22 @@ struct CandidateList: ~Copyable {
         }
     }
 
+    /// Set on a rule index whose rule a shortcut found to match (if its methods admit the request):
+    /// PCRE2 need not run for it (see ``ShortcutTable``).
+    static let matchesForSure: Int32 = 1 << 30
+
+    /// Replaces each rule with what `transform` makes of it, dropping those it gives nil for,
+    /// keeping the order.
+    mutating func compact(_ transform: (Int32) -> Int32?) {
+        var kept = 0
+        for position in 0..<count {
+            guard let rule = transform(storage[position]) else { continue }
+            storage[kept] = rule
+            kept += 1
+        }
+        count = kept
+    }
+
     /// Removes the first occurrence of `rule`, keeping the others in order.
     mutating func remove(_ rule: Int32) {
         guard let position = rules.firstIndex(of: rule) else { return }

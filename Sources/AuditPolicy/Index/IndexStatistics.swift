@@ -19,6 +19,11 @@ public struct IndexStatistics: Sendable, Equatable {
     /// which are not looked up for the tokens of the path and query: the host rules ad-block
     /// converters write (`||ads.example.com^`).
     public let inHost: Int
+    /// Rules whose pattern's shape answers without PCRE2 for most requests (those of printable
+    /// ASCII): among the rules run for every request or found through a key most requests carry,
+    /// those whose pattern needs literal text, a run of characters from a class, or a given start
+    /// or end, or says "contains none of" (`^(?!.*(a|b|c)).*$`).
+    public let byShape: Int
     /// Ids of the rules matched for every request.
     public let alwaysRunRuleIDs: [String]
     /// Distinct keys in the index.
@@ -58,21 +63,23 @@ extension Policy {
         return IndexStatistics(
             rules: rules.count, byToken: byKind[.token, default: 0], byTokenPair: byKind[.tokenPair, default: 0],
             byTokenAffix: byKind[.tokenPrefix, default: 0] + byKind[.tokenSuffix, default: 0],
-            byInfix: byKind[.infix, default: 0], inHost: inHost,
+            byInfix: byKind[.infix, default: 0], inHost: inHost, byShape: index.shortcuts.count,
             alwaysRunRuleIDs: alwaysRun.sorted().map { rules[Int($0)].id },
             distinctKeys: keys, busiestKeys: Array(busiest.sorted { $0.rules > $1.rules }.prefix(10)))
     }
 }
 
 extension Policy {
-    /// The rules an evaluation of `request` runs PCRE2 for: those the index cannot rule out.
+    /// The rules `request` may match: those neither the index nor their pattern's shape rules out.
+    /// An evaluation runs PCRE2 for each of them, except those whose shape says they match.
     ///
     /// For tuning a policy: a request with many candidates is slow to decide.
     public func candidateRules(for request: AuditRequest) -> [Rule] {
         var subjects = RequestSubjects()
         return CandidateList.withEmptyList { candidates in
             index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
-            return candidates.rules.map { rules[Int($0)] }
+            index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
+            return candidates.rules.map { rules[Int($0 & ~CandidateList.matchesForSure)] }
         }
     }
 }

@@ -7,14 +7,16 @@
 indirect enum PatternNode: Equatable {
     /// One ASCII character matched literally (case folding is the caller's business).
     case literal(UInt8)
-    /// One character from a set; `mayBeAlnum` is whether it can be an ASCII letter or digit.
-    case character(mayBeAlnum: Bool)
+    /// One character from a set.
+    case character(ByteClass)
     /// `^` or `\A`: nothing comes before this point.
     case start
     /// `$`, `\z` or `\Z`: nothing but a final newline comes after this point.
     case end
-    /// Lookarounds, `\b`, `\B`, `\K`: they consume nothing.
+    /// Lookarounds other than a negative lookahead, `\b`, `\B`, `\K`: they consume nothing.
     case zeroWidth
+    /// `(?!…)`: consumes nothing, and what follows cannot start with a match of the alternatives.
+    case negativeLookahead([[PatternNode]])
     /// Consumes nothing; stands right after the ad-block host opening
     /// `^[a-z][a-z0-9+.-]*:/+(?:[^/?#]*\.)?`, which ends inside the URL's authority (after
     /// `scheme:/`, before the first `/`, `?` or `#`): literal characters right after it, up to the
@@ -56,7 +58,8 @@ struct PatternSyntaxReader {
             if bytes[position...].starts(with: Self.hostOpening),
                 afterOpening == bytes.count || !"?*+{".utf8.contains(bytes[afterOpening])
             {
-                var reader = PatternSyntaxReader(String(decoding: Self.hostOpening, as: UTF8.self), caseless: false)
+                var reader = PatternSyntaxReader(
+                    String(decoding: Self.hostOpening, as: UTF8.self), caseless: isCaseless)
                 opening = try reader.readAlternatives()[0] + [.authority]
                 position = afterOpening
             }
@@ -95,7 +98,7 @@ struct PatternSyntaxReader {
         case UInt8(ascii: "\\"): return try readEscape()
         case UInt8(ascii: "["): return try readClass()
         case UInt8(ascii: "("): return try readGroup()
-        case UInt8(ascii: "."): return .character(mayBeAlnum: true)
+        case UInt8(ascii: "."): return .character(ByteClass(ascii: .allButNewline))
         case UInt8(ascii: "^"): return .start
         case UInt8(ascii: "$"): return .end
         case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"), UInt8(ascii: "{"): throw GiveUp()
@@ -120,7 +123,17 @@ struct PatternSyntaxReader {
             scalar = scalar << 6 | UInt32(next & 0x3F)
             position += 1
         }
-        return .character(mayBeAlnum: isCaseless && Self.foldsToASCII(scalar))
+        return .character(nonASCIIClass(scalar))
+    }
+
+    /// What a non-ASCII character matches among ASCII bytes: the ASCII letter it folds onto, under
+    /// caseless matching; otherwise nothing.
+    private func nonASCIIClass(_ scalar: UInt32) -> ByteClass {
+        guard isCaseless, Self.foldsToASCII(scalar) else { return ByteClass(ascii: ASCIISet(), mayBeAlnum: false) }
+        var letter = ASCIISet()
+        letter.insert(scalar == 0x212A ? UInt8(ascii: "k") : UInt8(ascii: "s"))
+        letter.addOtherCases()
+        return ByteClass(ascii: letter)
     }
 
     static func foldsToASCII(_ scalar: UInt32) -> Bool { scalar == 0x212A || scalar == 0x17F }
@@ -129,17 +142,16 @@ struct PatternSyntaxReader {
         guard let byte = current else { throw GiveUp() }
         position += 1
         switch byte {
-        case UInt8(ascii: "d"), UInt8(ascii: "w"), UInt8(ascii: "S"), UInt8(ascii: "D"), UInt8(ascii: "H"),
-            UInt8(ascii: "V"), UInt8(ascii: "N"), UInt8(ascii: "X"):
-            return .character(mayBeAlnum: true)
+        case UInt8(ascii: "d"), UInt8(ascii: "w"), UInt8(ascii: "s"), UInt8(ascii: "h"), UInt8(ascii: "v"),
+            UInt8(ascii: "D"), UInt8(ascii: "W"), UInt8(ascii: "S"), UInt8(ascii: "H"), UInt8(ascii: "V"),
+            UInt8(ascii: "N"), UInt8(ascii: "X"), UInt8(ascii: "R"):
+            return .character(ByteClass(ascii: ASCIISet.escape(byte) ?? .all))
         case UInt8(ascii: "p"), UInt8(ascii: "P"):
             try skipPropertyName()
-            return .character(mayBeAlnum: true)
-        case UInt8(ascii: "s"), UInt8(ascii: "W"), UInt8(ascii: "h"), UInt8(ascii: "v"), UInt8(ascii: "R"):
-            return .character(mayBeAlnum: false)
+            return .character(ByteClass(ascii: .all))
         case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "f"), UInt8(ascii: "e"),
             UInt8(ascii: "a"):
-            return .character(mayBeAlnum: false)
+            return .character(ByteClass(ascii: ASCIISet(Self.controlEscapes[byte] ?? 0)))
         case UInt8(ascii: "b"), UInt8(ascii: "B"), UInt8(ascii: "K"): return .zeroWidth
         case UInt8(ascii: "A"): return .start
         case UInt8(ascii: "z"), UInt8(ascii: "Z"): return .end
@@ -195,8 +207,14 @@ struct PatternSyntaxReader {
 
     private func characterNode(_ scalar: UInt32) throws(GiveUp) -> PatternNode {
         if scalar < 0x80 { return .literal(UInt8(scalar)) }
-        return .character(mayBeAlnum: isCaseless && Self.foldsToASCII(scalar))
+        return .character(nonASCIIClass(scalar))
     }
+
+    /// The characters `\n`, `\t`, `\r`, `\f`, `\e` and `\a` stand for.
+    private static let controlEscapes: [UInt8: UInt8] = [
+        UInt8(ascii: "n"): 0x0A, UInt8(ascii: "t"): 0x09, UInt8(ascii: "r"): 0x0D, UInt8(ascii: "f"): 0x0C,
+        UInt8(ascii: "e"): 0x1B, UInt8(ascii: "a"): 0x07,
+    ]
 
     private mutating func skipPropertyName() throws(GiveUp) {
         guard let byte = current else { throw GiveUp() }
@@ -207,7 +225,8 @@ struct PatternSyntaxReader {
         position += 1
     }
 
-    /// `[...]`: the only question asked of a class is whether it can match an ASCII letter or digit.
+    /// `[...]`: whether the class can match an ASCII letter or digit, and which ASCII bytes it can
+    /// match (a superset when in doubt).
     private mutating func readClass() throws(GiveUp) -> PatternNode {
         var isNegated = false
         if current == UInt8(ascii: "^") {
@@ -216,6 +235,9 @@ struct PatternSyntaxReader {
         }
         var members = ASCIISet()
         var hasOtherMembers = false  // non-ASCII characters, \w, \d, POSIX classes, …
+        // Members whose ASCII bytes are not all in `members` (POSIX classes, \p, \W, ranges into
+        // non-ASCII): the class may match any ASCII byte.
+        var hasUnknownASCII = false
         var isFirst = true
         var previous: UInt8?
         while let byte = current {
@@ -231,6 +253,7 @@ struct PatternSyntaxReader {
                     guard let close = findPOSIXClassEnd(from: position + 1) else { throw GiveUp() }
                     position = close
                     hasOtherMembers = true
+                    hasUnknownASCII = true
                 } else {
                     member = byte
                 }
@@ -250,20 +273,29 @@ struct PatternSyntaxReader {
                     members.insert(0x20)
                 case UInt8(ascii: "x"):
                     let scalar = try readHexEscape()
-                    if scalar < 0x80 { member = UInt8(scalar) } else { hasOtherMembers = true }
+                    if scalar < 0x80 {
+                        member = UInt8(scalar)
+                    } else {
+                        hasOtherMembers = true
+                        members.formUnion(nonASCIIClass(scalar).ascii)
+                    }
                 case UInt8(ascii: "p"), UInt8(ascii: "P"):
                     try skipPropertyName()
                     hasOtherMembers = true
+                    hasUnknownASCII = true
                 case UInt8(ascii: "w"), UInt8(ascii: "W"), UInt8(ascii: "S"), UInt8(ascii: "D"), UInt8(ascii: "H"),
                     UInt8(ascii: "V"):
                     hasOtherMembers = true
+                    if let set = ASCIISet.escape(escaped) { members.formUnion(set) } else { hasUnknownASCII = true }
                 default:
                     guard escaped < 0x80, !Self.isAlnum(escaped) else { throw GiveUp() }
                     member = escaped
                 }
             case 0x80...:
-                _ = readNonASCII(leadByte: byte)
+                if case .character(let folded) = readNonASCII(leadByte: byte) { members.formUnion(folded.ascii) }
                 hasOtherMembers = true
+                // A range from a non-ASCII character is read as that character, '-' and the next.
+                hasUnknownASCII = hasUnknownASCII || current == UInt8(ascii: "-")
             default:
                 member = byte
             }
@@ -278,6 +310,7 @@ struct PatternSyntaxReader {
                 guard end >= start else { throw GiveUp() }
                 if end >= 0x80 {
                     hasOtherMembers = true
+                    hasUnknownASCII = true
                     members.insert(start...0x7F)
                     _ = readNonASCII(leadByte: end)
                 } else {
@@ -293,10 +326,12 @@ struct PatternSyntaxReader {
         position += 1
         if isCaseless { members.addOtherCases() }
         if isNegated {
-            return .character(mayBeAlnum: !members.containsAllAlnums)
+            return .character(
+                ByteClass(
+                    ascii: hasUnknownASCII ? .all : members.complement, mayBeAlnum: !members.containsAllAlnums))
         }
         let mayBeAlnum = members.containsAnyAlnum || hasOtherMembers
-        return .character(mayBeAlnum: mayBeAlnum)
+        return .character(ByteClass(ascii: hasUnknownASCII ? .all : members, mayBeAlnum: mayBeAlnum))
     }
 
     private func findPOSIXClassEnd(from start: Int) -> Int? {
@@ -317,7 +352,12 @@ struct PatternSyntaxReader {
             position += 1
             switch kind {
             case UInt8(ascii: ":"), UInt8(ascii: ">"): break
-            case UInt8(ascii: "="), UInt8(ascii: "!"): isZeroWidth = true
+            case UInt8(ascii: "="): isZeroWidth = true
+            case UInt8(ascii: "!"):
+                let alternatives = try readAlternatives()
+                guard current == UInt8(ascii: ")") else { throw GiveUp() }
+                position += 1
+                return .negativeLookahead(alternatives)
             case UInt8(ascii: "<"):
                 if current == UInt8(ascii: "=") || current == UInt8(ascii: "!") {
                     position += 1
@@ -369,7 +409,7 @@ struct PatternSyntaxReader {
         position += 1
         if let next = current, next == UInt8(ascii: "+") || next == UInt8(ascii: "?") { position += 1 }
         switch atom {
-        case .start, .end, .zeroWidth, .authority: throw GiveUp()
+        case .start, .end, .zeroWidth, .negativeLookahead, .authority: throw GiveUp()
         default: break
         }
         if let max = bounds.max, max < bounds.min { throw GiveUp() }
@@ -426,10 +466,93 @@ struct PatternSyntaxReader {
     }
 }
 
+/// The ASCII bytes one character of a pattern can match, and whether it can be an ASCII letter or
+/// digit (which is also true of classes with non-ASCII members that are not modelled).
+struct ByteClass: Equatable, Hashable {
+    /// A superset of the ASCII bytes the character can match, case folding included.
+    let ascii: ASCIISet
+    let mayBeAlnum: Bool
+
+    init(ascii: ASCIISet, mayBeAlnum: Bool? = nil) {
+        self.ascii = ascii
+        self.mayBeAlnum = mayBeAlnum ?? ascii.containsAnyAlnum
+    }
+}
+
 /// A set of ASCII characters as 128 bits.
-struct ASCIISet {
-    private var low: UInt64 = 0
-    private var high: UInt64 = 0
+struct ASCIISet: Equatable, Hashable {
+    private(set) var low: UInt64 = 0
+    private(set) var high: UInt64 = 0
+
+    init() {}
+
+    init(_ byte: UInt8) { insert(byte) }
+
+    init(low: UInt64, high: UInt64) {
+        self.low = low
+        self.high = high
+    }
+
+    /// Every ASCII character.
+    static let all = ASCIISet(low: .max, high: .max)
+    /// What `.` matches among ASCII characters.
+    static let allButNewline = ASCIISet(low: .max & ~(1 << 0x0A), high: .max)
+
+    /// What an escape outside or inside a class matches among ASCII characters (`\d`, `\W`, …), or
+    /// nil for other escapes.
+    static func escape(_ letter: UInt8) -> ASCIISet? {
+        var digits = ASCIISet()
+        digits.insert(UInt8(ascii: "0")...UInt8(ascii: "9"))
+        var word = digits
+        word.insert(UInt8(ascii: "a")...UInt8(ascii: "z"))
+        word.insert(UInt8(ascii: "A")...UInt8(ascii: "Z"))
+        word.insert(UInt8(ascii: "_"))
+        var space = ASCIISet()
+        space.insert(0x09...0x0D)
+        space.insert(0x20)
+        var horizontal = ASCIISet(0x09)
+        horizontal.insert(0x20)
+        var vertical = ASCIISet()
+        vertical.insert(0x0A...0x0D)
+        switch letter {
+        case UInt8(ascii: "d"): return digits
+        case UInt8(ascii: "D"): return digits.complement
+        case UInt8(ascii: "w"): return word
+        case UInt8(ascii: "W"): return word.complement
+        case UInt8(ascii: "s"): return space
+        case UInt8(ascii: "S"): return space.complement
+        case UInt8(ascii: "h"): return horizontal
+        case UInt8(ascii: "H"): return horizontal.complement
+        case UInt8(ascii: "v"), UInt8(ascii: "R"): return vertical
+        case UInt8(ascii: "V"): return vertical.complement
+        case UInt8(ascii: "N"): return allButNewline
+        case UInt8(ascii: "X"): return all
+        default: return nil
+        }
+    }
+
+    /// The printable characters, 0x20 to 0x7E.
+    static let printable = ASCIISet(low: .max << 32, high: .max >> 1)
+
+    func isSuperset(of other: ASCIISet) -> Bool { low & other.low == other.low && high & other.high == other.high }
+
+    func contains(_ byte: UInt8) -> Bool {
+        guard byte < 0x80 else { return false }
+        return byte < 64 ? low >> UInt64(byte) & 1 == 1 : high >> UInt64(byte - 64) & 1 == 1
+    }
+
+    var complement: ASCIISet { ASCIISet(low: ~low, high: ~high) }
+
+    var count: Int { low.nonzeroBitCount + high.nonzeroBitCount }
+
+    var isEmpty: Bool { low == 0 && high == 0 }
+
+    mutating func formUnion(_ other: ASCIISet) {
+        low |= other.low
+        high |= other.high
+    }
+
+    func union(_ other: ASCIISet) -> ASCIISet { ASCIISet(low: low | other.low, high: high | other.high) }
 
     mutating func insert(_ byte: UInt8) {
         guard byte < 0x80 else { return }

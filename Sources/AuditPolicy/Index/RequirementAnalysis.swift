@@ -197,9 +197,9 @@ enum RequirementAnalysis {
     private static func lastEdge(of node: PatternNode) -> (mayBeAlnum: Bool, isNullable: Bool) {
         switch node {
         case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
-        case .character(let mayBeAlnum): (mayBeAlnum, false)
+        case .character(let byteClass): (byteClass.mayBeAlnum, false)
         case .start: (false, false)  // nothing precedes the start of the subject
-        case .end, .zeroWidth, .authority: (false, true)
+        case .end, .zeroWidth, .negativeLookahead, .authority: (false, true)
         case .backReference: (true, true)
         case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: true) })
         case .repeated(let inner, let min, _):
@@ -211,9 +211,9 @@ enum RequirementAnalysis {
     private static func firstEdge(of node: PatternNode) -> (mayBeAlnum: Bool, isNullable: Bool) {
         switch node {
         case .literal(let byte): (PatternSyntaxReader.isAlnum(byte), false)
-        case .character(let mayBeAlnum): (mayBeAlnum, false)
+        case .character(let byteClass): (byteClass.mayBeAlnum, false)
         case .end: (false, false)  // only a final newline can follow
-        case .start, .zeroWidth, .authority: (false, true)
+        case .start, .zeroWidth, .negativeLookahead, .authority: (false, true)
         case .backReference: (true, true)
         case .group(let alternatives): combine(alternatives.map { sequenceEdge($0, fromEnd: false) })
         case .repeated(let inner, let min, _):

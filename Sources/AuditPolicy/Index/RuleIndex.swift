@@ -11,6 +11,12 @@ import Dispatch
 /// match, and the rules it keeps are matched by PCRE2 exactly as before.
 struct RuleIndex: Sendable {
     let groups: [FieldGroup]
+    /// What the shapes of the rules the index finds for most requests tell without PCRE2.
+    let shortcuts: ShortcutTable
+
+    /// Rules filed under a key costlier than this (one most requests carry: `com`, `js`, `http…`)
+    /// get a ``RuleShortcut`` when their shape gives one, as do the rules run for every request.
+    static let shortcutCost = 0.25
 
     init(rules: [Rule]) {
         var order: [RequestField] = []
@@ -19,15 +25,29 @@ struct RuleIndex: Sendable {
             if members[rule.field] == nil { order.append(rule.field) }
             members[rule.field, default: []].append(Int32(index))
         }
+        var shortcuts: [Int32: (shortcut: RuleShortcut, field: RequestField)] = [:]
         groups = order.map { field in
-            Self.group(field: field, members: members[field] ?? [], rules: rules)
+            Self.group(field: field, members: members[field] ?? [], rules: rules, shortcuts: &shortcuts)
         }
+        self.shortcuts = ShortcutTable(shortcuts: shortcuts, ruleCount: rules.count)
     }
 
-    private static func group(field: RequestField, members: [Int32], rules: [Rule]) -> FieldGroup {
+    private static func group(
+        field: RequestField, members: [Int32], rules: [Rule],
+        shortcuts: inout [Int32: (shortcut: RuleShortcut, field: RequestField)]
+    ) -> FieldGroup {
         var builder = FieldGroup.Builder(field: field, members: members)
         for (member, filing) in zip(members, filings(of: members, rules: rules)) {
             builder.file(member, filing)
+            guard (filing?.requirement.cost ?? 1) >= shortcutCost else { continue }
+            let pattern = rules[Int(member)].pattern
+            if let shortcut = RuleShortcut(
+                pattern: pattern.source, caseInsensitive: pattern.isCaseInsensitive,
+                answersMatches: pattern.limits.matchLimit >= MatchLimits.default.matchLimit
+                    && pattern.limits.depthLimit >= MatchLimits.default.depthLimit)
+            {
+                shortcuts[member] = (shortcut, field)
+            }
         }
         return FieldGroup(builder)
     }

@@ -1,0 +1,90 @@
+/// Literal strings searched for in a subject all at once, without case: which of them occur.
+///
+/// Each literal (two bytes or more, letters lower-case) is filed under its first two bytes; one
+/// pass over the subject tests each position's two bytes against a 65,536-bit set of those first
+/// pairs, and compares only the literals filed under the few pairs that pass.
+struct LiteralSet: Sendable {
+    /// Number of literals.
+    let count: Int
+    /// Every literal's bytes, one after another; literal `n` is `bytes[starts[n]..<starts[n + 1]]`.
+    private let bytes: [UInt8]
+    private let starts: [Int32]
+    /// Bit `first << 8 | second` set when some literal starts with those two bytes.
+    private let pairGate: [UInt64]
+    /// The distinct first pairs, ascending; the literals of `pairs[i]` are
+    /// `literalsByPair[pairStarts[i]..<pairStarts[i + 1]]`.
+    private let pairs: [UInt16]
+    private let pairStarts: [Int32]
+    private let literalsByPair: [Int32]
+
+    /// The set of `literals`, each two bytes or more, letters lower-case; bit `n` of a search's
+    /// result stands for `literals[n]`.
+    init(_ literals: [[UInt8]]) {
+        count = literals.count
+        bytes = literals.flatMap { $0 }
+        starts = literals.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32($1.count)) }
+        var gate = [UInt64](repeating: 0, count: 1024)
+        var byPair: [UInt16: [Int32]] = [:]
+        for (number, literal) in literals.enumerated() {
+            precondition(literal.count >= 2, "a literal of the set has two bytes or more")
+            let pair = UInt16(literal[0]) << 8 | UInt16(literal[1])
+            gate[Int(pair >> 6)] |= 1 << UInt64(pair & 63)
+            byPair[pair, default: []].append(Int32(number))
+        }
+        pairGate = gate
+        pairs = byPair.keys.sorted()
+        pairStarts = pairs.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32(byPair[$1]?.count ?? 0)) }
+        literalsByPair = pairs.flatMap { byPair[$0] ?? [] }
+    }
+
+    /// Number of 64-bit words a set of found literals takes.
+    var wordCount: Int { (count + 63) / 64 }
+
+    /// Sets bit `n` of `found` (``wordCount`` words, cleared) for each literal `n` that occurs in
+    /// `subject`, compared without case.
+    func search(_ subject: UnsafeBufferPointer<UInt8>, found: UnsafeMutableBufferPointer<UInt64>) {
+        guard subject.count >= 2, count > 0 else { return }
+        pairGate.withUnsafeBufferPointer { gate in
+            var previous = ConditionAnalysis.lowercased(subject[0])
+            for position in 1..<subject.count {
+                let next = ConditionAnalysis.lowercased(subject[position])
+                let pair = UInt16(previous) << 8 | UInt16(next)
+                previous = next
+                guard gate[Int(pair >> 6)] >> UInt64(pair & 63) & 1 != 0 else { continue }
+                markLiterals(startingWith: pair, at: position - 1, in: subject, found: found)
+            }
+        }
+    }
+
+    private func markLiterals(
+        startingWith pair: UInt16, at start: Int, in subject: UnsafeBufferPointer<UInt8>,
+        found: UnsafeMutableBufferPointer<UInt64>
+    ) {
+        var low = 0
+        var high = pairs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if pairs[middle] < pair { low = middle + 1 } else { high = middle }
+        }
+        guard low < pairs.count, pairs[low] == pair else { return }
+        for slot in Int(pairStarts[low])..<Int(pairStarts[low + 1]) {
+            let number = Int(literalsByPair[slot])
+            let bit = UInt64(1) << UInt64(number & 63)
+            guard found[number >> 6] & bit == 0, occurs(number, at: start, in: subject) else { continue }
+            found[number >> 6] |= bit
+        }
+    }
+
+    /// Whether literal `number`, whose first two bytes are known to be there, occurs at `start`.
+    private func occurs(_ number: Int, at start: Int, in subject: UnsafeBufferPointer<UInt8>) -> Bool {
+        let first = Int(starts[number])
+        let length = Int(starts[number + 1]) - first
+        guard start + length <= subject.count else { return false }
+        var offset = 2
+        while offset < length {
+            guard ConditionAnalysis.lowercased(subject[start + offset]) == bytes[first + offset] else { return false }
+            offset += 1
+        }
+        return true
+    }
+}

@@ -1,0 +1,191 @@
+/// Something a printable-ASCII subject must have for a pattern to match, read from the pattern's
+/// syntax: literal text it contains, a long enough run of bytes from a class, bytes it starts or
+/// ends with, and combinations of these.
+///
+/// A condition is *necessary*: a subject that fails it cannot match, and one that meets it may or
+/// may not (PCRE2 then decides). Conditions speak only of subjects made of printable ASCII
+/// (0x20–0x7E): there `.` is any byte, `$` is the end, and no character folds onto a letter from
+/// outside ASCII (see ``ShortcutTable``).
+indirect enum MatchCondition: Hashable {
+    /// Every subject meets it.
+    case always
+    /// No subject meets it (the pattern needs a character that is not ASCII).
+    case never
+    /// The subject contains these bytes, compared without case (ASCII letters lower-cased here).
+    case contains([UInt8])
+    /// The subject has at least `minimum` consecutive bytes from `set`.
+    case run(ASCIISet, minimum: Int)
+    /// The subject's first bytes are, in turn, in these sets.
+    case startsWith([ASCIISet])
+    /// The subject's last bytes are, in turn, in these sets.
+    case endsWith([ASCIISet])
+    /// Every condition holds.
+    case all([MatchCondition])
+    /// Some condition holds.
+    case any([MatchCondition])
+
+    /// All of `conditions`, simplified: `always` dropped, `never` absorbing, nesting flattened.
+    static func all(of conditions: [MatchCondition]) -> MatchCondition {
+        var kept: [MatchCondition] = []
+        for condition in conditions {
+            switch condition {
+            case .always: continue
+            case .never: return .never
+            case .all(let inner): kept += inner
+            default: if !kept.contains(condition) { kept.append(condition) }
+            }
+        }
+        return kept.isEmpty ? .always : kept.count == 1 ? kept[0] : .all(kept)
+    }
+
+    /// Any of `conditions`, simplified: `never` dropped, `always` absorbing, nesting flattened.
+    static func any(of conditions: [MatchCondition]) -> MatchCondition {
+        var kept: [MatchCondition] = []
+        for condition in conditions {
+            switch condition {
+            case .always: return .always
+            case .never: continue
+            case .any(let inner): kept += inner
+            default: if !kept.contains(condition) { kept.append(condition) }
+            }
+        }
+        return kept.isEmpty ? .never : kept.count == 1 ? kept[0] : .any(kept)
+    }
+}
+
+/// Reads a ``MatchCondition`` off a pattern's nodes (see ``PatternSyntaxReader``).
+enum ConditionAnalysis {
+    /// Literal runs shorter than this say too little to be worth a search.
+    static let shortestLiteral = 2
+    /// Class runs shorter than this are found in nearly every URL.
+    static let shortestRun = 3
+    /// A class with more members than this (of 128) matches nearly anything.
+    static let widestRunClass = 96
+    /// At most this many bytes are checked at a start or an end.
+    static let longestAnchoredCheck = 32
+
+    /// What every match of a pattern made of `alternatives` (as read from its syntax) needs.
+    static func condition(ofAlternatives alternatives: [[PatternNode]], caseless: Bool, atTop: Bool)
+        -> MatchCondition
+    {
+        .any(of: alternatives.map { condition(ofSequence: $0, caseless: caseless, atTop: atTop) })
+    }
+
+    /// What every match of a sequence of nodes needs. `atTop`: the sequence is one of the
+    /// pattern's own alternatives, so `^` at its start and `$` at its end anchor it to the subject.
+    static func condition(ofSequence sequence: [PatternNode], caseless: Bool, atTop: Bool) -> MatchCondition {
+        let nodes = flatten(sequence)
+        var parts: [MatchCondition] = []
+        if atTop, nodes.first == .start {
+            let sets = fixedSets(nodes.dropFirst(), caseless: caseless)
+            if !sets.isEmpty { parts.append(.startsWith(sets)) }
+        }
+        if atTop, nodes.last == .end {
+            let sets = fixedSets(nodes.dropLast().reversed(), caseless: caseless)
+            if !sets.isEmpty { parts.append(.endsWith(sets.reversed())) }
+        }
+        var literal: [UInt8] = []
+        var runSet = ASCIISet()
+        var runMinimum = 0
+        func endLiteral() {
+            if literal.count >= shortestLiteral { parts.append(.contains(literal)) }
+            literal = []
+        }
+        func endRun() {
+            if runMinimum >= shortestRun, runSet.count <= widestRunClass {
+                parts.append(.run(runSet, minimum: runMinimum))
+            }
+            runSet = ASCIISet()
+            runMinimum = 0
+        }
+        for node in nodes {
+            switch node {
+            case .literal(let byte):
+                endRun()
+                literal.append(lowercased(byte))
+            case .character(let byteClass):
+                endLiteral()
+                guard !byteClass.ascii.isEmpty else { return .never }
+                runSet.formUnion(byteClass.ascii)
+                runMinimum += 1
+            case .repeated(let inner, let minimum, _):
+                if let set = singleCharacterSet(inner, caseless: caseless) {
+                    endLiteral()
+                    if set.isEmpty {
+                        if minimum > 0 { return .never }
+                        continue
+                    }
+                    runSet.formUnion(set)
+                    runMinimum += minimum
+                    continue
+                }
+                endLiteral()
+                endRun()
+                if minimum > 0 { parts.append(condition(ofSequence: [inner], caseless: caseless, atTop: false)) }
+            case .group(let alternatives):
+                endLiteral()
+                endRun()
+                parts.append(condition(ofAlternatives: alternatives, caseless: caseless, atTop: false))
+            case .start, .end, .zeroWidth, .negativeLookahead, .authority, .backReference:
+                endLiteral()
+                endRun()
+            }
+        }
+        endLiteral()
+        endRun()
+        return .all(of: parts)
+    }
+
+    /// The ASCII bytes one node matches when it is a single character (a literal, a class, or a
+    /// group of one such), else nil.
+    static func singleCharacterSet(_ node: PatternNode, caseless: Bool) -> ASCIISet? {
+        switch node {
+        case .literal(let byte): return literalSet(byte, caseless: caseless)
+        case .character(let byteClass): return byteClass.ascii
+        case .group(let alternatives) where alternatives.count == 1 && alternatives[0].count == 1:
+            return singleCharacterSet(alternatives[0][0], caseless: caseless)
+        default: return nil
+        }
+    }
+
+    /// The sets the subject's bytes must be in, in turn, for `nodes` to match from their first:
+    /// one per character until a node of variable length (zero-width nodes are stepped over).
+    private static func fixedSets<Nodes: Sequence<PatternNode>>(_ nodes: Nodes, caseless: Bool) -> [ASCIISet] {
+        var sets: [ASCIISet] = []
+        for node in nodes {
+            guard sets.count < longestAnchoredCheck else { break }
+            switch node {
+            case .zeroWidth, .negativeLookahead, .authority: continue
+            case .repeated(let inner, let minimum, let maximum):
+                guard let set = singleCharacterSet(inner, caseless: caseless) else { return sets }
+                sets += repeatElement(set, count: min(minimum, longestAnchoredCheck - sets.count))
+                if maximum != minimum { return sets }
+            default:
+                guard let set = singleCharacterSet(node, caseless: caseless) else { return sets }
+                sets.append(set)
+            }
+        }
+        return sets
+    }
+
+    /// Groups of one alternative inlined, so that `(foo)bar` reads as one literal run.
+    private static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
+        var flat: [PatternNode] = []
+        for node in nodes {
+            switch node {
+            case .group(let alternatives) where alternatives.count == 1: flat += flatten(alternatives[0])
+            case .repeated(let inner, 1, 1): flat += flatten([inner])
+            default: flat.append(node)
+            }
+        }
+        return flat
+    }
+
+    private static func literalSet(_ byte: UInt8, caseless: Bool) -> ASCIISet {
+        var set = ASCIISet(byte)
+        if caseless { set.addOtherCases() }
+        return set
+    }
+
+    static func lowercased(_ byte: UInt8) -> UInt8 { byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte }
+}

@@ -1,0 +1,49 @@
+/// What an evaluation can tell about one rule from its pattern's shape, without PCRE2, for a
+/// subject of printable ASCII.
+///
+/// - ``condition``: every match needs it; a subject that fails it does not match.
+/// - ``matchesUnless``: for the shape `^(?!.*(a|b|c)).*$` ("the subject contains none of a, b, c"),
+///   the condition of the lookahead's inside: a subject that fails it matches.
+///
+/// Built only for rules the index cannot rule out well (those run for every request, or filed
+/// under a key most requests carry), where a PCRE2 call per request is what a decision costs.
+struct RuleShortcut: Hashable {
+    let condition: MatchCondition
+    let matchesUnless: MatchCondition?
+
+    /// The shortcut of a pattern, or nil when its shape tells nothing (or it cannot be read).
+    ///
+    /// `answersMatches`: whether ``matchesUnless`` may be used; a pattern whose match limits are
+    /// below the defaults could fail where the shortcut says it matches, so it gets none.
+    init?(pattern: String, caseInsensitive: Bool, answersMatches: Bool = true) {
+        var reader = PatternSyntaxReader(pattern, caseless: caseInsensitive)
+        guard let alternatives = reader.read() else { return nil }
+        let caseless = reader.isCaseless
+        let condition = ConditionAnalysis.condition(ofAlternatives: alternatives, caseless: caseless, atTop: true)
+        let unless = answersMatches ? Self.lookaheadCondition(alternatives, caseless: caseless) : nil
+        guard condition != .always || unless != nil else { return nil }
+        self.condition = condition
+        self.matchesUnless = unless
+    }
+
+    /// For `^(?!X).*$` (and `^(?!X)`, `^(?!X).*`): what a subject must have for X to match at its
+    /// start, X usually being `.*(a|b|c)`; nil for any other shape.
+    private static func lookaheadCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> MatchCondition? {
+        guard alternatives.count == 1, alternatives[0].count >= 2, alternatives[0][0] == .start,
+            case .negativeLookahead(let inside) = alternatives[0][1]
+        else { return nil }
+        // What follows must match every printable subject: `.*`, `$`.
+        for node in alternatives[0].dropFirst(2) {
+            switch node {
+            case .end: continue
+            case .repeated(let inner, 0, nil):
+                guard let set = ConditionAnalysis.singleCharacterSet(inner, caseless: caseless),
+                    set.isSuperset(of: .printable)
+                else { return nil }
+            default: return nil
+            }
+        }
+        let condition = ConditionAnalysis.condition(ofAlternatives: inside, caseless: caseless, atTop: false)
+        return condition == .always ? nil : condition
+    }
+}

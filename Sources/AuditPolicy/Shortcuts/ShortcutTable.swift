@@ -1,0 +1,263 @@
+/// The ``RuleShortcut``s of a policy's rules, and what an evaluation needs to answer them: the
+/// literals of each field's shortcuts, searched for at once.
+///
+/// Shortcuts answer only for subjects made of printable ASCII (0x20–0x7E), as nearly every URL is:
+/// there `.` matches any byte, `$` only the end, and no character from outside ASCII folds onto a
+/// letter (U+212A KELVIN SIGN onto `k`, U+017F LONG S onto `s`). Any other subject is left to
+/// PCRE2. The answers are those PCRE2 gives; the differential tests compare the two.
+///
+/// The conditions are compiled into one flat array of operations, each subtree followed by its
+/// children, so that answering reads arrays and moves no reference counts.
+struct ShortcutTable: Sendable {
+    /// Bit `n`: rule `n` has a shortcut.
+    private let ruleBits: [UInt64]
+    /// For each word of ``ruleBits``, the number of rules with a shortcut before it.
+    private let ranks: [Int32]
+    private let program: ShortcutProgram
+
+    /// No shortcuts.
+    static let empty = ShortcutTable(shortcuts: [:], ruleCount: 0)
+
+    /// Number of rules with a shortcut.
+    var count: Int { program.rules.count }
+
+    /// The table of `shortcuts` (rule index → shortcut and the rule's field) of a policy of
+    /// `ruleCount` rules.
+    init(shortcuts byRule: [Int32: (shortcut: RuleShortcut, field: RequestField)], ruleCount: Int) {
+        var bits = [UInt64](repeating: 0, count: (ruleCount + 63) / 64)
+        for rule in byRule.keys { bits[Int(rule) >> 6] |= 1 << UInt64(rule & 63) }
+        var ranks: [Int32] = []
+        ranks.reserveCapacity(bits.count)
+        var total: Int32 = 0
+        for word in bits {
+            ranks.append(total)
+            total += Int32(word.nonzeroBitCount)
+        }
+        ruleBits = bits
+        self.ranks = ranks
+        program = ShortcutProgram(byRule.keys.sorted().compactMap { byRule[$0] })
+    }
+
+    /// Whether rule `index` has a shortcut.
+    @inline(__always)
+    func covers(_ index: Int32) -> Bool {
+        let word = Int(index >> 6)
+        return word < ruleBits.count && ruleBits[word] >> UInt64(index & 63) & 1 != 0
+    }
+
+    /// Answers the shortcuts of `candidates` (rule indices) for `request`: drops the rules that
+    /// cannot match, and marks with ``CandidateList/matchesForSure`` those that match whatever
+    /// their method; the others are left for PCRE2. Each field's subject is read once.
+    func answer(_ candidates: inout CandidateList, for request: AuditRequest, subjects: inout RequestSubjects) {
+        guard !program.rules.isEmpty, candidates.rules.contains(where: covers) else { return }
+        for (fieldSlot, field) in program.fields.enumerated() {
+            guard let subject = subjects.subject(for: field.name, of: request) else { continue }
+            subject.withBytes { bytes in
+                guard bytes.allSatisfy({ $0 &- 0x20 < 0x5F }) else { return }
+                withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(1, field.literals.wordCount)) { found in
+                    found.initialize(repeating: 0)
+                    field.literals.search(bytes, found: found)
+                    candidates.compact { rule in
+                        guard covers(rule) else { return rule }
+                        let slot = self.slot(of: rule)
+                        guard program.rules[slot].field == fieldSlot else { return rule }
+                        switch program.answer(slot, bytes, found: UnsafeBufferPointer(found)) {
+                        case nil: return rule
+                        case true?: return rule | CandidateList.matchesForSure
+                        case false?: return nil
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The shortcut number of rule `index`, which has one.
+    @inline(__always)
+    private func slot(of index: Int32) -> Int {
+        let word = Int(index >> 6)
+        let bit = UInt64(1) << UInt64(index & 63)
+        return Int(ranks[word]) + (ruleBits[word] & (bit - 1)).nonzeroBitCount
+    }
+}
+
+/// One operation of a compiled condition.
+private struct ShortcutOperation {
+    enum Kind: UInt8 {
+        case always, never, literal, run, startsWith, endsWith, all, any
+    }
+    let kind: Kind
+    /// literal: its number; run: its set; startsWith, endsWith: the first of its sets.
+    let first: Int32
+    /// run: the minimum length; startsWith, endsWith: the number of sets.
+    let second: Int32
+    /// The index just past this operation's subtree (its children follow it).
+    var end: Int32
+}
+
+/// Every shortcut's conditions as one array of operations, with the byte sets they read and the
+/// literal set of each field.
+private final class ShortcutProgram: Sendable {
+    struct Rule: Sendable {
+        let field: Int
+        let condition: Int32
+        /// -1: none.
+        let matchesUnless: Int32
+    }
+
+    /// A field's literals, searched for at once in its subject.
+    struct Field: Sendable {
+        let name: RequestField
+        let literals: LiteralSet
+    }
+
+    let rules: [Rule]
+    let operations: [ShortcutOperation]
+    let sets: [ASCIISet]
+    let fields: [Field]
+
+    init(_ shortcuts: [(shortcut: RuleShortcut, field: RequestField)]) {
+        var compiler = Compiler()
+        var rules: [Rule] = []
+        for (shortcut, field) in shortcuts {
+            let slot = compiler.slot(of: field)
+            let condition = compiler.compile(shortcut.condition, field: slot)
+            let unless = shortcut.matchesUnless.map { compiler.compile($0, field: slot) } ?? -1
+            rules.append(Rule(field: slot, condition: condition, matchesUnless: unless))
+        }
+        self.rules = rules
+        self.operations = compiler.operations
+        self.sets = compiler.sets
+        self.fields = compiler.fields.indices.map { slot in
+            Field(
+                name: compiler.fields[slot],
+                literals: LiteralSet(compiler.literals[slot].sorted { $0.value < $1.value }.map(\.key)))
+        }
+    }
+
+    /// Rule shortcut `slot`'s answer for a printable subject `bytes`, in which the literals of its
+    /// field marked in `found` occur: true (matches), false (cannot match) or nil (PCRE2 decides).
+    func answer(_ slot: Int, _ bytes: UnsafeBufferPointer<UInt8>, found: UnsafeBufferPointer<UInt64>) -> Bool? {
+        let rule = rules[slot]
+        return operations.withUnsafeBufferPointer { operations in
+            sets.withUnsafeBufferPointer { sets in
+                let evaluation = Evaluation(operations: operations, sets: sets, bytes: bytes, found: found)
+                if rule.matchesUnless >= 0, !evaluation.holds(Int(rule.matchesUnless)) { return true }
+                return evaluation.holds(Int(rule.condition)) ? nil : false
+            }
+        }
+    }
+
+    /// One rule's conditions read against one subject.
+    private struct Evaluation {
+        let operations: UnsafeBufferPointer<ShortcutOperation>
+        let sets: UnsafeBufferPointer<ASCIISet>
+        let bytes: UnsafeBufferPointer<UInt8>
+        let found: UnsafeBufferPointer<UInt64>
+
+        func holds(_ index: Int) -> Bool {
+            let operation = operations[index]
+            switch operation.kind {
+            case .always: return true
+            case .never: return false
+            case .literal:
+                let number = Int(operation.first)
+                return found[number >> 6] >> UInt64(number & 63) & 1 != 0
+            case .run:
+                return hasRun(of: sets[Int(operation.first)], minimum: Int(operation.second))
+            case .startsWith, .endsWith:
+                let count = Int(operation.second)
+                guard bytes.count >= count else { return false }
+                let start = operation.kind == .startsWith ? 0 : bytes.count - count
+                let first = Int(operation.first)
+                for offset in 0..<count where !sets[first + offset].contains(bytes[start + offset]) { return false }
+                return true
+            case .all, .any:
+                let wanted = operation.kind == .any
+                var child = index + 1
+                while child < Int(operation.end) {
+                    if holds(child) == wanted { return wanted }
+                    child = Int(operations[child].end)
+                }
+                return !wanted
+            }
+        }
+
+        /// Whether `minimum` bytes in a row are in `set`. Each window of `minimum` bytes is read from
+        /// its end back, and a byte outside the set moves the window past it: a long run is found,
+        /// or ruled out, in about one read per `minimum` bytes.
+        private func hasRun(of set: ASCIISet, minimum: Int) -> Bool {
+            var start = 0
+            while start + minimum <= bytes.count {
+                var position = start + minimum - 1
+                while position >= start, set.contains(bytes[position]) { position -= 1 }
+                if position < start { return true }
+                start = position + 1
+            }
+            return false
+        }
+    }
+
+    /// Turns ``MatchCondition``s into operations, numbering each field's literals and classes.
+    private struct Compiler {
+        var fields: [RequestField] = []
+        var literals: [[[UInt8]: Int]] = []
+        var operations: [ShortcutOperation] = []
+        var sets: [ASCIISet] = []
+
+        mutating func slot(of field: RequestField) -> Int {
+            if let slot = fields.firstIndex(of: field) { return slot }
+            fields.append(field)
+            literals.append([:])
+            return fields.count - 1
+        }
+
+        /// Appends `condition`'s operations; returns the index of its first.
+        mutating func compile(_ condition: MatchCondition, field: Int) -> Int32 {
+            let index = operations.count
+            func append(_ kind: ShortcutOperation.Kind, _ first: Int, _ second: Int = 0) {
+                operations.append(
+                    ShortcutOperation(
+                        kind: kind, first: Int32(first), second: Int32(second), end: Int32(operations.count + 1)))
+            }
+            switch condition {
+            case .always: append(.always, 0)
+            case .never: append(.never, 0)
+            case .contains(let literal):
+                let number = literals[field][literal] ?? literals[field].count
+                literals[field][literal] = number
+                append(.literal, number)
+            case .run(let set, let minimum):
+                append(.run, sets.count, minimum)
+                sets.append(set)
+            case .startsWith(let anchored), .endsWith(let anchored):
+                if case .startsWith = condition {
+                    append(.startsWith, sets.count, anchored.count)
+                } else {
+                    append(.endsWith, sets.count, anchored.count)
+                }
+                sets += anchored
+            case .all(let children), .any(let children):
+                if case .all = condition { append(.all, 0) } else { append(.any, 0) }
+                for child in Self.cheapestFirst(children) { _ = compile(child, field: field) }
+                operations[index].end = Int32(operations.count)
+            }
+            return Int32(index)
+        }
+
+        /// Anchored checks first (a few bytes), then literals (already searched), then the rest.
+        private static func cheapestFirst(_ conditions: [MatchCondition]) -> [MatchCondition] {
+            func rank(_ condition: MatchCondition) -> Int {
+                switch condition {
+                case .always, .never: 0
+                case .startsWith, .endsWith: 1
+                case .contains: 2
+                case .run: 3
+                case .all, .any: 4
+                }
+            }
+            return conditions.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }
+                .map(\.element)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import AuditPolicy
+import AuditRegex
+import Testing
+
+/// Rules whose pattern's shape answers without PCRE2 (literals a match needs, runs of a class,
+/// anchored starts and ends, "contains none of" lookaheads) must give the verdicts PCRE2 gives:
+/// generated patterns of each shape against generated URLs, with Unicode case folding in both.
+@Suite struct ShapeShortcutTests {
+    typealias Generator = IndexDifferentialTests.Generator
+
+    static let literals = [
+        "ads", "cdn", "js", "com", "google", "statically.io", "k", "s", "sk", "kit", "ſtatic", "\u{212A}it", "x.y",
+        "01", "php", "gif", "track", "CDN", "a|b",
+    ]
+
+    /// One pattern of a shape a shortcut answers.
+    static func pattern(_ random: inout Generator) -> String {
+        func literal() -> String {
+            let word = random.pick(literals)
+            return word == "a|b" ? "a\\|b" : word.replacingOccurrences(of: ".", with: random.chance(50) ? "." : "\\.")
+        }
+        func alternation() -> String {
+            (0..<(1 + random.below(4))).map { _ in literal() }.joined(separator: "|")
+        }
+        let classes = ["[a-z0-9]", "[a-zA-Z0-9]", "[0-9a-f]", "\\d", "[a-z]", "\\w", "[^/]", "[A-Z]", "[ſk]", "[^\\W]"]
+        switch random.below(12) {
+        case 0: return "^(?!.*(\(alternation()))).*$"
+        case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
+        case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
+        case 3: return "\(random.pick(classes)){\(3 + random.below(30)),}.\(literal())"
+        case 4:
+            return String(repeating: random.pick(classes), count: 3 + random.below(12))
+                + random.pick(["", "$", "\\.js"])
+        case 5: return "\\/\(random.pick(classes)){\(1 + random.below(6))}$"
+        case 6: return "^https?:\\/\\/\(random.pick(classes)){\(2 + random.below(8))}\\.(?:\(alternation()))"
+        case 7: return "^https:\\/\\/" + literal() + random.pick(["", "\\/", "(?!.*(\(alternation()))).*$"])
+        case 8: return "(\(alternation()))\\.\(random.pick(classes))+$"
+        case 9: return "\(random.pick(classes)){\(4 + random.below(10)),}\\.(com|info|xyz)"
+        case 10: return "(?i)" + literal() + "[\\s\\S]*" + literal()
+        default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
+        }
+    }
+
+    /// A URL of printable ASCII mostly, sometimes with folding characters, other non-ASCII text or
+    /// control characters, which shortcuts leave to PCRE2.
+    static func url(_ random: inout Generator) -> String {
+        let pieces = [
+            "ads", "cdn", "js", "com", "google", "statically", "io", "kit", "SK", "01", "php", "gif", "track",
+            "0123456789abcdef0123456789abcdef", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef", "12345", "x", "a|b", "static",
+        ]
+        var url = random.pick(["https://", "http://", "HTTPS://"])
+        url += (0..<(1 + random.below(3))).map { _ in random.pick(pieces) }.joined(separator: ".")
+        url += random.pick([".com", ".info", ".xyz", ".io", ""])
+        for _ in 0..<random.below(5) {
+            url += random.pick(["/", "/", ".", "-", "?q=", "&"]) + random.pick(pieces)
+            if random.chance(5) { url += random.pick(["\u{212A}", "\u{17F}", "é", "%0A", "\t"]) }
+        }
+        if random.chance(10) { url += random.pick(["/", "/123", "/1234567", ".js", ".gif"]) }
+        return url
+    }
+
+    static func policy(seed: UInt64, rules count: Int) throws -> Policy {
+        var random = Generator(state: seed)
+        var text = ""
+        for number in 0..<count {
+            if number % 40 == 0 {
+                let action = random.pick(["block", "allow", "warn", "record"])
+                let field = random.pick(["url", "url", "url", "host", "path", "header:x-test"])
+                let caseOption = random.pick(["insensitive", "sensitive"])
+                text += "[\(action)] field=\(field) case=\(caseOption) priority=\(random.below(3))\n"
+            }
+            var pattern = pattern(&random)
+            while (try? Pattern(pattern)) == nil { pattern = Self.pattern(&random) }
+            text += "r\(number) \(pattern)\n"
+        }
+        return try Policy(parsing: text, file: "shapes.rules")
+    }
+
+    @Test("rules answered by their shape give the verdicts PCRE2 gives", arguments: [1 as UInt64, 2, 3, 4])
+    func sameVerdicts(seed: UInt64) throws {
+        let policy = try Self.policy(seed: seed, rules: 400)
+        #expect(policy.indexStatistics.byShape > 100)
+        var random = Generator(state: seed &* 104_729)
+        for _ in 0..<2_000 {
+            let request = AuditRequest(
+                method: random.pick(["GET", "POST"]), url: Self.url(&random),
+                headers: random.chance(50) ? [.init(name: "X-Test", value: Self.url(&random))] : [])
+            #expect(policy.evaluate(request) == policy.evaluateEveryRule(request), "\(request.url)")
+        }
+    }
+
+    @Test(
+        "a 'contains none of' lookahead is answered for URLs with and without the literals",
+        arguments: [
+            ("https://example.com/a.js", true),
+            ("https://cdn.statically.io/x.js", false),
+            ("https://STATICALLY-IO.example/", false),
+            ("https://static.example/Google.com", false),
+            ("https://static.example/googlexcom", true),
+            ("https://static.example/goo", true),
+        ])
+    func containsNoneOf(url: String, matches: Bool) throws {
+        let policy = try Policy(
+            parsing: "[block]\nonly ^(?!.*(statically.io|google\\.com)).*$\n", file: "none.rules")
+        #expect(policy.indexStatistics.byShape == 1)
+        let verdict = policy.evaluate(AuditRequest(url: url))
+        #expect(verdict.action == (matches ? .block : .pass))
+        #expect(verdict == policy.evaluateEveryRule(AuditRequest(url: url)))
+    }
+
+    @Test(
+        "caseless letters match their Unicode folds, which shortcuts leave to PCRE2",
+        arguments: [
+            ("[a-z]{5,}\\.js", "https://a.test/\u{212A}\u{212A}\u{212A}\u{212A}\u{212A}.js"),
+            ("kit[0-9]{3}", "https://a.test/\u{212A}it123"),
+            ("\u{17F}tatic", "https://static.test/"),
+            ("^(?!.*(kit)).*$", "https://a.test/\u{212A}IT"),
+            ("\\/sk$", "https://a.test/\u{17F}\u{212A}"),
+        ])
+    func unicodeFolding(pattern: String, url: String) throws {
+        let policy = try Policy(parsing: "[block]\nfold \(pattern)\n", file: "fold.rules")
+        let request = AuditRequest(url: url)
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+        #expect(policy.evaluate(request).action == (pattern.hasPrefix("^(?!") ? .pass : .block))
+    }
+
+    @Test("a shape that needs a character outside ASCII never matches an ASCII URL")
+    func nonASCIINeeded() throws {
+        let policy = try Policy(parsing: "[block]\naccent [éü]{2,}\n", file: "accent.rules")
+        #expect(policy.indexStatistics.byShape == 1)
+        #expect(policy.evaluate(AuditRequest(url: "https://cafe.test/caf")).action == .pass)
+        #expect(policy.evaluate(AuditRequest(url: "https://cafe.test/caféé")).action == .block)
+    }
+}
