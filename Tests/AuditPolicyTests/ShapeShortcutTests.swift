@@ -109,6 +109,40 @@ import Testing
     }
 
     @Test(
+        "a 'contains none of' lookahead over fixed-length alternatives is answered both ways without PCRE2",
+        arguments: [
+            ("https://example.com/", true),
+            ("https://www.google.com/search", false),
+            ("https://googleXcom.test/", true),
+            ("https://cdn.statically-io.test/", false),
+        ])
+    func exactContainsNoneOf(url: String, matches: Bool) throws {
+        let policy = try Policy(
+            parsing: "[block]\nonly ^(?!.*(statically.io|google\\.com)).*$\n", file: "none.rules")
+        let request = AuditRequest(url: url)
+        // A rule the shape rules out is no candidate; one it says matches is.
+        #expect(policy.candidateRules(for: request).map(\.id) == (matches ? ["none/only"] : []))
+        #expect(policy.evaluate(request).action == (matches ? .block : .pass))
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+    }
+
+    @Test(
+        "literal alternatives are searched for with the literal text around them",
+        arguments: [
+            ("https://shop.example.com/co/x", false),
+            ("https://a.co/x", true),
+            ("https://a.CLUB/", true),
+            ("https://a.club.example/", false),
+        ])
+    func literalAlternativesInContext(url: String, isCandidate: Bool) throws {
+        let policy = try Policy(parsing: "[block]\ntld ^https?:\\/\\/.*\\.(club|bid|co)\\/.*\n", file: "tld.rules")
+        #expect(policy.indexStatistics.byShape == 1)
+        let request = AuditRequest(url: url)
+        #expect(policy.candidateRules(for: request).map(\.id) == (isCandidate ? ["tld/tld"] : []))
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+    }
+
+    @Test(
         "caseless letters match their Unicode folds, which shortcuts leave to PCRE2",
         arguments: [
             ("[a-z]{5,}\\.js", "https://a.test/\u{212A}\u{212A}\u{212A}\u{212A}\u{212A}.js"),

@@ -19,6 +19,9 @@ indirect enum MatchCondition: Hashable {
     case startsWith([ASCIISet])
     /// The subject's last bytes are, in turn, in these sets.
     case endsWith([ASCIISet])
+    /// Some bytes of the subject are, in turn, in these sets: exactly what a pattern of that many
+    /// fixed characters (`google.com`, whose `.` is any byte) needs to match somewhere.
+    case containsSequence([ASCIISet])
     /// Every condition holds.
     case all([MatchCondition])
     /// Some condition holds.
@@ -98,7 +101,8 @@ enum ConditionAnalysis {
             runSet = ASCIISet()
             runMinimum = 0
         }
-        for node in nodes {
+        var skipUntil = 0
+        for (position, node) in nodes.enumerated() where position >= skipUntil {
             switch node {
             case .literal(let byte):
                 endRun()
@@ -123,6 +127,20 @@ enum ConditionAnalysis {
                 endRun()
                 if minimum > 0 { parts.append(condition(ofSequence: [inner], caseless: caseless, atTop: false)) }
             case .group(let alternatives):
+                // Literal alternatives between literal text: `\.(club|co)\/` needs `.club/` or
+                // `.co/`, rarer than `co` alone.
+                if let words = literalAlternatives(alternatives) {
+                    let after = nodes[(position + 1)...].prefix { if case .literal = $0 { true } else { false } }
+                    let suffix = after.compactMap { if case .literal(let byte) = $0 { lowercased(byte) } else { nil } }
+                    let combined = words.map { literal + $0 + suffix }
+                    if combined.allSatisfy({ $0.count >= shortestLiteral }) {
+                        literal = []
+                        endRun()
+                        parts.append(.any(of: combined.map(MatchCondition.contains)))
+                        skipUntil = position + 1 + after.count
+                        continue
+                    }
+                }
                 endLiteral()
                 endRun()
                 parts.append(condition(ofAlternatives: alternatives, caseless: caseless, atTop: false))
@@ -134,6 +152,42 @@ enum ConditionAnalysis {
         endLiteral()
         endRun()
         return .all(of: parts)
+    }
+
+    /// The sets one byte each of the subject must be in, in turn, for `nodes` to match: nil unless
+    /// every node is one character, or a character repeated a fixed number of times.
+    static func fixedSequence(_ nodes: [PatternNode], caseless: Bool) -> [ASCIISet]? {
+        var sets: [ASCIISet] = []
+        for node in nodes {
+            switch node {
+            case .repeated(let inner, let minimum, let maximum) where minimum == maximum:
+                guard let set = singleCharacterSet(inner, caseless: caseless) else { return nil }
+                sets += repeatElement(set, count: minimum)
+            default:
+                guard let set = singleCharacterSet(node, caseless: caseless) else { return nil }
+                sets.append(set)
+            }
+            guard sets.count <= longestAnchoredCheck else { return nil }
+        }
+        return sets.isEmpty ? nil : sets
+    }
+
+    /// Most alternatives a group may have to be read as literal words.
+    static let mostLiteralAlternatives = 64
+
+    /// The alternatives of a group as lower-case words, when each is literal text only.
+    private static func literalAlternatives(_ alternatives: [[PatternNode]]) -> [[UInt8]]? {
+        guard alternatives.count > 1, alternatives.count <= mostLiteralAlternatives else { return nil }
+        var words: [[UInt8]] = []
+        for alternative in alternatives {
+            var word: [UInt8] = []
+            for node in flatten(alternative) {
+                guard case .literal(let byte) = node else { return nil }
+                word.append(lowercased(byte))
+            }
+            words.append(word)
+        }
+        return words
     }
 
     /// The ASCII bytes one node matches when it is a single character (a literal, a class, or a
@@ -169,7 +223,7 @@ enum ConditionAnalysis {
     }
 
     /// Groups of one alternative inlined, so that `(foo)bar` reads as one literal run.
-    private static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
+    static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
         var flat: [PatternNode] = []
         for node in nodes {
             switch node {

@@ -3,13 +3,16 @@
 ///
 /// - ``condition``: every match needs it; a subject that fails it does not match.
 /// - ``matchesUnless``: for the shape `^(?!.*(a|b|c)).*$` ("the subject contains none of a, b, c"),
-///   the condition of the lookahead's inside: a subject that fails it matches.
+///   the condition of the lookahead's inside: a subject that fails it matches. When a, b and c are
+///   each a fixed number of characters, the condition is exact (``isExactUnless``): a subject that
+///   meets it does not match either.
 ///
 /// Built only for rules the index cannot rule out well (those run for every request, or filed
 /// under a key most requests carry), where a PCRE2 call per request is what a decision costs.
 struct RuleShortcut: Hashable {
     let condition: MatchCondition
     let matchesUnless: MatchCondition?
+    let isExactUnless: Bool
 
     /// The shortcut of a pattern, or nil when its shape tells nothing (or it cannot be read).
     ///
@@ -23,12 +26,15 @@ struct RuleShortcut: Hashable {
         let unless = answersMatches ? Self.lookaheadCondition(alternatives, caseless: caseless) : nil
         guard condition != .always || unless != nil else { return nil }
         self.condition = condition
-        self.matchesUnless = unless
+        self.matchesUnless = unless?.condition
+        self.isExactUnless = unless?.isExact ?? false
     }
 
     /// For `^(?!X).*$` (and `^(?!X)`, `^(?!X).*`): what a subject must have for X to match at its
     /// start, X usually being `.*(a|b|c)`; nil for any other shape.
-    private static func lookaheadCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> MatchCondition? {
+    private static func lookaheadCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> (
+        condition: MatchCondition, isExact: Bool
+    )? {
         guard alternatives.count == 1, alternatives[0].count >= 2, alternatives[0][0] == .start,
             case .negativeLookahead(let inside) = alternatives[0][1]
         else { return nil }
@@ -43,7 +49,37 @@ struct RuleShortcut: Hashable {
             default: return nil
             }
         }
+        if let sequences = fixedSequences(inside, caseless: caseless) {
+            return (.any(of: sequences.map(MatchCondition.containsSequence)), true)
+        }
         let condition = ConditionAnalysis.condition(ofAlternatives: inside, caseless: caseless, atTop: false)
-        return condition == .always ? nil : condition
+        return condition == .always ? nil : (condition, false)
+    }
+
+    /// For a lookahead `(?!.*X)` whose X is fixed characters or a group of alternatives that are:
+    /// each alternative's sets (X matches somewhere exactly when one of them occurs); else nil.
+    private static func fixedSequences(_ inside: [[PatternNode]], caseless: Bool) -> [[ASCIISet]]? {
+        var sequences: [[ASCIISet]] = []
+        for alternative in inside {
+            var nodes = ConditionAnalysis.flatten(alternative)
+            guard case .repeated(let inner, 0, nil) = nodes.first,
+                let set = ConditionAnalysis.singleCharacterSet(inner, caseless: caseless),
+                set.isSuperset(of: .printable)
+            else { return nil }
+            nodes.removeFirst()
+            if nodes.count == 1, case .group(let choices) = nodes[0] {
+                for choice in choices {
+                    guard
+                        let sequence = ConditionAnalysis.fixedSequence(
+                            ConditionAnalysis.flatten(choice), caseless: caseless)
+                    else { return nil }
+                    sequences.append(sequence)
+                }
+            } else {
+                guard let sequence = ConditionAnalysis.fixedSequence(nodes, caseless: caseless) else { return nil }
+                sequences.append(sequence)
+            }
+        }
+        return sequences
     }
 }

@@ -84,13 +84,17 @@ struct ShortcutTable: Sendable {
 /// One operation of a compiled condition.
 private struct ShortcutOperation {
     enum Kind: UInt8 {
-        case always, never, literal, run, startsWith, endsWith, all, any
+        case always, never, literal, run, startsWith, endsWith, containsSequence, all, any
     }
     let kind: Kind
-    /// literal: its number; run: its set; startsWith, endsWith: the first of its sets.
+    /// literal: its number; run: its set; startsWith, endsWith, containsSequence: the first of its
+    /// sets.
     let first: Int32
-    /// run: the minimum length; startsWith, endsWith: the number of sets.
+    /// run: the minimum length; startsWith, endsWith, containsSequence: the number of sets.
     let second: Int32
+    /// containsSequence: the literal it must contain (-1: none known), and where in the sequence.
+    var anchor: Int32 = -1
+    var anchorOffset: Int32 = 0
     /// The index just past this operation's subtree (its children follow it).
     var end: Int32
 }
@@ -103,6 +107,7 @@ private final class ShortcutProgram: Sendable {
         let condition: Int32
         /// -1: none.
         let matchesUnless: Int32
+        let isExactUnless: Bool
     }
 
     /// A field's literals, searched for at once in its subject.
@@ -123,7 +128,8 @@ private final class ShortcutProgram: Sendable {
             let slot = compiler.slot(of: field)
             let condition = compiler.compile(shortcut.condition, field: slot)
             let unless = shortcut.matchesUnless.map { compiler.compile($0, field: slot) } ?? -1
-            rules.append(Rule(field: slot, condition: condition, matchesUnless: unless))
+            rules.append(
+                Rule(field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless))
         }
         self.rules = rules
         self.operations = compiler.operations
@@ -142,7 +148,10 @@ private final class ShortcutProgram: Sendable {
         return operations.withUnsafeBufferPointer { operations in
             sets.withUnsafeBufferPointer { sets in
                 let evaluation = Evaluation(operations: operations, sets: sets, bytes: bytes, found: found)
-                if rule.matchesUnless >= 0, !evaluation.holds(Int(rule.matchesUnless)) { return true }
+                if rule.matchesUnless >= 0 {
+                    if !evaluation.holds(Int(rule.matchesUnless)) { return true }
+                    if rule.isExactUnless { return false }
+                }
                 return evaluation.holds(Int(rule.condition)) ? nil : false
             }
         }
@@ -172,6 +181,10 @@ private final class ShortcutProgram: Sendable {
                 let first = Int(operation.first)
                 for offset in 0..<count where !sets[first + offset].contains(bytes[start + offset]) { return false }
                 return true
+            case .containsSequence:
+                let anchor = Int(operation.anchor)
+                if anchor >= 0, found[anchor >> 6] >> UInt64(anchor & 63) & 1 == 0 { return false }
+                return containsSequence(Int(operation.first), Int(operation.second), from: Int(operation.anchorOffset))
             case .all, .any:
                 let wanted = operation.kind == .any
                 var child = index + 1
@@ -181,6 +194,20 @@ private final class ShortcutProgram: Sendable {
                 }
                 return !wanted
             }
+        }
+
+        /// Whether some `count` bytes in a row are in `sets[first...]` in turn; each place is
+        /// checked from the set at `offset` (the rarest, an anchor's first byte) on.
+        private func containsSequence(_ first: Int, _ count: Int, from offset: Int) -> Bool {
+            guard bytes.count >= count else { return false }
+            placing: for start in 0...(bytes.count - count) {
+                for index in offset..<count where !sets[first + index].contains(bytes[start + index]) {
+                    continue placing
+                }
+                for index in 0..<offset where !sets[first + index].contains(bytes[start + index]) { continue placing }
+                return true
+            }
+            return false
         }
 
         /// Whether `minimum` bytes in a row are in `set`. Each window of `minimum` bytes is read from
@@ -230,6 +257,15 @@ private final class ShortcutProgram: Sendable {
             case .run(let set, let minimum):
                 append(.run, sets.count, minimum)
                 sets.append(set)
+            case .containsSequence(let sequence):
+                append(.containsSequence, sets.count, sequence.count)
+                sets += sequence
+                if let (anchor, offset) = Self.anchor(of: sequence) {
+                    let number = literals[field][anchor] ?? literals[field].count
+                    literals[field][anchor] = number
+                    operations[index].anchor = Int32(number)
+                    operations[index].anchorOffset = Int32(offset)
+                }
             case .startsWith(let anchored), .endsWith(let anchored):
                 if case .startsWith = condition {
                     append(.startsWith, sets.count, anchored.count)
@@ -245,6 +281,34 @@ private final class ShortcutProgram: Sendable {
             return Int32(index)
         }
 
+        /// The longest literal text in a sequence (sets of one byte, or of one letter in both
+        /// cases), lower-case, and where it starts; nil when none is two bytes or more.
+        static func anchor(of sequence: [ASCIISet]) -> (literal: [UInt8], offset: Int)? {
+            func byte(_ set: ASCIISet) -> UInt8? {
+                guard set.count <= 2, let first = (0..<128).first(where: { set.contains(UInt8($0)) }) else {
+                    return nil
+                }
+                let lower = ConditionAnalysis.lowercased(UInt8(first))
+                if set.count == 1 { return lower }
+                var letter = ASCIISet(lower)
+                letter.addOtherCases()
+                return letter == set ? lower : nil
+            }
+            var best: (literal: [UInt8], offset: Int)?
+            var current: [UInt8] = []
+            for (index, set) in sequence.enumerated() {
+                if let byte = byte(set) {
+                    current.append(byte)
+                    if current.count >= 2, current.count > best?.literal.count ?? 0 {
+                        best = (current, index + 1 - current.count)
+                    }
+                } else {
+                    current = []
+                }
+            }
+            return best
+        }
+
         /// Anchored checks first (a few bytes), then literals (already searched), then the rest.
         private static func cheapestFirst(_ conditions: [MatchCondition]) -> [MatchCondition] {
             func rank(_ condition: MatchCondition) -> Int {
@@ -252,7 +316,7 @@ private final class ShortcutProgram: Sendable {
                 case .always, .never: 0
                 case .startsWith, .endsWith: 1
                 case .contains: 2
-                case .run: 3
+                case .run, .containsSequence: 3
                 case .all, .any: 4
                 }
             }
