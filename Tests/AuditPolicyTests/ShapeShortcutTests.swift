@@ -22,7 +22,11 @@ import Testing
         func alternation() -> String {
             (0..<(1 + random.below(4))).map { _ in literal() }.joined(separator: "|")
         }
-        let classes = ["[a-z0-9]", "[a-zA-Z0-9]", "[0-9a-f]", "\\d", "[a-z]", "\\w", "[^/]", "[A-Z]", "[ſk]", "[^\\W]"]
+        let classes = [
+            "[a-z0-9]", "[a-zA-Z0-9]", "[0-9a-f]", "\\d", "[a-z]", "\\w", "[^/]", "[A-Z]", "[ſk]", "[^\\W]",
+            "[[:alpha:]]",
+            "\\p{L}", "\\X", ".",
+        ]
         switch random.below(12) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])

@@ -145,10 +145,12 @@ struct PatternSyntaxReader {
         case UInt8(ascii: "d"), UInt8(ascii: "w"), UInt8(ascii: "s"), UInt8(ascii: "h"), UInt8(ascii: "v"),
             UInt8(ascii: "D"), UInt8(ascii: "W"), UInt8(ascii: "S"), UInt8(ascii: "H"), UInt8(ascii: "V"),
             UInt8(ascii: "N"), UInt8(ascii: "X"), UInt8(ascii: "R"):
-            return .character(ByteClass(ascii: ASCIISet.escape(byte) ?? .all))
+            // \X and \R may match more than one character.
+            let isExact = byte != UInt8(ascii: "X") && byte != UInt8(ascii: "R")
+            return .character(ByteClass(ascii: ASCIISet.escape(byte) ?? .all, isExact: isExact))
         case UInt8(ascii: "p"), UInt8(ascii: "P"):
             try skipPropertyName()
-            return .character(ByteClass(ascii: .all))
+            return .character(ByteClass(ascii: .all, isExact: false))
         case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "f"), UInt8(ascii: "e"),
             UInt8(ascii: "a"):
             return .character(ByteClass(ascii: ASCIISet(Self.controlEscapes[byte] ?? 0)))
@@ -328,10 +330,12 @@ struct PatternSyntaxReader {
         if isNegated {
             return .character(
                 ByteClass(
-                    ascii: hasUnknownASCII ? .all : members.complement, mayBeAlnum: !members.containsAllAlnums))
+                    ascii: hasUnknownASCII ? .all : members.complement, mayBeAlnum: !members.containsAllAlnums,
+                    isExact: !hasUnknownASCII))
         }
         let mayBeAlnum = members.containsAnyAlnum || hasOtherMembers
-        return .character(ByteClass(ascii: hasUnknownASCII ? .all : members, mayBeAlnum: mayBeAlnum))
+        return .character(
+            ByteClass(ascii: hasUnknownASCII ? .all : members, mayBeAlnum: mayBeAlnum, isExact: !hasUnknownASCII))
     }
 
     private func findPOSIXClassEnd(from start: Int) -> Int? {
@@ -472,10 +476,14 @@ struct ByteClass: Equatable, Hashable {
     /// A superset of the ASCII bytes the character can match, case folding included.
     let ascii: ASCIISet
     let mayBeAlnum: Bool
+    /// Whether ``ascii`` is exactly the ASCII bytes it matches, each as one character (not so for
+    /// POSIX classes, `\p`, `\X`, …, which are read as any byte).
+    let isExact: Bool
 
-    init(ascii: ASCIISet, mayBeAlnum: Bool? = nil) {
+    init(ascii: ASCIISet, mayBeAlnum: Bool? = nil, isExact: Bool = true) {
         self.ascii = ascii
         self.mayBeAlnum = mayBeAlnum ?? ascii.containsAnyAlnum
+        self.isExact = isExact
     }
 }
 

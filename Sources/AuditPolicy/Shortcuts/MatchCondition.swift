@@ -132,7 +132,7 @@ enum ConditionAnalysis {
                 if let words = literalAlternatives(alternatives) {
                     let after = nodes[(position + 1)...].prefix { if case .literal = $0 { true } else { false } }
                     let suffix = after.compactMap { if case .literal(let byte) = $0 { lowercased(byte) } else { nil } }
-                    let combined = words.map { literal + $0 + suffix }
+                    let combined = words.map { literal + $0.word + ($0.endsSubject ? [] : suffix) }
                     if combined.allSatisfy({ $0.count >= shortestLiteral }) {
                         literal = []
                         endRun()
@@ -156,15 +156,16 @@ enum ConditionAnalysis {
 
     /// The sets one byte each of the subject must be in, in turn, for `nodes` to match: nil unless
     /// every node is one character, or a character repeated a fixed number of times.
+    /// Each set is exactly what its character matches among printable ASCII bytes.
     static func fixedSequence(_ nodes: [PatternNode], caseless: Bool) -> [ASCIISet]? {
         var sets: [ASCIISet] = []
         for node in nodes {
             switch node {
             case .repeated(let inner, let minimum, let maximum) where minimum == maximum:
-                guard let set = singleCharacterSet(inner, caseless: caseless) else { return nil }
+                guard let set = singleCharacterSet(inner, caseless: caseless, exactOnly: true) else { return nil }
                 sets += repeatElement(set, count: minimum)
             default:
-                guard let set = singleCharacterSet(node, caseless: caseless) else { return nil }
+                guard let set = singleCharacterSet(node, caseless: caseless, exactOnly: true) else { return nil }
                 sets.append(set)
             }
             guard sets.count <= longestAnchoredCheck else { return nil }
@@ -175,29 +176,36 @@ enum ConditionAnalysis {
     /// Most alternatives a group may have to be read as literal words.
     static let mostLiteralAlternatives = 64
 
-    /// The alternatives of a group as lower-case words, when each is literal text only.
-    private static func literalAlternatives(_ alternatives: [[PatternNode]]) -> [[UInt8]]? {
+    /// The alternatives of a group as lower-case words, when each is literal text only, perhaps
+    /// followed by `$` (`endsSubject`: no text can follow it).
+    private static func literalAlternatives(_ alternatives: [[PatternNode]]) -> [(
+        word: [UInt8], endsSubject: Bool
+    )]? {
         guard alternatives.count > 1, alternatives.count <= mostLiteralAlternatives else { return nil }
-        var words: [[UInt8]] = []
+        var words: [(word: [UInt8], endsSubject: Bool)] = []
         for alternative in alternatives {
+            var nodes = flatten(alternative)
+            let endsSubject = nodes.last == .end
+            if endsSubject { nodes.removeLast() }
             var word: [UInt8] = []
-            for node in flatten(alternative) {
+            for node in nodes {
                 guard case .literal(let byte) = node else { return nil }
                 word.append(lowercased(byte))
             }
-            words.append(word)
+            words.append((word, endsSubject))
         }
         return words
     }
 
     /// The ASCII bytes one node matches when it is a single character (a literal, a class, or a
     /// group of one such), else nil.
-    static func singleCharacterSet(_ node: PatternNode, caseless: Bool) -> ASCIISet? {
+    /// `exactOnly`: nil for a class whose set is a superset (see ``ByteClass/isExact``).
+    static func singleCharacterSet(_ node: PatternNode, caseless: Bool, exactOnly: Bool = false) -> ASCIISet? {
         switch node {
         case .literal(let byte): return literalSet(byte, caseless: caseless)
-        case .character(let byteClass): return byteClass.ascii
+        case .character(let byteClass): return !exactOnly || byteClass.isExact ? byteClass.ascii : nil
         case .group(let alternatives) where alternatives.count == 1 && alternatives[0].count == 1:
-            return singleCharacterSet(alternatives[0][0], caseless: caseless)
+            return singleCharacterSet(alternatives[0][0], caseless: caseless, exactOnly: exactOnly)
         default: return nil
         }
     }

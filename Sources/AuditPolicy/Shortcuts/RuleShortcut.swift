@@ -1,7 +1,8 @@
 /// What an evaluation can tell about one rule from its pattern's shape, without PCRE2, for a
 /// subject of printable ASCII.
 ///
-/// - ``condition``: every match needs it; a subject that fails it does not match.
+/// - ``condition``: every match needs it; a subject that fails it does not match. For a pattern
+///   of fixed characters (``isExact``), a subject that meets it matches.
 /// - ``matchesUnless``: for the shape `^(?!.*(a|b|c)).*$` ("the subject contains none of a, b, c"),
 ///   the condition of the lookahead's inside: a subject that fails it matches. When a, b and c are
 ///   each a fixed number of characters, the condition is exact (``isExactUnless``): a subject that
@@ -11,6 +12,8 @@
 /// under a key most requests carry), where a PCRE2 call per request is what a decision costs.
 struct RuleShortcut: Hashable {
     let condition: MatchCondition
+    /// Whether the pattern matches exactly when ``condition`` holds (a pattern of fixed characters).
+    let isExact: Bool
     let matchesUnless: MatchCondition?
     let isExactUnless: Bool
 
@@ -23,11 +26,37 @@ struct RuleShortcut: Hashable {
         guard let alternatives = reader.read() else { return nil }
         let caseless = reader.isCaseless
         let condition = ConditionAnalysis.condition(ofAlternatives: alternatives, caseless: caseless, atTop: true)
+        if answersMatches, let exact = Self.fixedCondition(alternatives, caseless: caseless) {
+            // A pattern of fixed characters matches exactly when the condition holds.
+            self.condition = exact
+            self.isExact = true
+            self.matchesUnless = nil
+            self.isExactUnless = false
+            return
+        }
         let unless = answersMatches ? Self.lookaheadCondition(alternatives, caseless: caseless) : nil
         guard condition != .always || unless != nil else { return nil }
         self.condition = condition
+        self.isExact = false
         self.matchesUnless = unless?.condition
         self.isExactUnless = unless?.isExact ?? false
+    }
+
+    /// For a pattern of fixed characters (`\/....\/`), perhaps after `^` or before `$` (not both):
+    /// the condition a printable subject meets exactly when the pattern matches it.
+    private static func fixedCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> MatchCondition? {
+        guard alternatives.count == 1 else { return nil }
+        var nodes = ConditionAnalysis.flatten(alternatives[0])
+        let isAnchoredAtStart = nodes.first == .start
+        if isAnchoredAtStart { nodes.removeFirst() }
+        let isAnchoredAtEnd = nodes.last == .end
+        if isAnchoredAtEnd { nodes.removeLast() }
+        guard !(isAnchoredAtStart && isAnchoredAtEnd),
+            let sequence = ConditionAnalysis.fixedSequence(nodes, caseless: caseless)
+        else { return nil }
+        if isAnchoredAtStart { return .startsWith(sequence) }
+        if isAnchoredAtEnd { return .endsWith(sequence) }
+        return .containsSequence(sequence)
     }
 
     /// For `^(?!X).*$` (and `^(?!X)`, `^(?!X).*`): what a subject must have for X to match at its

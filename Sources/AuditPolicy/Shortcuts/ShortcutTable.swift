@@ -108,6 +108,7 @@ private final class ShortcutProgram: Sendable {
         /// -1: none.
         let matchesUnless: Int32
         let isExactUnless: Bool
+        let isExact: Bool
     }
 
     /// A field's literals, searched for at once in its subject.
@@ -129,7 +130,9 @@ private final class ShortcutProgram: Sendable {
             let condition = compiler.compile(shortcut.condition, field: slot)
             let unless = shortcut.matchesUnless.map { compiler.compile($0, field: slot) } ?? -1
             rules.append(
-                Rule(field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless))
+                Rule(
+                    field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless,
+                    isExact: shortcut.isExact))
         }
         self.rules = rules
         self.operations = compiler.operations
@@ -148,6 +151,7 @@ private final class ShortcutProgram: Sendable {
         return operations.withUnsafeBufferPointer { operations in
             sets.withUnsafeBufferPointer { sets in
                 let evaluation = Evaluation(operations: operations, sets: sets, bytes: bytes, found: found)
+                if rule.isExact { return evaluation.holds(Int(rule.condition)) }
                 if rule.matchesUnless >= 0 {
                     if !evaluation.holds(Int(rule.matchesUnless)) { return true }
                     if rule.isExactUnless { return false }
