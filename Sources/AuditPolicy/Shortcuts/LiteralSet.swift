@@ -15,6 +15,8 @@ struct LiteralSet: Sendable {
     /// `literalsByPair[pairStarts[i]..<pairStarts[i + 1]]`.
     private let pairs: [UInt16]
     private let pairStarts: [Int32]
+    /// The pairs starting with byte `b` are `pairs[pairsByFirstByte[b]..<pairsByFirstByte[b + 1]]`.
+    private let pairsByFirstByte: [Int32]
     private let literalsByPair: [Int32]
 
     /// The set of `literals`, each two bytes or more, letters lower-case; bit `n` of a search's
@@ -33,6 +35,10 @@ struct LiteralSet: Sendable {
         }
         pairGate = gate
         pairs = byPair.keys.sorted()
+        var byFirstByte = [Int32](repeating: 0, count: 257)
+        for pair in pairs { byFirstByte[Int(pair >> 8) + 1] += 1 }
+        for byte in 1...256 { byFirstByte[byte] += byFirstByte[byte - 1] }
+        pairsByFirstByte = byFirstByte
         pairStarts = pairs.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32(byPair[$1]?.count ?? 0)) }
         literalsByPair = pairs.flatMap { byPair[$0] ?? [] }
     }
@@ -60,14 +66,12 @@ struct LiteralSet: Sendable {
         startingWith pair: UInt16, at start: Int, in subject: UnsafeBufferPointer<UInt8>,
         found: UnsafeMutableBufferPointer<UInt64>
     ) {
-        var low = 0
-        var high = pairs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if pairs[middle] < pair { low = middle + 1 } else { high = middle }
-        }
-        guard low < pairs.count, pairs[low] == pair else { return }
-        for slot in Int(pairStarts[low])..<Int(pairStarts[low + 1]) {
+        let first = Int(pair >> 8)
+        var index = Int(pairsByFirstByte[first])
+        let end = Int(pairsByFirstByte[first + 1])
+        while index < end, pairs[index] != pair { index += 1 }
+        guard index < end else { return }
+        for slot in Int(pairStarts[index])..<Int(pairStarts[index + 1]) {
             let number = Int(literalsByPair[slot])
             let bit = UInt64(1) << UInt64(number & 63)
             guard found[number >> 6] & bit == 0, occurs(number, at: start, in: subject) else { continue }
