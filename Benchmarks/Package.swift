@@ -12,10 +12,14 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
+        // Hyperscan's loop over the subjects, in C, and the same as a program of its own.
+        .target(name: "HyperscanLoop", dependencies: ["CHyperscan"], linkerSettings: [.linkedLibrary("hs")]),
+        .executableTarget(name: "hyperscan-baseline", dependencies: ["HyperscanLoop"]),
         .executableTarget(
             name: "audit-bench",
             dependencies: [
                 "CHyperscan",
+                "HyperscanLoop",
                 .product(name: "RequestAudit", package: "RequestAudit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
