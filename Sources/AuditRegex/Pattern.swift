@@ -54,8 +54,9 @@ public struct Pattern: Sendable {
         } != nil
     }
 
-    /// Whether `matches` searches for a string rather than running PCRE2 (for tests).
-    var isLiteral: Bool { literal != nil }
+    /// Whether matching searches for one literal string rather than running PCRE2 (a pattern such
+    /// as `ttp` or `\/track\.ashx\?`).
+    public var isLiteral: Bool { literal != nil }
 
     /// Whether the pattern matches anywhere in `text`.
     public func matches(_ text: String) throws(PatternError) -> Bool {

@@ -202,7 +202,8 @@ struct IndexSummary {
         let busiest = stats.busiestKeys.prefix(5).map { "\($0.key) \($0.rules)" }.joined(separator: ", ")
         text =
             "\(stats.byToken) by token, \(stats.byTokenPair) by token pair, \(stats.byTokenAffix) by token start/end, \(stats.byInfix) by infix, "
-            + "\(stats.alwaysRun) always run, \(stats.inHost) by the host alone; busiest keys: \(busiest)"
+            + "\(stats.alwaysRun) always run, \(stats.inHost) by the host alone, \(stats.byShape) answered by their shape; "
+            + "busiest keys: \(busiest)"
     }
 }
 

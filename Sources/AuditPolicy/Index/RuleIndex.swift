@@ -14,9 +14,11 @@ struct RuleIndex: Sendable {
     /// What the shapes of the rules the index finds for most requests tell without PCRE2.
     let shortcuts: ShortcutTable
 
-    /// Rules filed under a key costlier than this (one most requests carry: `com`, `js`, `http…`)
-    /// get a ``RuleShortcut`` when their shape gives one, as do the rules run for every request.
-    static let shortcutCost = 0.25
+    /// Rules filed under a key this costly (one most requests carry: `com`, `js`, `http…`) get a
+    /// ``RuleShortcut`` when their shape gives one, as do the rules run for every request. For a
+    /// rarer key, the search for the shortcuts' literals would cost the requests that carry it more
+    /// than the PCRE2 calls it saves.
+    static let shortcutCost = 0.9
 
     init(rules: [Rule]) {
         var order: [RequestField] = []
@@ -39,8 +41,9 @@ struct RuleIndex: Sendable {
         var builder = FieldGroup.Builder(field: field, members: members)
         for (member, filing) in zip(members, filings(of: members, rules: rules)) {
             builder.file(member, filing)
-            guard (filing?.requirement.cost ?? 1) >= shortcutCost else { continue }
+            // A literal pattern is already matched by a byte search.
             let pattern = rules[Int(member)].pattern
+            guard (filing?.requirement.cost ?? 1) >= shortcutCost, !pattern.isLiteral else { continue }
             if let shortcut = RuleShortcut(
                 pattern: pattern.source, caseInsensitive: pattern.isCaseInsensitive,
                 answersMatches: pattern.limits.matchLimit >= MatchLimits.default.matchLimit
