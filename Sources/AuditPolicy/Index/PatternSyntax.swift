@@ -30,6 +30,22 @@ indirect enum PatternNode: Equatable {
     case repeated(PatternNode, min: Int, max: Int?)
 }
 
+extension PatternNode {
+    /// `nodes` with each group of one alternative (and each `{1}` repetition) replaced by its
+    /// inside, so that `(foo)bar` reads as one literal run `foobar`.
+    static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
+        var flat: [PatternNode] = []
+        for node in nodes {
+            switch node {
+            case .group(let alternatives) where alternatives.count == 1: flat += flatten(alternatives[0])
+            case .repeated(let inner, 1, 1): flat += flatten([inner])
+            default: flat.append(node)
+            }
+        }
+        return flat
+    }
+}
+
 /// Reads a pattern into ``PatternNode`` alternatives, or nil when the pattern uses syntax the
 /// reader does not model.
 struct PatternSyntaxReader {

@@ -156,17 +156,7 @@ enum RequirementAnalysis {
 
     /// Inlines groups with a single alternative that occur exactly once, so that `(foo)bar` is one
     /// literal run `foobar`.
-    fileprivate static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
-        var flat: [PatternNode] = []
-        for node in nodes {
-            switch node {
-            case .group(let alternatives) where alternatives.count == 1: flat += flatten(alternatives[0])
-            case .repeated(let inner, 1, 1): flat += flatten([inner])
-            default: flat.append(node)
-            }
-        }
-        return flat
-    }
+    fileprivate static func flatten(_ nodes: [PatternNode]) -> [PatternNode] { PatternNode.flatten(nodes) }
 
     /// Whether the character just before position `index` of `nodes` may be a letter or digit.
     fileprivate static func mayBeAlnum(before index: Int, in nodes: [PatternNode], outside: Bool) -> Bool {

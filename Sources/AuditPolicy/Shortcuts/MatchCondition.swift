@@ -231,17 +231,7 @@ enum ConditionAnalysis {
     }
 
     /// Groups of one alternative inlined, so that `(foo)bar` reads as one literal run.
-    static func flatten(_ nodes: [PatternNode]) -> [PatternNode] {
-        var flat: [PatternNode] = []
-        for node in nodes {
-            switch node {
-            case .group(let alternatives) where alternatives.count == 1: flat += flatten(alternatives[0])
-            case .repeated(let inner, 1, 1): flat += flatten([inner])
-            default: flat.append(node)
-            }
-        }
-        return flat
-    }
+    static func flatten(_ nodes: [PatternNode]) -> [PatternNode] { PatternNode.flatten(nodes) }
 
     private static func literalSet(_ byte: UInt8, caseless: Bool) -> ASCIISet {
         var set = ASCIISet(byte)
