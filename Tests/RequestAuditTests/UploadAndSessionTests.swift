@@ -107,7 +107,7 @@ extension InterceptionTests {
             configuration.httpAdditionalHeaders = ["X-Kept": "yes"]
             try audited.auditor.install(into: configuration)
             let session = URLSession(configuration: configuration)
-            let workQueue = try #require(CallerSession.workQueue(of: session))
+            let workQueue = try #require(PlatformInternals.workQueue(of: session))
             #expect(workQueue.sync { CallerSession.detailsOfCurrentQueue() } == nil)
             _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "kept=1"))), on: session)
             _ = try await audited.finish()

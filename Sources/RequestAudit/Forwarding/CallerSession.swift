@@ -9,8 +9,9 @@ import Foundation
 /// FoundationNetworking applies `httpAdditionalHeaders` and `timeoutIntervalForRequest` when it sends
 /// a request, not in the request a `URLProtocol` sees, and `URLSessionTask` does not expose its
 /// session. Without them a forwarded request would silently lose headers or wait for the wrong
-/// timeout, so the task's stored `session` is read by reflection. Tests pin that this still works;
-/// if a Foundation update hides it, forwarding falls back to the request alone.
+/// timeout, so the task's stored `session` is read by reflection (``PlatformInternals``). Tests pin
+/// that this still works; if a Foundation update hides it, forwarding falls back to the request
+/// alone.
 ///
 /// Reflection costs 20–40 µs of a request, so it is done for a session's first task only: its
 /// details are then kept on the session's work queue (a dispatch queue-specific value), where
@@ -70,7 +71,7 @@ enum CallerSession {
             self.session = session
             self.configuration = session?.configuration
             self.workQueue = workQueue
-            self.taskRegistry = session.flatMap(CallerSession.taskRegistry(of:))
+            self.taskRegistry = session.flatMap(PlatformInternals.taskRegistry(of:))
             let configuration = self.configuration
             additionalHeaders = (configuration?.httpAdditionalHeaders ?? [:]).compactMap { key, value in
                 guard let name = key as? String, let value = value as? String else { return nil }
@@ -85,7 +86,7 @@ enum CallerSession {
         /// `startLoading` does.
         func behaviour(of task: URLSessionTask) -> Behaviour? {
             guard let taskRegistry else { return nil }
-            return CallerSession.behaviour(
+            return PlatformInternals.behaviour(
                 of: task.taskIdentifier, in: taskRegistry,
                 sessionHasDelegate: session?.delegate is URLSessionTaskDelegate)
         }
@@ -103,67 +104,11 @@ enum CallerSession {
     /// The configuration and work queue of the session `task` belongs to (nil fields when
     /// reflection cannot find them), read by reflection and kept on the session's work queue.
     static func details(of task: URLSessionTask?) -> Details {
-        guard let session = session(of: task) else { return Details(session: nil, workQueue: nil) }
-        let workQueue = workQueue(of: session)
+        guard let session = PlatformInternals.session(of: task) else { return Details(session: nil, workQueue: nil) }
+        let workQueue = PlatformInternals.workQueue(of: session)
         let details = Details(session: session, workQueue: workQueue)
         workQueue?.setSpecific(key: detailsKey, value: details)
         return details
     }
 
-    /// The serial queue `session` does all its work on, or nil when reflection cannot find it.
-    static func workQueue(of session: URLSession) -> DispatchQueue? {
-        Mirror(reflecting: session).children.first { $0.label == "workQueue" }?.value as? DispatchQueue
-    }
-
-    /// The session's task registry, or nil when reflection cannot find it.
-    static func taskRegistry(of session: URLSession) -> AnyObject? {
-        guard let child = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" }) else {
-            return nil
-        }
-        return type(of: child.value) is AnyClass ? child.value as AnyObject : nil
-    }
-
-    /// The behaviour the registry keeps for the task with `identifier`: the name of its
-    /// `_TaskRegistry._Behaviour` case, and for a completion handler with a task delegate, whether the
-    /// delegate is there.
-    static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool) -> Behaviour? {
-        guard
-            let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?.value,
-            let entry = Mirror(reflecting: behaviours).children.lazy.compactMap({ child -> Any? in
-                let pair = Mirror(reflecting: child.value).children.map(\.value)
-                guard pair.count == 2, pair[0] as? Int == identifier else { return nil }
-                return pair[1]
-            }).first
-        else { return nil }
-        let mirror = Mirror(reflecting: entry)
-        guard let label = mirror.children.first?.label else {
-            // `callDelegate`: FoundationNetworking then calls the session's delegate, if it has one.
-            guard "\(entry)" == "callDelegate" else { return nil }
-            return sessionHasDelegate ? .delegate : .noDelegate
-        }
-        switch label {
-        case "dataCompletionHandler": return .dataCompletionHandler(hasTaskDelegate: false)
-        case "dataCompletionHandlerWithTaskDelegate":
-            let payload = Mirror(reflecting: mirror.children.first?.value as Any).children.map(\.value)
-            let delegate = payload.count == 2 ? Mirror(reflecting: payload[1]).children.first?.value : nil
-            return .dataCompletionHandler(hasTaskDelegate: delegate != nil)
-        case "downloadCompletionHandler", "downloadCompletionHandlerWithTaskDelegate":
-            return .downloadCompletionHandler
-        default: return nil
-        }
-    }
-
-    /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
-    /// superclass.
-    static func session(of task: URLSessionTask?) -> URLSession? {
-        guard let task else { return nil }
-        var mirror: Mirror? = Mirror(reflecting: task)
-        while let current = mirror {
-            for child in current.children where child.label == "session" {
-                if let session = child.value as? URLSession { return session }
-            }
-            mirror = current.superclassMirror
-        }
-        return nil
-    }
 }

@@ -65,7 +65,7 @@ final class Forwarder: Sendable {
         // (see InlineDelegateQueue): each chunk reaches the caller before the next one is read, and
         // no thread wakes up between them. Nothing run there may wait for a session (`resume`,
         // `dataTask`), or it would deadlock.
-        workQueue = CallerSession.workQueue(of: session)
+        workQueue = PlatformInternals.workQueue(of: session)
         if let workQueue { queue.attach(to: workQueue) }
     }
 

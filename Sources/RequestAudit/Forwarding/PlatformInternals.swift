@@ -10,8 +10,9 @@ import Foundation
 /// A `URLProtocol` on Linux must tell its client on the caller session's work queue, deliver chunks
 /// only to callers that take them, and leave downloads and uploads to Foundation's own HTTP protocol
 /// (see ``RequestInfoProtocol``). The work queue, the session of a task, and how a task was made are
-/// read by reflection; when a Foundation release moves them, ``check()`` says so and `install`
-/// throws, rather than running a path known to crash or to lose the caller's data.
+/// read by reflection, here and nowhere else (FoundationNetworking only; on other platforms they are
+/// nil); when a Foundation release moves them, ``check()`` says so and `install` throws, rather than
+/// running a path known to crash or to lose the caller's data.
 enum PlatformInternals {
     /// Foundation's built-in HTTP protocol (the first of a default session's protocol classes that
     /// takes an http URL), or nil when there is none.
@@ -34,15 +35,15 @@ enum PlatformInternals {
             // Not invalidateAndCancel(): it reads URLSession.shared, which would make the shared
             // session now, with the protocol classes registered before install() put ours first.
             defer { session.finishTasksAndInvalidate() }
-            guard let workQueue = CallerSession.workQueue(of: session) else { return "URLSession.workQueue not found" }
+            guard let workQueue = workQueue(of: session) else { return "URLSession.workQueue not found" }
             let task = session.dataTask(with: url) { _, _, _ in }
             defer { task.cancel() }
-            guard CallerSession.session(of: task) === session else { return "URLSessionTask.session not found" }
-            guard let registry = CallerSession.taskRegistry(of: session) else {
+            guard PlatformInternals.session(of: task) === session else { return "URLSessionTask.session not found" }
+            guard let registry = taskRegistry(of: session) else {
                 return "URLSession.taskRegistry not found"
             }
             let behaviour = workQueue.sync {
-                CallerSession.behaviour(of: task.taskIdentifier, in: registry, sessionHasDelegate: false)
+                PlatformInternals.behaviour(of: task.taskIdentifier, in: registry, sessionHasDelegate: false)
             }
             guard behaviour == .dataCompletionHandler(hasTaskDelegate: false) else {
                 return "URLSession task registry behaviours not readable"
@@ -57,4 +58,76 @@ enum PlatformInternals {
     static func check() throws(RequestAuditError) {
         if let problem { throw .unsupportedPlatform(problem) }
     }
+}
+
+// The reflection itself, in one place: FoundationNetworking's private fields, read by name.
+extension PlatformInternals {
+    #if canImport(FoundationNetworking)
+        /// The serial queue `session` does all its work on, or nil when reflection cannot find it.
+        static func workQueue(of session: URLSession) -> DispatchQueue? {
+            Mirror(reflecting: session).children.first { $0.label == "workQueue" }?.value as? DispatchQueue
+        }
+
+        /// The session's task registry, or nil when reflection cannot find it.
+        static func taskRegistry(of session: URLSession) -> AnyObject? {
+            guard let child = Mirror(reflecting: session).children.first(where: { $0.label == "taskRegistry" }) else {
+                return nil
+            }
+            return type(of: child.value) is AnyClass ? child.value as AnyObject : nil
+        }
+
+        /// The behaviour the registry keeps for the task with `identifier`: the name of its
+        /// `_TaskRegistry._Behaviour` case, and for a completion handler with a task delegate, whether the
+        /// delegate is there.
+        static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool) -> CallerSession
+            .Behaviour?
+        {
+            guard
+                let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?
+                    .value,
+                let entry = Mirror(reflecting: behaviours).children.lazy.compactMap({ child -> Any? in
+                    let pair = Mirror(reflecting: child.value).children.map(\.value)
+                    guard pair.count == 2, pair[0] as? Int == identifier else { return nil }
+                    return pair[1]
+                }).first
+            else { return nil }
+            let mirror = Mirror(reflecting: entry)
+            guard let label = mirror.children.first?.label else {
+                // `callDelegate`: FoundationNetworking then calls the session's delegate, if it has one.
+                guard "\(entry)" == "callDelegate" else { return nil }
+                return sessionHasDelegate ? .delegate : .noDelegate
+            }
+            switch label {
+            case "dataCompletionHandler": return .dataCompletionHandler(hasTaskDelegate: false)
+            case "dataCompletionHandlerWithTaskDelegate":
+                let payload = Mirror(reflecting: mirror.children.first?.value as Any).children.map(\.value)
+                let delegate = payload.count == 2 ? Mirror(reflecting: payload[1]).children.first?.value : nil
+                return .dataCompletionHandler(hasTaskDelegate: delegate != nil)
+            case "downloadCompletionHandler", "downloadCompletionHandlerWithTaskDelegate":
+                return .downloadCompletionHandler
+            default: return nil
+            }
+        }
+
+        /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
+        /// superclass.
+        static func session(of task: URLSessionTask?) -> URLSession? {
+            guard let task else { return nil }
+            var mirror: Mirror? = Mirror(reflecting: task)
+            while let current = mirror {
+                for child in current.children where child.label == "session" {
+                    if let session = child.value as? URLSession { return session }
+                }
+                mirror = current.superclassMirror
+            }
+            return nil
+        }
+    #else
+        static func workQueue(of session: URLSession) -> DispatchQueue? { nil }
+        static func taskRegistry(of session: URLSession) -> AnyObject? { nil }
+        static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool)
+            -> CallerSession.Behaviour?
+        { nil }
+        static func session(of task: URLSessionTask?) -> URLSession? { nil }
+    #endif
 }
