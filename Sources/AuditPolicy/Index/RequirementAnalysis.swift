@@ -113,7 +113,7 @@ enum RequirementAnalysis {
 
         /// Every requirement a sequence has; a match meets all of them.
         func options(ofSequence sequence: [PatternNode], before: Bool, after: Bool) -> [Requirement] {
-            let nodes = RequirementAnalysis.flatten(sequence)
+            let nodes = PatternNode.flatten(sequence)
             var options: [Requirement] = []
             var index = 0
             while index < nodes.count {
@@ -153,10 +153,6 @@ enum RequirementAnalysis {
             return options
         }
     }
-
-    /// Inlines groups with a single alternative that occur exactly once, so that `(foo)bar` is one
-    /// literal run `foobar`.
-    fileprivate static func flatten(_ nodes: [PatternNode]) -> [PatternNode] { PatternNode.flatten(nodes) }
 
     /// Whether the character just before position `index` of `nodes` may be a letter or digit.
     fileprivate static func mayBeAlnum(before index: Int, in nodes: [PatternNode], outside: Bool) -> Bool {

@@ -77,7 +77,7 @@ enum ConditionAnalysis {
     /// What every match of a sequence of nodes needs. `atTop`: the sequence is one of the
     /// pattern's own alternatives, so `^` at its start and `$` at its end anchor it to the subject.
     static func condition(ofSequence sequence: [PatternNode], caseless: Bool, atTop: Bool) -> MatchCondition {
-        let nodes = flatten(sequence)
+        let nodes = PatternNode.flatten(sequence)
         var parts: [MatchCondition] = []
         if atTop, nodes.first == .start {
             let sets = fixedSets(nodes.dropFirst(), caseless: caseless)
@@ -184,7 +184,7 @@ enum ConditionAnalysis {
         guard alternatives.count > 1, alternatives.count <= mostLiteralAlternatives else { return nil }
         var words: [(word: [UInt8], endsSubject: Bool)] = []
         for alternative in alternatives {
-            var nodes = flatten(alternative)
+            var nodes = PatternNode.flatten(alternative)
             let endsSubject = nodes.last == .end
             if endsSubject { nodes.removeLast() }
             var word: [UInt8] = []
@@ -229,9 +229,6 @@ enum ConditionAnalysis {
         }
         return sets
     }
-
-    /// Groups of one alternative inlined, so that `(foo)bar` reads as one literal run.
-    static func flatten(_ nodes: [PatternNode]) -> [PatternNode] { PatternNode.flatten(nodes) }
 
     private static func literalSet(_ byte: UInt8, caseless: Bool) -> ASCIISet {
         var set = ASCIISet(byte)

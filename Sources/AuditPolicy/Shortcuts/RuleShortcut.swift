@@ -46,7 +46,7 @@ struct RuleShortcut: Hashable {
     /// the condition a printable subject meets exactly when the pattern matches it.
     private static func fixedCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> MatchCondition? {
         guard alternatives.count == 1 else { return nil }
-        var nodes = ConditionAnalysis.flatten(alternatives[0])
+        var nodes = PatternNode.flatten(alternatives[0])
         let isAnchoredAtStart = nodes.first == .start
         if isAnchoredAtStart { nodes.removeFirst() }
         let isAnchoredAtEnd = nodes.last == .end
@@ -90,7 +90,7 @@ struct RuleShortcut: Hashable {
     private static func fixedSequences(_ inside: [[PatternNode]], caseless: Bool) -> [[ASCIISet]]? {
         var sequences: [[ASCIISet]] = []
         for alternative in inside {
-            var nodes = ConditionAnalysis.flatten(alternative)
+            var nodes = PatternNode.flatten(alternative)
             guard case .repeated(let inner, 0, nil) = nodes.first,
                 let set = ConditionAnalysis.singleCharacterSet(inner, caseless: caseless),
                 set.isSuperset(of: .printable)
@@ -100,7 +100,7 @@ struct RuleShortcut: Hashable {
                 for choice in choices {
                     guard
                         let sequence = ConditionAnalysis.fixedSequence(
-                            ConditionAnalysis.flatten(choice), caseless: caseless)
+                            PatternNode.flatten(choice), caseless: caseless)
                     else { return nil }
                     sequences.append(sequence)
                 }

@@ -15,9 +15,6 @@ struct ShortcutTable: Sendable {
     private let ranks: [Int32]
     private let program: ShortcutProgram
 
-    /// No shortcuts.
-    static let empty = ShortcutTable(shortcuts: [:], ruleCount: 0)
-
     /// Number of rules with a shortcut.
     var count: Int { program.rules.count }
 
