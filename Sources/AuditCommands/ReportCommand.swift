@@ -72,28 +72,22 @@ struct ReportCommand: ParsableCommand {
             policy: policy
         )
         let showsProgress = isatty(STDERR_FILENO) == 1
-        // Each log with its rotated files, oldest first: LOG.N … LOG.1, LOG.
-        let files = logs.flatMap { log in
-            let withRotated = AuditLogVerifier.files(forLog: log)
-            return withRotated.isEmpty ? [log] : withRotated
-        }
-        let report: SummaryReport
+        let reading: ReportWriter.Reading
         let paths: [String]
-        let sequences: [AuditLogVerification]
         do {
-            sequences = try logs.filter { !$0.hasSuffix(".gz") }.map { log throws(AuditLogError) in
-                try AuditLogVerifier.verify(files: AuditLogVerifier.files(forLog: log), checkDigests: false)
-            }
-            report = try writer.summarize(files) { records, bytes, size in
+            reading = try writer.summarize(logs: logs) { records, bytes, size in
                 guard showsProgress else { return }
                 CommandOutput.current.writeError(Self.progressBar(records: records, bytes: bytes, size: size))
             }
             if showsProgress { CommandOutput.current.writeError("\r\u{1B}[K") }
-            paths = try writer.write(report, formats: try formats(), to: out)
+            paths = try writer.write(reading.report, formats: try formats(), to: out)
         } catch let error as AuditLogError {
             CommandOutput.errorLine(error.description)
             throw ExitCode.failure
         }
+        let report = reading.report
+        let sequences = reading.sequences
+        let files = report.logs
         if files != logs { CommandOutput.line("read " + files.joined(separator: ", ")) }
         CommandOutput.line("wrote " + paths.joined(separator: ", "))
         printTotals(report)

@@ -3,25 +3,6 @@ import AuditReport
 import Foundation
 import Testing
 
-/// A log of `count` records written by the real writer; returns its path.
-private func writeLog(
-    _ count: Int, rotation: LogRotation = .keepingEverything, key: [UInt8]? = nil, at path: String? = nil
-) async throws -> String {
-    let path = try path ?? temporaryLogPath()
-    let writer = try AuditLogWriter(path: path, rotation: rotation, chainKey: key)
-    for index in 0..<count { try writer.append(try sampleRecord(index)) }
-    try await writer.shutdown()
-    return path
-}
-
-private func lines(_ path: String) throws -> [String] {
-    try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-}
-
-private func write(_ lines: [String], to path: String, newline: Bool = true) throws {
-    try Data((lines.joined(separator: "\n") + (newline ? "\n" : "")).utf8).write(to: URL(fileURLWithPath: path))
-}
-
 private func verify(_ path: String, key: [UInt8]? = nil) throws -> AuditLogVerification {
     try AuditLogVerifier.verify(files: AuditLogVerifier.files(forLog: path), key: key)
 }
@@ -36,8 +17,8 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 @Suite struct LogChainTests {
     @Test("every line carries seq and a digest, and an independent Python check of the documented chain agrees")
     func pythonAgrees() async throws {
-        let path = try await writeLog(40)
-        let written = try lines(path)
+        let path = try await writeSealedLog(40)
+        let written = try logLines(path)
         #expect(written.count == 40)
         #expect(written.enumerated().allSatisfy { $1.contains(#","seq":\#($0 + 1),"chain":""#) })
         let script = #"""
@@ -69,10 +50,10 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("a byte edited in a record is found at its line")
     func byteEdited() async throws {
-        let path = try await writeLog(30)
-        var text = try lines(path)
+        let path = try await writeSealedLog(30)
+        var text = try logLines(path)
         text[16] = text[16].replacingOccurrences(of: #""status":200"#, with: #""status":204"#)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path)
         #expect(result.problems.map(\.description).first?.hasPrefix("\(path):17: edited:") == true)
         #expect(result.problems.count == 1)
@@ -80,10 +61,10 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("a deleted line is found where it was")
     func lineDeleted() async throws {
-        let path = try await writeLog(30)
-        var text = try lines(path)
+        let path = try await writeSealedLog(30)
+        var text = try logLines(path)
         text.remove(at: 9)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path)
         #expect(result.problems.map(\.kind) == [.removed])
         #expect(result.problems.first?.line == 10)
@@ -92,10 +73,10 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("two swapped lines are found as reordered at the first of them")
     func linesSwapped() async throws {
-        let path = try await writeLog(30)
-        var text = try lines(path)
+        let path = try await writeSealedLog(30)
+        var text = try logLines(path)
         text.swapAt(20, 21)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path)
         #expect(result.problems.first?.kind == .reordered)
         #expect(result.problems.first?.line == 21)
@@ -104,12 +85,12 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
     @Test("a rotated file cut short is found at the start of the next file")
     func rotatedFileCut() async throws {
         let lineLength = try sampleRecord(10).jsonLine().utf8.count + 100
-        let path = try await writeLog(40, rotation: LogRotation(maxBytes: lineLength * 10, keep: .max))
+        let path = try await writeSealedLog(40, rotation: LogRotation(maxBytes: lineLength * 10, keep: .max))
         let files = AuditLogVerifier.files(forLog: path)
         let cut = files[1]
-        var text = try lines(cut)
+        var text = try logLines(cut)
         text.removeLast(3)
-        try write(text, to: cut)
+        try writeLogLines(text, to: cut)
         let result = try verify(path)
         #expect(result.problems.map(\.kind) == [.removed])
         #expect(result.problems.first?.file == files[2])
@@ -118,10 +99,10 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("a torn last line is reported as torn, not as tampering")
     func tornLastLine() async throws {
-        let path = try await writeLog(20)
-        var text = try lines(path)
+        let path = try await writeSealedLog(20)
+        var text = try logLines(path)
         text[19] = String(text[19].prefix(120))
-        try write(text, to: path, newline: false)
+        try writeLogLines(text, to: path, newline: false)
         let result = try verify(path)
         #expect(result.isIntact)
         #expect(result.tornLines.map(\.line) == [20])
@@ -130,12 +111,12 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("a forged line put in without a key is found at the forged line")
     func forgedPlain() async throws {
-        let path = try await writeLog(30)
-        var text = try lines(path)
+        let path = try await writeSealedLog(30)
+        var text = try logLines(path)
         let previous = try #require(SealedLine(Array(text[11].utf8)[...]))
         let object = try sampleRecord(99).jsonLine()
         text.insert(forge(object, sequence: previous.sequence + 1, after: previous.digest), at: 12)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path)
         #expect(result.problems.first?.kind == .inserted)
         #expect(result.problems.first?.line == 13)
@@ -144,14 +125,14 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
     @Test("with an HMAC key, a forged line (made without the key) is found at that line")
     func forgedHMAC() async throws {
         let key = Array("the log's key".utf8)
-        let path = try await writeLog(30, key: key)
+        let path = try await writeSealedLog(30, key: key)
         #expect(try verify(path, key: key).isIntact)
-        var text = try lines(path)
+        var text = try logLines(path)
         let previous = try #require(SealedLine(Array(text[11].utf8)[...]))
         let object = try sampleRecord(99).jsonLine()
         text.insert(
             forge(object, sequence: previous.sequence + 1, after: previous.digest, key: Array("guess".utf8)), at: 12)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path, key: key)
         #expect(result.problems.first?.kind == .edited)
         #expect(result.problems.first?.line == 13)
@@ -160,7 +141,7 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("an HMAC-sealed log checked with the wrong key fails at its first line")
     func wrongKey() async throws {
-        let path = try await writeLog(5, key: Array("right".utf8))
+        let path = try await writeSealedLog(5, key: Array("right".utf8))
         let result = try verify(path, key: Array("wrong".utf8))
         #expect(result.problems.first?.line == 1)
         #expect(!result.isIntact)
@@ -170,8 +151,8 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
     func rotationAndRestart() async throws {
         let lineLength = try sampleRecord(10).jsonLine().utf8.count + 100
         let rotation = LogRotation(maxBytes: lineLength * 10, keep: .max)
-        let path = try await writeLog(25, rotation: rotation)
-        _ = try await writeLog(25, rotation: rotation, at: path)
+        let path = try await writeSealedLog(25, rotation: rotation)
+        _ = try await writeSealedLog(25, rotation: rotation, at: path)
         let result = try verify(path)
         #expect(result.isIntact, "\(result.problems)")
         #expect(result.records == 50)
@@ -182,7 +163,7 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
     @Test("deleting old files is noted in the log: the rest still verifies, and the count rotated away is known")
     func deletionNoted() async throws {
         let lineLength = try sampleRecord(10).jsonLine().utf8.count + 100
-        let path = try await writeLog(60, rotation: LogRotation(maxBytes: lineLength * 10, keep: 2))
+        let path = try await writeSealedLog(60, rotation: LogRotation(maxBytes: lineLength * 10, keep: 2))
         let result = try verify(path)
         #expect(result.isIntact, "\(result.problems)")
         #expect(result.records + result.recordsRotatedAway == 60)
@@ -194,10 +175,10 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("a log whose oldest lines vanished without a note is reported missing them")
     func unnotedDeletion() async throws {
-        let path = try await writeLog(20)
-        var text = try lines(path)
+        let path = try await writeSealedLog(20)
+        var text = try logLines(path)
         text.removeFirst(5)
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let result = try verify(path)
         #expect(result.problems.map(\.kind) == [.removed])
         #expect(result.problems.first?.message.hasPrefix("seq 1…5 missing before the first line") == true)
@@ -205,12 +186,12 @@ private func forge(_ object: String, sequence: Int, after previousDigest: [UInt8
 
     @Test("an anchor published earlier is found, and one the log lost is reported")
     func anchors() async throws {
-        let path = try await writeLog(10)
+        let path = try await writeSealedLog(10)
         let digest = try #require(try verify(path).lastDigest)
         #expect(try AuditLogVerifier.verify(files: [path], anchor: digest).isIntact)
-        var text = try lines(path)
+        var text = try logLines(path)
         text.removeLast()
-        try write(text, to: path)
+        try writeLogLines(text, to: path)
         let cut = try AuditLogVerifier.verify(files: [path], anchor: digest)
         #expect(cut.problems.map(\.kind) == [.anchorMissing])
     }

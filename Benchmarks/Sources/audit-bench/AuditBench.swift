@@ -231,7 +231,7 @@ struct ReportOne: ParsableCommand {
     func run() throws {
         let start = now()
         let writer = ReportWriter()
-        let summary = try writer.summarize([log])
+        let summary = try writer.summarize(logs: [log]).report
         _ = try writer.write(summary, formats: ReportWriter.Format.allCases, to: output)
         print("\(summary.totalRequests) \(Double(now() - start) / 1e9) \(peakResidentBytes())")
     }

@@ -241,6 +241,8 @@ func writeSyntheticLog(count: Int, to path: String) throws {
     let start = Date(timeIntervalSince1970: 1_795_000_000)
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    // Sealed as the log writer seals every line, so that reading it checks sequence numbers too.
+    var chain = LogChain()
     for number in 0..<count {
         let host = "host\(number % 5_000).example"
         let url = "https://\(host)/p/\(number % 977)?q=\(number)"
@@ -259,7 +261,9 @@ func writeSyntheticLog(count: Int, to path: String) throws {
                 #""bytes":\#(number % 20_000),"durationMilliseconds":\#(Double(number % 1_500) / 10),"forwardedURL":"\#(url)","kind":"response","redirects":[],"status":\#(number % 50 == 0 ? 404 : 200)"#
         }
         let line =
-            #"{"decision":{\#(decision)},"id":"\#(UUID().uuidString)","outcome":{\#(outcome)},"request":{"bodyBytes":0,"headers":[],"host":"\#(host)","method":"GET","url":"\#(url)"},"schema":1,"time":"\#(time)"}"#
+            chain.seal(
+                #"{"decision":{\#(decision)},"id":"\#(UUID().uuidString)","outcome":{\#(outcome)},"request":{"bodyBytes":0,"headers":[],"host":"\#(host)","method":"GET","url":"\#(url)"},"schema":1,"time":"\#(time)"}"#
+            )
             + "\n"
         buffer.append(Data(line.utf8))
         if buffer.count > 1 << 20 {

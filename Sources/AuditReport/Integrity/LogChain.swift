@@ -34,25 +34,27 @@ public struct LogChain: Sendable {
     /// note or an anchor), or nil when `hex` is not that.
     public static func digest(hex: some Collection<UInt8>) -> [UInt8]? {
         guard hex.count == 64 else { return nil }
-        func value(_ byte: UInt8) -> UInt8? {
+        func value(_ byte: UInt8) -> UInt8 {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
             case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            default: nil
+            default: 0xFF
             }
         }
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for byte in hex {
-            guard let nibble = value(byte) else { return nil }
-            if let first = high {
-                bytes.append(first << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
+        var isValid = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+            var index = hex.startIndex
+            for position in 0..<32 {
+                let high = value(hex[index])
+                hex.formIndex(after: &index)
+                let low = value(hex[index])
+                hex.formIndex(after: &index)
+                isValid = isValid && high != 0xFF && low != 0xFF
+                buffer[position] = high << 4 | (low & 0x0F)
             }
+            count = 32
         }
-        return bytes
+        return isValid ? bytes : nil
     }
 
     /// `digest` as 64 lower-case hex digits, as lines and `audit verify` show it.
@@ -129,11 +131,18 @@ public struct SealedLine: Sendable, Equatable {
     public let digest: [UInt8]
     /// Whether the digest is an HMAC (`"hmac"`) rather than SHA-256 (`"chain"`).
     public let isHMAC: Bool
-    /// The line without its digest member, as hashed (ends `,"seq":n}`).
+    /// The line without its digest member, as hashed (ends `,"seq":n}`); empty when read
+    /// without it (to check sequence numbers only).
     public let body: ArraySlice<UInt8>
 
     /// Reads the fields of `line` (no newline); nil when it does not end with them.
     public init?(_ line: ArraySlice<UInt8>) {
+        self.init(line, keepingBody: true)
+    }
+
+    /// Reads the fields of `line`; with `keepingBody` false, ``body`` is left empty rather than
+    /// copied.
+    init?(_ line: ArraySlice<UInt8>, keepingBody: Bool) {
         // …,"seq":N,"chain":"<64 hex>"}  — the member is 10 or 9 bytes before the 64 hex digits.
         guard line.count > 80, line.last == UInt8(ascii: "}") else { return nil }
         let end = line.endIndex - 1
@@ -166,6 +175,10 @@ public struct SealedLine: Sendable, Equatable {
         else { return nil }
         self.sequence = sequence
         self.digest = digest
+        guard keepingBody else {
+            body = []
+            return
+        }
         var body = Array(line[line.startIndex..<memberStart])
         body.append(UInt8(ascii: "}"))
         self.body = body[...]

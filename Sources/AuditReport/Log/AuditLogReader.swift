@@ -58,13 +58,25 @@ public enum AuditLogReader {
         atPath path: String, onBytesRead: ((Int) -> Void)? = nil, into makePartial: @escaping @Sendable () -> Partial,
         add: @escaping @Sendable (inout Partial, AuditRecord) -> Void, merge: (Partial) throws -> Void
     ) throws -> [AuditLogProblem] {
+        try reduceRecords(
+            atPath: path, onBytesRead: onBytesRead, into: makePartial, add: add, merge: merge, linking: nil)
+    }
+
+    /// ``reduceRecords(atPath:onBytesRead:into:add:merge:)``, and `linking` gets each non-empty
+    /// line's chain link (made on the worker threads, without the line's body), in log order on
+    /// the calling thread, so that a summary checks sequence numbers in the same pass.
+    static func reduceRecords<Partial: Sendable>(
+        atPath path: String, onBytesRead: ((Int) -> Void)? = nil, into makePartial: @escaping @Sendable () -> Partial,
+        add: @escaping @Sendable (inout Partial, AuditRecord) -> Void, merge: (Partial) throws -> Void,
+        linking: ((ChainLink) -> Void)?
+    ) throws -> [AuditLogProblem] {
         let (handle, decompressor) = try open(path)
         defer {
             try? handle.close()
             decompressor?.terminate()
             decompressor?.waitUntilExit()
         }
-        let reduction = LineReduction(makePartial: makePartial, add: add)
+        let reduction = LineReduction(makePartial: makePartial, add: add, makesLinks: linking != nil)
         var problems: [AuditLogProblem] = []
         var linesBefore = 0
 
@@ -77,6 +89,10 @@ public enum AuditLogReader {
                     )
                 }
                 try merge(run.partial)
+                for var link in run.links {
+                    link.line += linesBefore
+                    linking?(link)
+                }
             }
             linesBefore += batch.lineCount
         }
@@ -113,12 +129,16 @@ public enum AuditLogReader {
             try finish(oldest)
         }
         if !leftover.isEmpty {
-            let run = reduction.reduce(leftover[...], lines: [0..<leftover.count])
+            let run = reduction.reduce(leftover[...], lines: [0..<leftover.count], isUnterminated: true)
             if let failure = run.failures.first {
                 problems.append(
                     AuditLogProblem(file: path, line: linesBefore + 1, reason: failure.reason, isTornLastLine: true))
             } else {
                 try merge(run.partial)
+            }
+            for var link in run.links {
+                link.line += linesBefore
+                linking?(link)
             }
         }
         if let decompressor {
@@ -178,37 +198,60 @@ public enum AuditLogReader {
 /// How a run of lines becomes a partial result: the fast decoder (or `JSONDecoder`) per line, then
 /// `add` per record.
 private struct LineReduction<Partial: Sendable>: Sendable {
-    /// A run's partial result and its lines that are not records (index in the batch, reason).
+    /// A run's partial result, its lines that are not records (index in the batch, reason), and
+    /// its lines' chain links (numbered from 1 in the batch) when asked for.
     struct Run: Sendable {
         var partial: Partial
         var failures: [(line: Int, reason: String)] = []
+        var links: [ChainLink] = []
     }
 
     let makePartial: @Sendable () -> Partial
     let add: @Sendable (inout Partial, AuditRecord) -> Void
+    /// Whether runs make their lines' chain links.
+    let makesLinks: Bool
 
     /// Reduces the lines at `lines` (ranges in `bytes`; their numbers in the batch start at
-    /// `firstLine`); empty lines are skipped.
-    func reduce(_ bytes: ArraySlice<UInt8>, lines: some Collection<Range<Int>>, firstLine: Int = 0) -> Run {
+    /// `firstLine`); empty lines are skipped. `isUnterminated` says the lines end without a
+    /// newline (a log's last line).
+    func reduce(
+        _ bytes: ArraySlice<UInt8>, lines: some Collection<Range<Int>>, firstLine: Int = 0,
+        isUnterminated: Bool = false
+    ) -> Run {
         var run = Run(partial: makePartial())
         var decoder: JSONDecoder?
         for (offset, range) in lines.enumerated() where !range.isEmpty {
             let line = bytes[range]
             // A log event (a rotation's deletion note) is part of the chain, not a record.
-            if RotatedAway.isNote(line) { continue }
-            if let record = AuditLogLineDecoder.decode(line) {
-                add(&run.partial, record)
-                continue
-            }
-            let slow = decoder ?? AuditLogCoding.decoder()
-            decoder = slow
-            do {
-                add(&run.partial, try slow.decode(AuditRecord.self, from: Data(line)))
-            } catch {
-                run.failures.append((firstLine + offset, AuditLogReader.describe(error)))
+            let isRecord =
+                !RotatedAway.isNote(line) && reduce(line, into: &run, decoder: &decoder, at: firstLine + offset)
+            if makesLinks {
+                run.links.append(
+                    ChainLink(
+                        line, line: firstLine + offset + 1, isUnterminated: isUnterminated, keepsBody: false,
+                        isJSON: { isRecord || ChainLink.isJSON(line) }))
             }
         }
         return run
+    }
+
+    /// Adds the record on `line` to `run`, or its failure; whether it was a record.
+    private func reduce(
+        _ line: ArraySlice<UInt8>, into run: inout Run, decoder: inout JSONDecoder?, at index: Int
+    ) -> Bool {
+        if let record = AuditLogLineDecoder.decode(line) {
+            add(&run.partial, record)
+            return true
+        }
+        let slow = decoder ?? AuditLogCoding.decoder()
+        decoder = slow
+        do {
+            add(&run.partial, try slow.decode(AuditRecord.self, from: Data(line)))
+            return true
+        } catch {
+            run.failures.append((index, AuditLogReader.describe(error)))
+            return false
+        }
     }
 }
 
