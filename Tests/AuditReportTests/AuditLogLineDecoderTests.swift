@@ -72,6 +72,64 @@ private func fastDecode(_ line: String) -> AuditRecord? { AuditLogLineDecoder.de
         }
     }
 
+    /// The summary of `records`, added one by one.
+    private func summary(_ records: [AuditRecord]) -> SummaryReport {
+        var builder = SummaryBuilder()
+        for record in records { builder.add(record) }
+        return builder.build(logs: [])
+    }
+
+    @Test("decoding for a summary accepts exactly the lines whole decoding accepts, and counts them the same")
+    func summaryExtentMatchesWhole() throws {
+        var random = SplitMix64(state: 77)
+        var wholeRecords: [AuditRecord] = []
+        var summaryRecords: [AuditRecord] = []
+        var declined = 0
+        for index in 0..<3_000 {
+            var line = Array(try randomRecord(&random).jsonLine().utf8)
+            // Two lines in three get one byte changed, mostly inside the values a summary skips.
+            if index % 3 != 0 {
+                let position = Int.random(in: 0..<line.count, using: &random)
+                line[position] =
+                    [0x00, 0x1F, 0x22, 0x5C, 0x7B, 0x80, 0xC3, 0xFF, 0x31, 0x6E]
+                    .randomElement(using: &random) ?? 0
+            }
+            let whole = AuditLogLineDecoder.decode(line[...], extent: .whole)
+            let forSummary = AuditLogLineDecoder.decode(line[...], extent: .summary)
+            #expect((whole == nil) == (forSummary == nil), "\(String(decoding: line, as: UTF8.self))")
+            if let whole, let forSummary {
+                wholeRecords.append(whole)
+                summaryRecords.append(forSummary)
+            } else {
+                declined += 1
+            }
+        }
+        #expect(declined > 500 && wholeRecords.count > 1_000)
+        #expect(summary(summaryRecords) == summary(wholeRecords))
+    }
+
+    @Test(
+        "a value a summary skips is still checked: a bad one declines the line as whole decoding does",
+        arguments: [
+            (#""forwardedURL":"https://a.test/\x""#, false), (#""forwardedURL":"https://a.test/\u00e9""#, true),
+            ("\"forwardedURL\":\"https://a.test/\u{01}\"", false), (#""forwardedURL":7"#, false),
+            (#""finalURL":"\ud83d""#, false), (#""finalURL":null"#, true), (#""redirects":["a",1]"#, false),
+            (#""redirects":["a","\/b"]"#, true), (#""finalURL":"caf\#u{E9}""#, true),
+        ]
+    )
+    func skippedValuesChecked(member: String, isValid: Bool) {
+        let line =
+            #"{"decision":{"errors":[],"message":"m","nanoseconds":5,"recorded":[],"recordedCategories":[],"verdict":"pass"},"#
+            + #""id":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","outcome":{"durationMilliseconds":1,"kind":"response","#
+            + member + (member.hasPrefix(#""redirects""#) ? "" : #","redirects":[]"#)
+            + #"},"request":{"headers":[{"name":"a","value":"b"}],"host":"a.test","#
+            + #""method":"GET","url":"https://a.test/"},"schema":1,"time":"2026-11-21T10:00:00Z"}"#
+        let bytes = Array(line.utf8)[...]
+        #expect((AuditLogLineDecoder.decode(bytes, extent: .whole) != nil) == isValid)
+        #expect((AuditLogLineDecoder.decode(bytes, extent: .summary) != nil) == isValid)
+        #expect(((try? slowDecode(line).get()) != nil) == isValid)
+    }
+
     @Test("numbers of up to 15 digits read on the fast path are the doubles Double(String) makes of them")
     func shortDecimals() throws {
         var random = SplitMix64(state: 15)

@@ -34,27 +34,30 @@ public struct LogChain: Sendable {
     /// note or an anchor), or nil when `hex` is not that.
     public static func digest(hex: some Collection<UInt8>) -> [UInt8]? {
         guard hex.count == 64 else { return nil }
-        func value(_ byte: UInt8) -> UInt8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            default: 0xFF
-            }
-        }
-        var isValid = true
+        var invalid: UInt8 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
             var index = hex.startIndex
             for position in 0..<32 {
-                let high = value(hex[index])
+                let high = hexDigitValues[Int(hex[index])]
                 hex.formIndex(after: &index)
-                let low = value(hex[index])
+                let low = hexDigitValues[Int(hex[index])]
                 hex.formIndex(after: &index)
-                isValid = isValid && high != 0xFF && low != 0xFF
-                buffer[position] = high << 4 | (low & 0x0F)
+                invalid |= (high | low) & 0xF0
+                buffer[position] = high << 4 | low
             }
             count = 32
         }
-        return isValid ? bytes : nil
+        return invalid == 0 ? bytes : nil
+    }
+
+    /// Each byte's value as a lower-case hex digit, or 0xFF (looked up rather than compared, as
+    /// random digits defeat branch prediction).
+    private static let hexDigitValues: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        default: 0xFF
+        }
     }
 
     /// `digest` as 64 lower-case hex digits, as lines and `audit verify` show it.
@@ -149,29 +152,29 @@ public struct SealedLine: Sendable, Equatable {
         guard line[end - 1] == UInt8(ascii: "\"") else { return nil }
         let hexStart = end - 1 - 64
         guard let digest = LogChain.digest(hex: line[hexStart..<(end - 1)]) else { return nil }
-        let chain = Array(",\"chain\":\"".utf8)
-        let hmac = Array(",\"hmac\":\"".utf8)
         let memberStart: Int
-        if line[(hexStart - chain.count)..<hexStart].elementsEqual(chain) {
-            memberStart = hexStart - chain.count
+        if line[(hexStart - Self.chainMember.count)..<hexStart].elementsEqual(Self.chainMember) {
+            memberStart = hexStart - Self.chainMember.count
             isHMAC = false
-        } else if line[(hexStart - hmac.count)..<hexStart].elementsEqual(hmac) {
-            memberStart = hexStart - hmac.count
+        } else if line[(hexStart - Self.hmacMember.count)..<hexStart].elementsEqual(Self.hmacMember) {
+            memberStart = hexStart - Self.hmacMember.count
             isHMAC = true
         } else {
             return nil
         }
-        // The sequence number just before: ,"seq":N
+        // The sequence number just before: ,"seq":N (at most 18 digits, so it fits an Int).
         var digitsStart = memberStart
-        while digitsStart > line.startIndex, line[digitsStart - 1] >= UInt8(ascii: "0"),
+        var sequence = 0
+        var scale = 1
+        while digitsStart > line.startIndex, memberStart - digitsStart < 18, line[digitsStart - 1] >= UInt8(ascii: "0"),
             line[digitsStart - 1] <= UInt8(ascii: "9")
         {
             digitsStart -= 1
+            sequence += Int(line[digitsStart] - UInt8(ascii: "0")) * scale
+            scale *= 10
         }
-        let seqKey = Array("\"seq\":".utf8)
-        guard digitsStart < memberStart, digitsStart - seqKey.count >= line.startIndex,
-            line[(digitsStart - seqKey.count)..<digitsStart].elementsEqual(seqKey),
-            let sequence = Int(String(decoding: line[digitsStart..<memberStart], as: UTF8.self))
+        guard digitsStart < memberStart, digitsStart - Self.sequenceKey.count >= line.startIndex,
+            line[(digitsStart - Self.sequenceKey.count)..<digitsStart].elementsEqual(Self.sequenceKey)
         else { return nil }
         self.sequence = sequence
         self.digest = digest
@@ -183,5 +186,9 @@ public struct SealedLine: Sendable, Equatable {
         body.append(UInt8(ascii: "}"))
         self.body = body[...]
     }
+
+    private static let chainMember = Array(",\"chain\":\"".utf8)
+    private static let hmacMember = Array(",\"hmac\":\"".utf8)
+    private static let sequenceKey = Array("\"seq\":".utf8)
 
 }

@@ -9,12 +9,22 @@ import Foundation
 /// with a fraction where an integer belongs, a malformed line) makes it return nil, and the reader
 /// falls back to `JSONDecoder`, which decodes the line or says what is wrong with it.
 enum AuditLogLineDecoder {
-    /// The record on `line`, or nil to let `JSONDecoder` decide.
-    static func decode(_ line: ArraySlice<UInt8>) -> AuditRecord? {
-        JSONLineScanner.scan(line, record(_:))
+    /// How much of a record to build.
+    enum Extent: Sendable {
+        /// Every value.
+        case whole
+        /// What ``SummaryBuilder`` reads. The rest is checked as for `.whole` (so the same lines
+        /// decode), then left empty: the request's headers and (unless the verdict is `redirect`)
+        /// its URL, the outcome's URLs and redirects, the decision's message.
+        case summary
     }
 
-    private static func record(_ scanner: inout JSONLineScanner) -> AuditRecord? {
+    /// The record on `line`, or nil to let `JSONDecoder` decide.
+    static func decode(_ line: ArraySlice<UInt8>, extent: Extent = .whole) -> AuditRecord? {
+        JSONLineScanner.scan(line) { record(&$0, extent: extent) }
+    }
+
+    private static func record(_ scanner: inout JSONLineScanner, extent: Extent) -> AuditRecord? {
         var schema: Int?
         var id: UUID?
         var time: Date?
@@ -34,13 +44,15 @@ enum AuditLogLineDecoder {
                 time = scanner.readPlainString(Self.time(bytes:))
                 return time != nil
             case .request:
-                request = Self.request(&scanner)
+                // The writer writes the decision first: its verdict says whether a summary needs the URL.
+                let keepsURL = extent == .whole || decision.map { $0.verdict == .redirect } ?? true
+                request = Self.request(&scanner, keepsURL: keepsURL, keepsHeaders: extent == .whole)
                 return request != nil
             case .decision:
-                decision = Self.decision(&scanner)
+                decision = Self.decision(&scanner, keepsMessage: extent == .whole)
                 return decision != nil
             case .outcome:
-                outcome = Self.outcome(&scanner)
+                outcome = Self.outcome(&scanner, keepsURLs: extent == .whole)
                 return outcome != nil
             case .warning:
                 if scanner.consumeNull() { return true }
@@ -147,7 +159,9 @@ enum AuditLogLineDecoder {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    private static func request(_ scanner: inout JSONLineScanner) -> RequestSnapshot? {
+    private static func request(
+        _ scanner: inout JSONLineScanner, keepsURL: Bool, keepsHeaders: Bool
+    ) -> RequestSnapshot? {
         var method: String?
         var url: String?
         var host: String?
@@ -159,7 +173,7 @@ enum AuditLogLineDecoder {
                 method = scanner.readString()
                 return method != nil
             case .url:
-                url = scanner.readString()
+                url = keepsURL ? scanner.readString() : scanner.skipString() ? "" : nil
                 return url != nil
             case .host:
                 host = scanner.readString()
@@ -171,6 +185,7 @@ enum AuditLogLineDecoder {
             case .headers:
                 var list: [RequestSnapshot.Header] = []
                 let isArray = scanner.readArray { scanner in
+                    guard keepsHeaders else { return Self.skipHeader(&scanner) }
                     guard let header = Self.header(&scanner) else { return false }
                     list.append(header)
                     return true
@@ -200,7 +215,20 @@ enum AuditLogLineDecoder {
         return RequestSnapshot.Header(name: name, value: value)
     }
 
-    private static func decision(_ scanner: inout JSONLineScanner) -> DecisionSnapshot? {
+    /// Reads a header as ``header(_:)`` does, without building it: whether it is one.
+    private static func skipHeader(_ scanner: inout JSONLineScanner) -> Bool {
+        var seen = (name: false, value: false)
+        let isObject = scanner.readObject(HeaderField.self) { scanner, field in
+            switch field {
+            case .name: seen.name = scanner.skipString()
+            case .value: seen.value = scanner.skipString()
+            }
+            return field == .name ? seen.name : seen.value
+        }
+        return isObject && seen.name && seen.value
+    }
+
+    private static func decision(_ scanner: inout JSONLineScanner, keepsMessage: Bool) -> DecisionSnapshot? {
         var verdict: Verdict.Action?
         var rule: String?
         var category: String?
@@ -218,7 +246,9 @@ enum AuditLogLineDecoder {
                 return verdict != nil
             case .rule: return Self.optionalString(&scanner, into: &rule)
             case .category: return Self.optionalString(&scanner, into: &category)
-            case .message: return Self.optionalString(&scanner, into: &message)
+            case .message:
+                return keepsMessage
+                    ? Self.optionalString(&scanner, into: &message) : scanner.consumeNull() || scanner.skipString()
             case .redirect: return Self.optionalString(&scanner, into: &redirect)
             case .recorded:
                 recorded = scanner.readStringArray()
@@ -285,7 +315,7 @@ enum AuditLogLineDecoder {
         return WarningResolution(decision: decision, decidedBy: source)
     }
 
-    private static func outcome(_ scanner: inout JSONLineScanner) -> OutcomeSnapshot? {
+    private static func outcome(_ scanner: inout JSONLineScanner, keepsURLs: Bool) -> OutcomeSnapshot? {
         var kind: OutcomeSnapshot.Kind?
         var status: Int?
         var bytes: Int?
@@ -307,10 +337,13 @@ enum AuditLogLineDecoder {
                 duration = scanner.readDouble()
                 return duration != nil
             case .forwardedURL:
+                guard keepsURLs else { return scanner.consumeNull() || scanner.skipString() }
                 return Self.optionalString(&scanner, into: &forwardedURL)
-            case .finalURL: return Self.optionalString(&scanner, into: &finalURL)
+            case .finalURL:
+                guard keepsURLs else { return scanner.consumeNull() || scanner.skipString() }
+                return Self.optionalString(&scanner, into: &finalURL)
             case .redirects:
-                redirects = scanner.readStringArray()
+                redirects = keepsURLs ? scanner.readStringArray() : scanner.skipStringArray() ? [] : nil
                 return redirects != nil
             case .error:
                 if scanner.consumeNull() { return true }

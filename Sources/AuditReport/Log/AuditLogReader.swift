@@ -1,6 +1,12 @@
 import AuditLocking
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A line of an audit log that is not a valid record.
 public struct AuditLogProblem: Sendable, Equatable, CustomStringConvertible {
     /// The log file.
@@ -59,14 +65,17 @@ public enum AuditLogReader {
         add: @escaping @Sendable (inout Partial, AuditRecord) -> Void, merge: (Partial) throws -> Void
     ) throws -> [AuditLogProblem] {
         try reduceRecords(
-            atPath: path, onBytesRead: onBytesRead, into: makePartial, add: add, merge: merge, linking: nil)
+            atPath: path, onBytesRead: onBytesRead, extent: .whole, into: makePartial, add: add, merge: merge,
+            linking: nil)
     }
 
-    /// ``reduceRecords(atPath:onBytesRead:into:add:merge:)``, and `linking` gets each non-empty
-    /// line's chain link (made on the worker threads, without the line's body), in log order on
-    /// the calling thread, so that a summary checks sequence numbers in the same pass.
+    /// ``reduceRecords(atPath:onBytesRead:into:add:merge:)`` with records decoded to `extent`, and
+    /// `linking` gets each non-empty line's chain link (made on the worker threads, without the
+    /// line's body), in log order on the calling thread, so that a summary checks sequence numbers
+    /// in the same pass.
     static func reduceRecords<Partial: Sendable>(
-        atPath path: String, onBytesRead: ((Int) -> Void)? = nil, into makePartial: @escaping @Sendable () -> Partial,
+        atPath path: String, onBytesRead: ((Int) -> Void)? = nil, extent: AuditLogLineDecoder.Extent,
+        into makePartial: @escaping @Sendable () -> Partial,
         add: @escaping @Sendable (inout Partial, AuditRecord) -> Void, merge: (Partial) throws -> Void,
         linking: ((ChainLink) -> Void)?
     ) throws -> [AuditLogProblem] {
@@ -76,7 +85,7 @@ public enum AuditLogReader {
             decompressor?.terminate()
             decompressor?.waitUntilExit()
         }
-        let reduction = LineReduction(makePartial: makePartial, add: add, makesLinks: linking != nil)
+        let reduction = LineReduction(makePartial: makePartial, add: add, extent: extent, makesLinks: linking != nil)
         var problems: [AuditLogProblem] = []
         var linesBefore = 0
 
@@ -102,10 +111,30 @@ public enum AuditLogReader {
         var leftover: [UInt8] = []
         var bytesRead = 0
         func nextBatch() throws -> LineBatch<Partial>? {
-            guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else { return nil }
-            bytesRead += chunk.count
+            // Read straight into the batch's array, after the line the last read left unfinished.
+            let chunkSize = 1 << 20
+            var failure: Int32 = 0
+            let bytes = [UInt8](unsafeUninitializedCapacity: leftover.count + chunkSize) { buffer, count in
+                _ = buffer.initialize(fromContentsOf: leftover)
+                count = leftover.count
+                while count < buffer.count {
+                    let got = readBytes(
+                        handle.fileDescriptor, into: UnsafeMutableBufferPointer(rebasing: buffer[count...]))
+                    if got > 0 {
+                        count += got
+                    } else if got == 0 || errno != EINTR {
+                        failure = got < 0 ? errno : 0
+                        break
+                    }
+                }
+            }
+            guard failure == 0 else {
+                throw AuditLogError.cannotOpen(path: path, reason: String(cString: strerror(failure)))
+            }
+            guard bytes.count > leftover.count else { return nil }
+            bytesRead += bytes.count - leftover.count
             onBytesRead?(bytesRead)
-            let batch = LineBatch(leftover + chunk, reduction: reduction)
+            let batch = LineBatch(bytes, reduction: reduction)
             leftover = batch.leftover
             return batch
         }
@@ -208,6 +237,8 @@ private struct LineReduction<Partial: Sendable>: Sendable {
 
     let makePartial: @Sendable () -> Partial
     let add: @Sendable (inout Partial, AuditRecord) -> Void
+    /// How much of each record the fast decoder builds (`JSONDecoder` builds all of it).
+    let extent: AuditLogLineDecoder.Extent
     /// Whether runs make their lines' chain links.
     let makesLinks: Bool
 
@@ -239,7 +270,7 @@ private struct LineReduction<Partial: Sendable>: Sendable {
     private func reduce(
         _ line: ArraySlice<UInt8>, into run: inout Run, decoder: inout JSONDecoder?, at index: Int
     ) -> Bool {
-        if let record = AuditLogLineDecoder.decode(line) {
+        if let record = AuditLogLineDecoder.decode(line, extent: extent) {
             add(&run.partial, record)
             return true
         }
@@ -328,4 +359,9 @@ private final class LineBatch<Partial: Sendable>: @unchecked Sendable {
             return runs.compactMap { $0 }
         }
     }
+}
+
+/// `read(2)` into `buffer`: the bytes read, 0 at the end, or -1 with `errno` set.
+private func readBytes(_ descriptor: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+    read(descriptor, buffer.baseAddress, buffer.count)
 }

@@ -131,23 +131,62 @@ struct JSONLineScanner {
     mutating func readString() -> String? {
         guard consume(UInt8(ascii: "\"")) else { return nil }
         let start = position
+        switch scanString() {
+        case .plain(let isASCII):
+            let content = bytes[start..<position - 1]
+            // ASCII is valid UTF-8 as it stands; only other bytes need checking.
+            return isASCII ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
+        case .escaped: return readEscapedString(from: start)
+        case .invalid: return nil
+        }
+    }
+
+    /// Reads a string as ``readString()`` does without building it (unless it has escapes):
+    /// whether it is a valid JSON string.
+    mutating func skipString() -> Bool {
+        guard consume(UInt8(ascii: "\"")) else { return false }
+        let start = position
+        switch scanString() {
+        case .plain(let isASCII):
+            return isASCII || String(validating: bytes[start..<position - 1], as: UTF8.self) != nil
+        case .escaped: return readEscapedString(from: start) != nil
+        case .invalid: return false
+        }
+    }
+
+    /// What ``scanString()`` found.
+    private enum StringScan {
+        /// The string ends at the quote before `position`, without escapes.
+        case plain(isASCII: Bool)
+        /// An escape at `position`.
+        case escaped
+        /// A control character, or no closing quote.
+        case invalid
+    }
+
+    /// Scans a string's content from `position` (after its opening quote) up to its closing quote
+    /// or its first escape.
+    private mutating func scanString() -> StringScan {
         var isASCII = true
         while position < bytes.endIndex {
             switch bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
-                let content = bytes[start..<position - 1]
-                // ASCII is valid UTF-8 as it stands; only other bytes need checking.
-                return isASCII ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
-            case UInt8(ascii: "\\"): return readEscapedString(from: start)
-            case 0..<0x20: return nil
+                return .plain(isASCII: isASCII)
+            case UInt8(ascii: "\\"): return .escaped
+            case 0..<0x20: return .invalid
             case 0x80...:
                 isASCII = false
                 position += 1
             default: position += 1
             }
         }
-        return nil
+        return .invalid
+    }
+
+    /// Reads an array of strings as ``readStringArray()`` does, without building them.
+    mutating func skipStringArray() -> Bool {
+        readArray { $0.skipString() }
     }
 
     /// Reads a string written without escapes or non-ASCII bytes and returns what `parse` makes of
@@ -334,7 +373,7 @@ struct JSONLineScanner {
         switch next {
         case UInt8(ascii: "{"): return readObject(NoFields.self) { _, _ in false }
         case UInt8(ascii: "["): return readArray { $0.skipValue() }
-        case UInt8(ascii: "\""): return readString() != nil
+        case UInt8(ascii: "\""): return skipString()
         case UInt8(ascii: "t"): return consumeLiteral("true")
         case UInt8(ascii: "f"): return consumeLiteral("false")
         case UInt8(ascii: "n"): return consumeNull()

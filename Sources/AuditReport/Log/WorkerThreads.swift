@@ -5,8 +5,8 @@ import Foundation
 ///
 /// The log reader decodes on these rather than on the global dispatch queue: called from a Swift
 /// concurrency thread (as `audit` runs its commands) that then waits for the results, the global
-/// queue ran `audit report`'s runs of lines on one thread for the first second or so before a
-/// second one joined, leaving a core idle (see `docs/design/`'s note on the log reader).
+/// queue was seen decoding on one thread for the first second of a report before a second one
+/// joined (`docs/design/0007-reading-logs-on-every-core.md`).
 final class WorkerThreads: Sendable {
     /// The jobs not yet taken, oldest at `next`; nil tells one thread to exit.
     private struct Queue {

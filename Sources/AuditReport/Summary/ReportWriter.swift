@@ -117,7 +117,7 @@ public struct ReportWriter: Sendable {
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             var bytes = 0
             let problems = try AuditLogReader.reduceRecords(
-                atPath: path, onBytesRead: { bytes = $0 },
+                atPath: path, onBytesRead: { bytes = $0 }, extent: .summary,
                 into: { [since, until] in Counted(builder: SummaryBuilder(since: since, until: until)) },
                 add: { counted, record in
                     counted.builder.add(record)

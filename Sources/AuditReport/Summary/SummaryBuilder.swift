@@ -9,11 +9,17 @@ public struct SummaryBuilder: Sendable {
     public static let topCount = 10
 
     private var report = SummaryReport()
-    private var perMinute: [Int64: [String: Int]] = [:]
-    private var categories: [String: [String: Int]] = [:]
+    // Counts by verdict are arrays indexed as `Verdict.Action.allCases`: a record adds to several,
+    // and an index costs less than hashing the verdict's name.
+    private var verdicts = VerdictCounts()
+    private var perMinute: [Int64: VerdictCounts] = [:]
+    private var categories: [String: VerdictCounts] = [:]
     private var decided: [String: Int] = [:]
+    /// Records by the rule that recorded them (the report's `recordedByRule`).
     private var recorded: [String: Int] = [:]
-    private var hostsByVerdict: [String: TopCounter] = [:]
+    /// Keyed by the kind rather than its name, which would cost a string hash per record.
+    private var outcomes: [OutcomeSnapshot.Kind: Int] = [:]
+    private var hostsByVerdict = [TopCounter](repeating: TopCounter(), count: VerdictCounts.actions.count)
     private var hostsByCategory: [String: TopCounter] = [:]
     private var redirectPairs = TopCounter()
     /// Shadow differences by live verdict, shadow verdict and rule (joined by U+001F).
@@ -29,7 +35,6 @@ public struct SummaryBuilder: Sendable {
         self.until = until
         report.since = since
         report.until = until
-        for action in Verdict.Action.allCases { report.verdicts[action.rawValue] = 0 }
     }
 
     /// Whether `record` is inside the time filter.
@@ -42,22 +47,20 @@ public struct SummaryBuilder: Sendable {
     /// Counts `record` (if inside the time filter).
     public mutating func add(_ record: AuditRecord) {
         guard includes(record) else { return }
-        let verdict = record.decision.verdict.rawValue
+        let action = record.decision.verdict
         report.totalRequests += 1
-        report.verdicts[verdict, default: 0] += 1
+        verdicts.add(action)
         report.firstRequest = min(report.firstRequest ?? record.time, record.time)
         report.lastRequest = max(report.lastRequest ?? record.time, record.time)
-        perMinute[Int64((record.time.timeIntervalSince1970 / 60).rounded(.down)), default: [:]][verdict, default: 0] +=
-            1
-        hostsByVerdict[verdict, default: TopCounter()].add(record.request.host)
+        perMinute[Int64((record.time.timeIntervalSince1970 / 60).rounded(.down)), default: VerdictCounts()].add(action)
+        hostsByVerdict[VerdictCounts.index(action)].add(record.request.host)
         if let category = record.decision.category {
-            categories[category, default: [:]][verdict, default: 0] += 1
+            categories[category, default: VerdictCounts()].add(action)
             hostsByCategory[category, default: TopCounter()].add(record.request.host)
         }
         if let rule = record.decision.rule { decided[rule, default: 0] += 1 }
         for (rule, category) in zip(record.decision.recorded, record.decision.recordedCategories) {
             recorded[rule, default: 0] += 1
-            report.recordedByRule[rule, default: 0] += 1
             report.recordedByCategory[category, default: 0] += 1
         }
         if record.decision.verdict == .redirect, let target = record.decision.redirect {
@@ -65,10 +68,10 @@ public struct SummaryBuilder: Sendable {
         }
         if let shadow = record.decision.shadow {
             let rule = shadow.rule ?? record.decision.rule ?? ""
-            shadowDifferences[verdict + "\u{1F}" + shadow.verdict.rawValue + "\u{1F}" + rule, default: 0] += 1
+            shadowDifferences[action.rawValue + "\u{1F}" + shadow.verdict.rawValue + "\u{1F}" + rule, default: 0] += 1
         }
         histogram.add(record.decision.nanoseconds)
-        report.outcomes[record.outcome.kind.rawValue, default: 0] += 1
+        outcomes[record.outcome.kind, default: 0] += 1
         if let error = record.outcome.error {
             let key = "\(error.domain)\u{1F}\(error.code)"
             errors[
@@ -95,26 +98,21 @@ public struct SummaryBuilder: Sendable {
     public mutating func merge(_ later: SummaryBuilder) {
         let counted = later.report
         report.totalRequests += counted.totalRequests
-        report.verdicts.merge(counted.verdicts, uniquingKeysWith: +)
+        verdicts.merge(later.verdicts)
         report.firstRequest = [report.firstRequest, counted.firstRequest].compactMap { $0 }.min()
         report.lastRequest = [report.lastRequest, counted.lastRequest].compactMap { $0 }.max()
-        report.recordedByRule.merge(counted.recordedByRule, uniquingKeysWith: +)
         report.recordedByCategory.merge(counted.recordedByCategory, uniquingKeysWith: +)
-        report.outcomes.merge(counted.outcomes, uniquingKeysWith: +)
+        outcomes.merge(later.outcomes, uniquingKeysWith: +)
         report.requestsWithMatchErrors += counted.requestsWithMatchErrors
         report.matchErrorsByRule.merge(counted.matchErrorsByRule, uniquingKeysWith: +)
         report.skippedLines += counted.skippedLines
         report.tornLines += counted.tornLines
         report.skippedExamples += counted.skippedExamples.prefix(max(0, 10 - report.skippedExamples.count))
-        for (minute, verdicts) in later.perMinute {
-            perMinute[minute, default: [:]].merge(verdicts, uniquingKeysWith: +)
-        }
-        for (category, verdicts) in later.categories {
-            categories[category, default: [:]].merge(verdicts, uniquingKeysWith: +)
-        }
+        for (minute, verdicts) in later.perMinute { perMinute[minute, default: VerdictCounts()].merge(verdicts) }
+        for (category, verdicts) in later.categories { categories[category, default: VerdictCounts()].merge(verdicts) }
         decided.merge(later.decided, uniquingKeysWith: +)
         recorded.merge(later.recorded, uniquingKeysWith: +)
-        for (verdict, hosts) in later.hostsByVerdict { hostsByVerdict[verdict, default: TopCounter()].merge(hosts) }
+        for (index, hosts) in later.hostsByVerdict.enumerated() { hostsByVerdict[index].merge(hosts) }
         for (category, hosts) in later.hostsByCategory {
             hostsByCategory[category, default: TopCounter()].merge(hosts)
         }
@@ -142,8 +140,11 @@ public struct SummaryBuilder: Sendable {
     public func build(logs: [String], policy: Policy? = nil) -> SummaryReport {
         var report = report
         report.logs = logs
+        report.verdicts = verdicts.byName(includingZeros: true)
+        report.recordedByRule = recorded
+        report.outcomes = Dictionary(uniqueKeysWithValues: outcomes.map { ($0.rawValue, $1) })
         report.categories = categories.map { category, verdicts in
-            SummaryReport.CategoryCount(category: category, total: verdicts.values.reduce(0, +), verdicts: verdicts)
+            SummaryReport.CategoryCount(category: category, total: verdicts.total, verdicts: verdicts.byName())
         }.sorted { ($0.total, $1.category) > ($1.total, $0.category) }
         let ruleIDs = Set(decided.keys).union(recorded.keys)
         report.rules = ruleIDs.map {
@@ -151,7 +152,10 @@ public struct SummaryBuilder: Sendable {
         }
         .sorted { ($0.decided + $0.recorded, $1.rule) > ($1.decided + $1.recorded, $0.rule) }
         if let policy { report.rulesWithoutHits = policy.rules.map(\.id).filter { !ruleIDs.contains($0) } }
-        report.topHostsByVerdict = hostsByVerdict.mapValues { $0.top(Self.topCount) }
+        report.topHostsByVerdict = Dictionary(
+            uniqueKeysWithValues: zip(VerdictCounts.actions, hostsByVerdict).compactMap { action, hosts in
+                hosts.isEmpty ? nil : (action.rawValue, hosts.top(Self.topCount))
+            })
         report.topHostsByCategory = hostsByCategory.mapValues { $0.top(Self.topCount) }
         report.redirects = redirectPairs.top(Self.topCount).map { pair in
             let parts = pair.name.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
@@ -177,27 +181,69 @@ public struct SummaryBuilder: Sendable {
         let span = last - first
         let (name, minutes): (String, Int64) =
             span <= 180 ? ("minute", 1) : span <= 7 * 24 * 60 ? ("hour", 60) : ("day", 1_440)
-        var buckets: [Int64: [String: Int]] = [:]
+        var buckets: [Int64: VerdictCounts] = [:]
         for (minute, verdicts) in perMinute {
             let start = minute - ((minute % minutes) + minutes) % minutes
-            buckets[start, default: [:]].merge(verdicts, uniquingKeysWith: +)
+            buckets[start, default: VerdictCounts()].merge(verdicts)
         }
         let points = stride(from: first - ((first % minutes) + minutes) % minutes, through: last, by: Int(minutes)).map
         { start in
             SummaryReport.TimelinePoint(
-                start: Date(timeIntervalSince1970: Double(start) * 60), verdicts: buckets[start] ?? [:])
+                start: Date(timeIntervalSince1970: Double(start) * 60), verdicts: buckets[start]?.byName() ?? [:])
         }
         return (name, points)
     }
 }
 
+/// A count per verdict, indexed as `Verdict.Action.allCases`.
+struct VerdictCounts: Sendable {
+    static let actions = Verdict.Action.allCases
+    private var counts = [Int](repeating: 0, count: actions.count)
+
+    /// The index of `action` in ``actions``.
+    static func index(_ action: Verdict.Action) -> Int {
+        actions.firstIndex(of: action) ?? 0
+    }
+
+    mutating func add(_ action: Verdict.Action) {
+        counts[Self.index(action)] += 1
+    }
+
+    /// Adds every count of `other`.
+    mutating func merge(_ other: VerdictCounts) {
+        for index in counts.indices { counts[index] += other.counts[index] }
+    }
+
+    /// The sum of the counts.
+    var total: Int { counts.reduce(0, +) }
+
+    /// The counts by verdict name: those above zero, or all of them.
+    func byName(includingZeros: Bool = false) -> [String: Int] {
+        var names: [String: Int] = [:]
+        for (action, count) in zip(Self.actions, counts) where includingZeros || count > 0 {
+            names[action.rawValue] = count
+        }
+        return names
+    }
+}
+
 /// Counts names, keeping at most `capacity` of them: beyond that the rarest half is forgotten, so
 /// counts are exact while names are fewer than the capacity and approximate past it.
+///
+/// Names added are listed first and counted in order when the list is long, when merged into
+/// another counter, or when asked for the top: a run of lines' counter then hashes no name, and
+/// each name is hashed once, by the counter it is merged into.
 struct TopCounter: Sendable {
     private var counts: [String: Int] = [:]
+    private var pending: [String] = []
     private let capacity = 50_000
 
-    mutating func add(_ name: String, count: Int = 1) {
+    mutating func add(_ name: String) {
+        pending.append(name)
+        if pending.count >= 4_096 { countPending() }
+    }
+
+    private mutating func add(_ name: String, count: Int) {
         counts[name, default: 0] += count
         if counts.count > capacity {
             let keep = counts.sorted { $0.value > $1.value }.prefix(capacity / 2)
@@ -205,13 +251,25 @@ struct TopCounter: Sendable {
         }
     }
 
-    /// Adds every count of `other`.
-    mutating func merge(_ other: TopCounter) {
-        for (name, count) in other.counts { add(name, count: count) }
+    private mutating func countPending() {
+        for name in pending { add(name, count: 1) }
+        pending.removeAll(keepingCapacity: true)
     }
 
+    /// Adds every count of `other`, as if its names had been added here after this one's.
+    mutating func merge(_ other: TopCounter) {
+        countPending()
+        for (name, count) in other.counts { add(name, count: count) }
+        for name in other.pending { add(name, count: 1) }
+    }
+
+    /// Whether no name was counted.
+    var isEmpty: Bool { counts.isEmpty && pending.isEmpty }
+
     func top(_ count: Int) -> [SummaryReport.Count] {
-        counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(count).map {
+        var counter = self
+        counter.countPending()
+        return counter.counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(count).map {
             SummaryReport.Count(name: $0.key, count: $0.value)
         }
     }
