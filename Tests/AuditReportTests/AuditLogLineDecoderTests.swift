@@ -130,6 +130,23 @@ private func fastDecode(_ line: String) -> AuditRecord? { AuditLogLineDecoder.de
         #expect(((try? slowDecode(line).get()) != nil) == isValid)
     }
 
+    @Test(
+        "ids are read as UUID(uuidString:) reads them",
+        arguments: [
+            "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f",
+            "e621E1F8-c36C-495a-93Fc-0C247a3E6e5F", "00000000-0000-0000-0000-000000000000",
+            "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "G621E1F8-C36C-495A-93FC-0C247A3E6E5F",
+            "E621E1F8-C36C-495A-93FC-0C247A3E6E5G", "E621E1F8C36C-495A-93FC-0C247A3E6E5F0",
+            "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "E621E1F8-C36C-495A-93FC-0C247A3E6E5F0",
+            "E621E1F8-C36C-495A-93FC-0C247A3E6E/F", "E621E1F8-C36C-495A-93FC-0C247A3E6E:F",
+            "E621E1F8-C36C-495A-93FC-0C247A3E6E@F", "E621E1F8-C36C-495A-93FC-0C247A3E6E`F",
+            "E621E1F8 C36C-495A-93FC-0C247A3E6E5F",
+        ]
+    )
+    func ids(text: String) {
+        #expect(AuditLogLineDecoder.uuid(text) == UUID(uuidString: text))
+    }
+
     @Test("numbers of up to 15 digits read on the fast path are the doubles Double(String) makes of them")
     func shortDecimals() throws {
         var random = SplitMix64(state: 15)

@@ -116,29 +116,30 @@ enum AuditLogLineDecoder {
         guard bytes.count == 36, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
             bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-")
         else { return nil }
-        // Without branches on the digits: random ids mix letters and digits unpredictably.
+        // Digits are looked up, not compared: random ids mix letters and digits unpredictably.
         var invalid: UInt8 = 0
-        func nibbles(_ range: Range<Int>) -> UInt64 {
-            var value: UInt64 = 0
-            for index in range {
-                let digit = bytes[index] &- UInt8(ascii: "0")
-                let letter = (bytes[index] | 0x20) &- UInt8(ascii: "a")
-                let isDigit = digit < 10
-                invalid |= (isDigit || letter < 6) ? 0 : 1
-                value = value << 4 | UInt64(isDigit ? digit : letter &+ 10)
-            }
-            return value
+        func byte(_ index: Int) -> UInt8 {
+            let high = hexDigitValues[Int(bytes[index])]
+            let low = hexDigitValues[Int(bytes[index + 1])]
+            invalid |= (high | low) & 0xF0
+            return high << 4 | low
         }
-        let high = nibbles(0..<8) << 32 | nibbles(9..<13) << 16 | nibbles(14..<18)
-        let low = nibbles(19..<23) << 48 | nibbles(24..<36)
-        guard invalid == 0 else { return nil }
-        func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * index)) }
-        return UUID(
+        let uuid = UUID(
             uuid: (
-                byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5),
-                byte(high, 6), byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3),
-                byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)
+                byte(0), byte(2), byte(4), byte(6), byte(9), byte(11), byte(14), byte(16), byte(19), byte(21),
+                byte(24), byte(26), byte(28), byte(30), byte(32), byte(34)
             ))
+        return invalid == 0 ? uuid : nil
+    }
+
+    /// Each byte's value as a hex digit of either case, or 0xFF.
+    private static let hexDigitValues: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(byte) - UInt8(ascii: "A") + 10
+        default: 0xFF
+        }
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {

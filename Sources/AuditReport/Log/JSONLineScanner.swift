@@ -115,6 +115,7 @@ struct JSONLineScanner {
     private mutating func readPlainKey() -> Range<Int>? {
         guard consume(UInt8(ascii: "\"")) else { return nil }
         let start = position
+        skipPlainWords()
         while position < bytes.endIndex {
             switch bytes[position] {
             case UInt8(ascii: "\""):
@@ -168,6 +169,7 @@ struct JSONLineScanner {
     /// or its first escape.
     private mutating func scanString() -> StringScan {
         var isASCII = true
+        skipPlainWords()
         while position < bytes.endIndex {
             switch bytes[position] {
             case UInt8(ascii: "\""):
@@ -182,6 +184,25 @@ struct JSONLineScanner {
             }
         }
         return .invalid
+    }
+
+    /// Moves `position` past whole 8-byte words of plain ASCII (no quote, backslash, control
+    /// byte or byte of 0x80 and up), so that the byte loop after it sees only a string's end.
+    private mutating func skipPlainWords() {
+        guard let base = bytes.baseAddress else { return }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        // Whether a byte of `word` is below `limit` (at most 0x80): exact, never a false "no".
+        func hasByte(below limit: UInt64, in word: UInt64) -> Bool { (word &- limit &* ones) & ~word & highs != 0 }
+        while bytes.endIndex - position >= 8 {
+            let word = UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self)
+            if word & highs != 0 || hasByte(below: 0x20, in: word) || hasByte(below: 1, in: word ^ (0x22 &* ones))
+                || hasByte(below: 1, in: word ^ (0x5C &* ones))
+            {
+                return
+            }
+            position += 8
+        }
     }
 
     /// Reads an array of strings as ``readStringArray()`` does, without building them.
