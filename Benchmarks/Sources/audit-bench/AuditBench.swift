@@ -9,7 +9,7 @@ struct AuditBench: AsyncParsableCommand {
         abstract: "RequestAudit's benchmarks: every number is a ratio against a baseline measured in the same run.",
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
-            Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self,
+            Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self, Reports.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -362,38 +362,7 @@ struct All: AsyncParsableCommand {
         DiffBenchmark.printTable(try DiffBenchmark(auditBinary: audit, data: data).run())
 
         print("\n## 8. Reports over generated logs\n")
-        print(
-            "| events | log size | `audit report` time (median of 3 runs) | runs | peak RSS (same code, fresh process) |"
-        )
-        print("|---:|---:|---:|---:|---:|")
-        let folder = NSTemporaryDirectory() + "audit-bench-report-\(getpid())"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        for count in [100_000, 1_000_000] {
-            let log = folder + "/audit-\(count).jsonl"
-            try writeSyntheticLog(count: count, to: log)
-            let size = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
-            // The generator's half gigabyte is flushed first, so that the report does not compete
-            // with the kernel writing it out.
-            sync()
-            var runs: [Double] = []
-            for _ in 0..<3 {
-                let start = now()
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: audit)
-                process.arguments = ["report", log, "--out", folder + "/out-\(count)"]
-                process.standardOutput = FileHandle.nullDevice
-                try process.run()
-                process.waitUntilExit()
-                runs.append(Double(now() - start) / 1e9)
-                guard process.terminationStatus == 0 else { throw BenchError("audit report failed on \(log)") }
-            }
-            let fields = try runSelf(["report-one", log, folder + "/again-\(count)"]).split(separator: " ")
-            let peak = fields.count == 3 ? (Int(fields[2]) ?? 0) / 1_048_576 : 0
-            print(
-                "| \(count) | \(size / 1_048_576) MB | " + String(format: "%.2f s", runs.sorted()[1]) + " | "
-                    + runs.map { String(format: "%.2f", $0) }.joined(separator: ", ") + " | \(peak) MB |")
-        }
+        try ReportBenchmark(auditBinary: audit).printTable()
     }
 }
 
