@@ -82,31 +82,36 @@ extension PlatformInternals {
         static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool) -> CallerSession
             .Behaviour?
         {
+            // The registry's `behaviours` is a `[Int: _Behaviour]`: cast to `[Int: Any]`, it is
+            // looked up by identifier, and only the task's own entry is read. Its case is named by
+            // the runtime (as `String(describing:)` names an enum case) rather than by a Mirror:
+            // measured alone, 1.9 µs against 4.5 µs, and reflecting on every entry cost more still.
             guard
                 let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?
-                    .value,
-                let entry = Mirror(reflecting: behaviours).children.lazy.compactMap({ child -> Any? in
-                    let pair = Mirror(reflecting: child.value).children.map(\.value)
-                    guard pair.count == 2, pair[0] as? Int == identifier else { return nil }
-                    return pair[1]
-                }).first
+                    .value as? [Int: Any],
+                let entry = behaviours[identifier], let label = enumCaseName(of: entry)
             else { return nil }
-            let mirror = Mirror(reflecting: entry)
-            guard let label = mirror.children.first?.label else {
-                // `callDelegate`: FoundationNetworking then calls the session's delegate, if it has one.
-                guard "\(entry)" == "callDelegate" else { return nil }
-                return sessionHasDelegate ? .delegate : .noDelegate
-            }
             switch label {
+            // FoundationNetworking then calls the session's delegate, if it has one.
+            case "callDelegate": return sessionHasDelegate ? .delegate : .noDelegate
             case "dataCompletionHandler": return .dataCompletionHandler(hasTaskDelegate: false)
             case "dataCompletionHandlerWithTaskDelegate":
-                let payload = Mirror(reflecting: mirror.children.first?.value as Any).children.map(\.value)
+                // The payload is (completion handler, task delegate?); only here is a Mirror needed.
+                let payload = Mirror(reflecting: Mirror(reflecting: entry).children.first?.value as Any).children.map(
+                    \.value)
                 let delegate = payload.count == 2 ? Mirror(reflecting: payload[1]).children.first?.value : nil
                 return .dataCompletionHandler(hasTaskDelegate: delegate != nil)
             case "downloadCompletionHandler", "downloadCompletionHandlerWithTaskDelegate":
                 return .downloadCompletionHandler
             default: return nil
             }
+        }
+
+        /// The name of the case `value` (an enum) holds, from the runtime's metadata, or nil when
+        /// it is not an enum.
+        static func enumCaseName(of value: Any) -> String? {
+            func name<Value>(_ value: Value) -> String? { swiftEnumCaseName(value).map { String(cString: $0) } }
+            return _openExistential(value, do: name)
         }
 
         /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
@@ -131,3 +136,10 @@ extension PlatformInternals {
         static func session(of task: URLSessionTask?) -> URLSession? { nil }
     #endif
 }
+
+#if canImport(FoundationNetworking)
+    /// The Swift runtime's name of the case an enum value holds (nil for other values): what
+    /// `String(describing:)` prints for a case without a payload.
+    @_silgen_name("swift_EnumCaseName")
+    private func swiftEnumCaseName<Value>(_ value: Value) -> UnsafePointer<CChar>?
+#endif
