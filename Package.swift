@@ -34,7 +34,10 @@ let package = Package(
         .target(name: "CByteClasses"),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
-        .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
+        // Strict memory safety: pointer work in this module is marked `unsafe`, in three small
+        // places (JSONLineScanner, SHA256.compress, the log reader's read(2) and memchr).
+        .target(
+            name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"], swiftSettings: [.strictMemorySafety()]),
         .target(
             name: "AuditPipeline",
             dependencies: [

@@ -35,17 +35,15 @@ public struct LogChain: Sendable {
     public static func digest(hex: some Collection<UInt8>) -> [UInt8]? {
         guard hex.count == 64 else { return nil }
         var invalid: UInt8 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
-            var index = hex.startIndex
-            for position in 0..<32 {
-                let high = hexDigitValues[Int(hex[index])]
-                hex.formIndex(after: &index)
-                let low = hexDigitValues[Int(hex[index])]
-                hex.formIndex(after: &index)
-                invalid |= (high | low) & 0xF0
-                buffer[position] = high << 4 | low
-            }
-            count = 32
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var index = hex.startIndex
+        for position in 0..<32 {
+            let high = hexDigitValues[Int(hex[index])]
+            hex.formIndex(after: &index)
+            let low = hexDigitValues[Int(hex[index])]
+            hex.formIndex(after: &index)
+            invalid |= (high | low) & 0xF0
+            bytes[position] = high << 4 | low
         }
         return invalid == 0 ? bytes : nil
     }

@@ -96,24 +96,24 @@ public struct SHA256: Sendable {
         precondition(offset >= 0 && offset + 64 <= data.count && w.count == 64)
         length &+= 64
         var (a, b, c, d, e, f, g, h) = state
-        data.withUnsafeBufferPointer { bytes in
-            w.withUnsafeMutableBufferPointer { w in
-                Self.k.withUnsafeBufferPointer { k in
+        unsafe data.withUnsafeBufferPointer { bytes in
+            unsafe w.withUnsafeMutableBufferPointer { w in
+                unsafe Self.k.withUnsafeBufferPointer { k in
                     for i in 0..<16 {
                         let at = offset + 4 * i
-                        w[i] =
-                            UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8
+                        unsafe w[i] =
+                            unsafe UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8
                             | UInt32(bytes[at + 3])
                     }
                     for i in 16..<64 {
-                        let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-                        let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-                        w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                        let s0 = unsafe w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
+                        let s1 = unsafe w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
+                        unsafe w[i] = unsafe w[i - 16] &+ s0 &+ w[i - 7] &+ s1
                     }
                     for i in 0..<64 {
                         let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
                         let choice = (e & f) ^ (~e & g)
-                        let t1 = h &+ s1 &+ choice &+ k[i] &+ w[i]
+                        let t1 = unsafe h &+ s1 &+ choice &+ k[i] &+ w[i]
                         let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
                         let majority = (a & b) ^ (a & c) ^ (b & c)
                         let t2 = s0 &+ majority

@@ -71,12 +71,11 @@ enum AuditLogLineDecoder {
 
     /// `2026-11-21T19:53:12.565Z` or `2026-11-21T19:53:12Z`, as the log's decoder would read it.
     static func time(_ text: String) -> Date? {
-        var text = text
-        return text.withUTF8(time(bytes:))
+        time(bytes: Array(text.utf8).span)
     }
 
     /// ``time(_:)`` on the text's UTF-8 bytes.
-    static func time(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    static func time(bytes: Span<UInt8>) -> Date? {
         guard bytes.count == 20 || bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
             bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
             bytes[bytes.count - 1] == UInt8(ascii: "Z")
@@ -107,12 +106,11 @@ enum AuditLogLineDecoder {
 
     /// `E621E1F8-C36C-495A-93FC-0C247A3E6E5F` (either case), as `UUID(uuidString:)` reads it.
     static func uuid(_ text: String) -> UUID? {
-        var text = text
-        return text.withUTF8(uuid(bytes:))
+        uuid(bytes: Array(text.utf8).span)
     }
 
     /// ``uuid(_:)`` on the text's UTF-8 bytes.
-    static func uuid(bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+    static func uuid(bytes: Span<UInt8>) -> UUID? {
         guard bytes.count == 36, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
             bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-")
         else { return nil }

@@ -208,17 +208,17 @@ private struct JSONLineWriter {
     }
 
     /// A key and its colon; the value comes next.
-    mutating func key(_ name: StaticString) {
+    mutating func key(_ name: String) {
         separate()
         bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: name.utf8)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
     /// A key and string value when `value` is present; nothing otherwise.
-    mutating func optional(_ name: StaticString, _ value: String?) {
+    mutating func optional(_ name: String, _ value: String?) {
         guard let value else { return }
         key(name)
         string(value)
@@ -227,14 +227,12 @@ private struct JSONLineWriter {
     mutating func string(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { text in
-            // Most strings need no escape: copied whole.
-            guard text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-                bytes.append(contentsOf: text)
-                return
-            }
+        // Most strings need no escape: copied whole.
+        let text = value.utf8
+        if text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
             for byte in text { appendEscaped(byte) }
+        } else {
+            bytes.append(contentsOf: text)
         }
         bytes.append(UInt8(ascii: "\""))
         needsComma = true
@@ -274,12 +272,15 @@ private struct JSONLineWriter {
     mutating func uuid(_ value: UUID) {
         separate()
         bytes.append(UInt8(ascii: "\""))
-        withUnsafeBytes(of: value.uuid) { raw in
-            for (index, byte) in raw.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
-                bytes.append(Self.upperHex(byte >> 4))
-                bytes.append(Self.upperHex(byte & 15))
-            }
+        let id = value.uuid
+        let raw: InlineArray<16, UInt8> = [
+            id.0, id.1, id.2, id.3, id.4, id.5, id.6, id.7, id.8, id.9, id.10, id.11, id.12, id.13, id.14, id.15,
+        ]
+        for index in raw.indices {
+            let byte = raw[index]
+            if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+            bytes.append(Self.upperHex(byte >> 4))
+            bytes.append(Self.upperHex(byte & 15))
         }
         bytes.append(UInt8(ascii: "\""))
         needsComma = true

@@ -114,11 +114,11 @@ public enum AuditLogReader {
             // Read straight into the batch's array, after the line the last read left unfinished.
             let chunkSize = 1 << 20
             var failure: Int32 = 0
-            let bytes = [UInt8](unsafeUninitializedCapacity: leftover.count + chunkSize) { buffer, count in
-                _ = buffer.initialize(fromContentsOf: leftover)
+            let bytes = unsafe [UInt8](unsafeUninitializedCapacity: leftover.count + chunkSize) { buffer, count in
+                _ = unsafe buffer.initialize(fromContentsOf: leftover)
                 count = leftover.count
                 while count < buffer.count {
-                    let got = readBytes(
+                    let got = unsafe readBytes(
                         handle.fileDescriptor, into: UnsafeMutableBufferPointer(rebasing: buffer[count...]))
                     if got > 0 {
                         count += got
@@ -129,7 +129,8 @@ public enum AuditLogReader {
                 }
             }
             guard failure == 0 else {
-                throw AuditLogError.cannotOpen(path: path, reason: String(cString: strerror(failure)))
+                let reason = unsafe String(cString: strerror(failure))
+                throw AuditLogError.cannotOpen(path: path, reason: reason)
             }
             guard bytes.count > leftover.count else { return nil }
             bytesRead += bytes.count - leftover.count
@@ -302,12 +303,12 @@ private final class LineBatch<Partial: Sendable>: @unchecked Sendable {
     init(_ bytes: [UInt8], reduction: LineReduction<Partial>) {
         var lineRanges: [Range<Int>] = []
         var start = 0
-        bytes.withUnsafeBufferPointer { buffer in
+        unsafe bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             while start < buffer.count,
-                let found = memchr(base + start, Int32(UInt8(ascii: "\n")), buffer.count - start)
+                let found = unsafe memchr(base + start, Int32(UInt8(ascii: "\n")), buffer.count - start)
             {
-                let newline = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+                let newline = unsafe UnsafeRawPointer(found) - UnsafeRawPointer(base)
                 lineRanges.append(start..<newline)
                 start = newline + 1
             }
@@ -362,6 +363,9 @@ private final class LineBatch<Partial: Sendable>: @unchecked Sendable {
 }
 
 /// `read(2)` into `buffer`: the bytes read, 0 at the end, or -1 with `errno` set.
+///
+/// With the batch's `memchr` line cutting, the only pointer work of reading a log file (the JSON
+/// itself is read by `JSONLineScanner`): the buffer is the unfilled tail of the batch's array.
 private func readBytes(_ descriptor: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
-    read(descriptor, buffer.baseAddress, buffer.count)
+    unsafe read(descriptor, buffer.baseAddress, buffer.count)
 }

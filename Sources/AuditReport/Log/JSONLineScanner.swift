@@ -4,22 +4,25 @@
 /// give up on the line and leave it to Foundation's `JSONDecoder`, which says what is wrong.
 /// Strings are validated as UTF-8 and unescaped exactly as JSON says.
 ///
-/// It reads through a buffer pointer, which the scanner must not outlive: make it inside
-/// ``scan(_:_:)`` only. (Reading an `ArraySlice` instead checks every index and costs the report a
-/// third more time.)
+/// It reads through a buffer pointer, and is the one place in this module that reads memory
+/// through a pointer for the log (marked `unsafe` expression by expression): a scanner exists only
+/// inside ``scan(_:_:)``, which keeps the bytes alive, and every read is at an index it has checked
+/// against the end. What it hands on is safe (`String`s, numbers, and `Span`s to parse). (Reading
+/// an `ArraySlice` instead checks every index and costs the report a third more time.)
+@safe
 struct JSONLineScanner {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var skipDepth = 0
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
-        self.bytes = bytes
+        unsafe self.bytes = bytes
     }
 
     /// Calls `body` with a scanner at the start of `bytes`, valid only during the call.
     static func scan<Result>(_ bytes: ArraySlice<UInt8>, _ body: (inout JSONLineScanner) -> Result) -> Result {
-        bytes.withUnsafeBufferPointer { buffer in
-            var scanner = JSONLineScanner(buffer)
+        unsafe bytes.withUnsafeBufferPointer { buffer in
+            var scanner = unsafe JSONLineScanner(buffer)
             return body(&scanner)
         }
     }
@@ -27,12 +30,12 @@ struct JSONLineScanner {
     /// Whether only whitespace is left.
     mutating func isAtEnd() -> Bool {
         skipWhitespace()
-        return position == bytes.endIndex
+        return unsafe position == bytes.endIndex
     }
 
     private mutating func skipWhitespace() {
-        while position < bytes.endIndex {
-            switch bytes[position] {
+        while unsafe position < bytes.endIndex {
+            switch unsafe bytes[position] {
             case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): position += 1
             default: return
             }
@@ -41,7 +44,7 @@ struct JSONLineScanner {
 
     private mutating func peek() -> UInt8? {
         skipWhitespace()
-        return position < bytes.endIndex ? bytes[position] : nil
+        return unsafe position < bytes.endIndex ? bytes[position] : nil
     }
 
     private mutating func consume(_ byte: UInt8) -> Bool {
@@ -52,7 +55,7 @@ struct JSONLineScanner {
 
     /// Reads `null` if it comes next.
     mutating func consumeNull() -> Bool {
-        guard peek() == UInt8(ascii: "n"), bytes[position...].starts(with: "null".utf8) else { return false }
+        guard peek() == UInt8(ascii: "n"), unsafe bytes[position...].starts(with: "null".utf8) else { return false }
         position += 4
         return true
     }
@@ -88,7 +91,7 @@ struct JSONLineScanner {
     }
 
     private func spells(_ key: Range<Int>, _ name: [UInt8]) -> Bool {
-        key.count == name.count && bytes[key].elementsEqual(name)
+        unsafe key.count == name.count && bytes[key].elementsEqual(name)
     }
 
     /// Reads an array, calling `element` for each element; `element` returns false to give up.
@@ -116,8 +119,8 @@ struct JSONLineScanner {
         guard consume(UInt8(ascii: "\"")) else { return nil }
         let start = position
         skipPlainWords()
-        while position < bytes.endIndex {
-            switch bytes[position] {
+        while unsafe position < bytes.endIndex {
+            switch unsafe bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
                 return start..<position - 1
@@ -134,9 +137,10 @@ struct JSONLineScanner {
         let start = position
         switch scanString() {
         case .plain(let isASCII):
-            let content = bytes[start..<position - 1]
+            let content = unsafe bytes[start..<position - 1]
             // ASCII is valid UTF-8 as it stands; only other bytes need checking.
-            return isASCII ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
+            return unsafe isASCII
+                ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
         case .escaped: return readEscapedString(from: start)
         case .invalid: return nil
         }
@@ -149,7 +153,7 @@ struct JSONLineScanner {
         let start = position
         switch scanString() {
         case .plain(let isASCII):
-            return isASCII || String(validating: bytes[start..<position - 1], as: UTF8.self) != nil
+            return unsafe isASCII || String(validating: bytes[start..<position - 1], as: UTF8.self) != nil
         case .escaped: return readEscapedString(from: start) != nil
         case .invalid: return false
         }
@@ -170,8 +174,8 @@ struct JSONLineScanner {
     private mutating func scanString() -> StringScan {
         var isASCII = true
         skipPlainWords()
-        while position < bytes.endIndex {
-            switch bytes[position] {
+        while unsafe position < bytes.endIndex {
+            switch unsafe bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
                 return .plain(isASCII: isASCII)
@@ -189,13 +193,13 @@ struct JSONLineScanner {
     /// Moves `position` past whole 8-byte words of plain ASCII (no quote, backslash, control
     /// byte or byte of 0x80 and up), so that the byte loop after it sees only a string's end.
     private mutating func skipPlainWords() {
-        guard let base = bytes.baseAddress else { return }
+        guard let base = unsafe bytes.baseAddress else { return }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         // Whether a byte of `word` is below `limit` (at most 0x80): exact, never a false "no".
         func hasByte(below limit: UInt64, in word: UInt64) -> Bool { (word &- limit &* ones) & ~word & highs != 0 }
-        while bytes.endIndex - position >= 8 {
-            let word = UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self)
+        while unsafe bytes.endIndex - position >= 8 {
+            let word = unsafe UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self)
             if word & highs != 0 || hasByte(below: 0x20, in: word) || hasByte(below: 1, in: word ^ (0x22 &* ones))
                 || hasByte(below: 1, in: word ^ (0x5C &* ones))
             {
@@ -212,14 +216,14 @@ struct JSONLineScanner {
 
     /// Reads a string written without escapes or non-ASCII bytes and returns what `parse` makes of
     /// its bytes (no `String` is made); nil when the next value is anything else.
-    mutating func readPlainString<Value>(_ parse: (UnsafeBufferPointer<UInt8>) -> Value?) -> Value? {
+    mutating func readPlainString<Value>(_ parse: (Span<UInt8>) -> Value?) -> Value? {
         guard consume(UInt8(ascii: "\"")) else { return nil }
         let start = position
-        while position < bytes.endIndex {
-            switch bytes[position] {
+        while unsafe position < bytes.endIndex {
+            switch unsafe bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
-                return parse(UnsafeBufferPointer(rebasing: bytes[start..<position - 1]))
+                return unsafe parse(UnsafeBufferPointer(rebasing: bytes[start..<position - 1]).span)
             case UInt8(ascii: "\\"), 0..<0x20, 0x80...: return nil
             default: position += 1
             }
@@ -228,16 +232,16 @@ struct JSONLineScanner {
     }
 
     private mutating func readEscapedString(from start: Int) -> String? {
-        var unescaped = Array(bytes[start..<position])
-        while position < bytes.endIndex {
-            let byte = bytes[position]
+        var unescaped = unsafe Array(bytes[start..<position])
+        while unsafe position < bytes.endIndex {
+            let byte = unsafe bytes[position]
             position += 1
             switch byte {
             case UInt8(ascii: "\""): return String(validating: unescaped, as: UTF8.self)
             case 0..<0x20: return nil
             case UInt8(ascii: "\\"):
-                guard position < bytes.endIndex else { return nil }
-                let escape = bytes[position]
+                guard unsafe position < bytes.endIndex else { return nil }
+                let escape = unsafe bytes[position]
                 position += 1
                 switch escape {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escape)
@@ -261,17 +265,17 @@ struct JSONLineScanner {
     private mutating func readUnicodeEscape() -> Unicode.Scalar? {
         guard let high = readHex4() else { return nil }
         guard (0xD800..<0xDC00).contains(high) else { return Unicode.Scalar(high) }
-        guard bytes[position...].starts(with: #"\u"#.utf8) else { return nil }
+        guard unsafe bytes[position...].starts(with: #"\u"#.utf8) else { return nil }
         position += 2
         guard let low = readHex4(), (0xDC00..<0xE000).contains(low) else { return nil }
         return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
     }
 
     private mutating func readHex4() -> UInt32? {
-        guard bytes.endIndex - position >= 4 else { return nil }
+        guard unsafe bytes.endIndex - position >= 4 else { return nil }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let digit = Self.hexValue(bytes[position]) else { return nil }
+            guard let digit = unsafe Self.hexValue(bytes[position]) else { return nil }
             value = value << 4 | digit
             position += 1
         }
@@ -302,15 +306,17 @@ struct JSONLineScanner {
         skipWhitespace()
         let start = position
         var value: UInt64 = 0
-        while position < bytes.endIndex, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+        while unsafe position < bytes.endIndex, unsafe bytes[position] >= UInt8(ascii: "0"),
+            unsafe bytes[position] <= UInt8(ascii: "9")
+        {
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
+            let (sum, overflow2) = unsafe times10.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
             guard !overflow1, !overflow2 else { return nil }
             value = sum
             position += 1
         }
-        guard position > start, position - start == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-        guard position == bytes.endIndex || !Self.continuesNumber(bytes[position]) else { return nil }
+        guard position > start, unsafe position - start == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        guard unsafe position == bytes.endIndex || !Self.continuesNumber(bytes[position]) else { return nil }
         return value
     }
 
@@ -318,29 +324,34 @@ struct JSONLineScanner {
     mutating func readDouble() -> Double? {
         skipWhitespace()
         let start = position
-        if position < bytes.endIndex, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        if unsafe position < bytes.endIndex, unsafe bytes[position] == UInt8(ascii: "-") { position += 1 }
         let integerStart = position
         skipDigits()
-        guard position > integerStart, position - integerStart == 1 || bytes[integerStart] != UInt8(ascii: "0") else {
+        guard position > integerStart, unsafe position - integerStart == 1 || bytes[integerStart] != UInt8(ascii: "0")
+        else {
             return nil
         }
-        if position < bytes.endIndex, bytes[position] == UInt8(ascii: ".") {
+        if unsafe position < bytes.endIndex, unsafe bytes[position] == UInt8(ascii: ".") {
             position += 1
             let fractionStart = position
             skipDigits()
             guard position > fractionStart else { return nil }
         }
-        if position < bytes.endIndex, bytes[position] | 0x20 == UInt8(ascii: "e") {
+        if unsafe position < bytes.endIndex, unsafe bytes[position] | 0x20 == UInt8(ascii: "e") {
             position += 1
-            if position < bytes.endIndex, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+            if unsafe position < bytes.endIndex,
+                unsafe bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")
+            {
                 position += 1
             }
             let exponentStart = position
             skipDigits()
             guard position > exponentStart else { return nil }
         }
-        if let value = Self.exactDouble(UnsafeBufferPointer(rebasing: bytes[start..<position])) { return value }
-        guard let text = String(validating: bytes[start..<position], as: UTF8.self), let value = Double(text),
+        if let value = unsafe Self.exactDouble(UnsafeBufferPointer(rebasing: bytes[start..<position]).span) {
+            return value
+        }
+        guard let text = unsafe String(validating: bytes[start..<position], as: UTF8.self), let value = Double(text),
             value.isFinite
         else { return nil }
         return value
@@ -354,12 +365,14 @@ struct JSONLineScanner {
     /// The value of a valid JSON number with at most 15 significant digits and no exponent,
     /// computed exactly as `strtod` rounds it (both operands are exact, and one IEEE division
     /// rounds correctly); nil for any other number.
-    private static func exactDouble(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
+    private static func exactDouble(_ text: Span<UInt8>) -> Double? {
         var mantissa: Int64 = 0
         var digits = 0
         var fractionDigits = 0
         var isFraction = false
-        for byte in text.dropFirst(text.first == UInt8(ascii: "-") ? 1 : 0) {
+        let isNegative = !text.isEmpty && text[0] == UInt8(ascii: "-")
+        for index in (isNegative ? 1 : 0)..<text.count {
+            let byte = text[index]
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 mantissa = mantissa * 10 + Int64(byte - UInt8(ascii: "0"))
@@ -371,11 +384,13 @@ struct JSONLineScanner {
             guard digits <= 15 else { return nil }
         }
         let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
-        return text.first == UInt8(ascii: "-") ? -magnitude : magnitude
+        return isNegative ? -magnitude : magnitude
     }
 
     private mutating func skipDigits() {
-        while position < bytes.endIndex, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+        while unsafe position < bytes.endIndex, unsafe bytes[position] >= UInt8(ascii: "0"),
+            unsafe bytes[position] <= UInt8(ascii: "9")
+        {
             position += 1
         }
     }
@@ -403,7 +418,7 @@ struct JSONLineScanner {
     }
 
     private mutating func consumeLiteral(_ literal: String) -> Bool {
-        guard bytes[position...].starts(with: literal.utf8) else { return false }
+        guard unsafe bytes[position...].starts(with: literal.utf8) else { return false }
         position += literal.utf8.count
         return true
     }

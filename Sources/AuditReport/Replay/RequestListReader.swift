@@ -10,30 +10,26 @@ enum RequestListReader {
     static func read(_ data: Data, file: String) -> (entries: [ReplayEntry], problems: [ReplayProblem]) {
         var entries: [ReplayEntry] = []
         var problems: [ReplayProblem] = []
-        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            var lineNumber = 0
-            var lineStart = 0
-            while lineStart <= bytes.count {
-                var lineEnd = lineStart
-                while lineEnd < bytes.count, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-                lineNumber += 1
-                defer { lineStart = lineEnd + 1 }
-                var end = lineEnd
-                if end > lineStart, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-                if lineEnd == bytes.count, lineStart == lineEnd { break }
-                let line = UnsafeBufferPointer(rebasing: bytes[lineStart..<end])
-                read(line, lineNumber: lineNumber, file: file, entries: &entries, problems: &problems)
-            }
+        let bytes = [UInt8](data)
+        var lineNumber = 0
+        var lineStart = 0
+        while lineStart <= bytes.count {
+            let lineEnd = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+            lineNumber += 1
+            defer { lineStart = lineEnd + 1 }
+            var end = lineEnd
+            if end > lineStart, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            if lineEnd == bytes.count, lineStart == lineEnd { break }
+            read(bytes[lineStart..<end], lineNumber: lineNumber, file: file, entries: &entries, problems: &problems)
         }
         return (entries, problems)
     }
 
-    /// The words of `line`: byte ranges between spaces and tabs.
-    private static func words(_ line: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+    /// The words of `line`: byte ranges (indices of `line`) between spaces and tabs.
+    private static func words(_ line: ArraySlice<UInt8>) -> [Range<Int>] {
         var words: [Range<Int>] = []
         var start: Int?
-        for index in 0..<line.count {
+        for index in line.indices {
             let byte = line[index]
             if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
                 if let begin = start { words.append(begin..<index) }
@@ -42,21 +38,23 @@ enum RequestListReader {
                 start = index
             }
         }
-        if let begin = start { words.append(begin..<line.count) }
+        if let begin = start { words.append(begin..<line.endIndex) }
         return words
     }
 
     private static func read(
-        _ line: UnsafeBufferPointer<UInt8>, lineNumber: Int, file: String, entries: inout [ReplayEntry],
+        _ line: ArraySlice<UInt8>, lineNumber: Int, file: String, entries: inout [ReplayEntry],
         problems: inout [ReplayProblem]
     ) {
         let words = words(line)
         guard let first = words.first, line[first.lowerBound] != UInt8(ascii: "#") else { return }
         func text(_ range: Range<Int>) -> String {
-            String(decoding: UnsafeBufferPointer(rebasing: line[range]), as: UTF8.self)
+            String(decoding: line[range], as: UTF8.self)
         }
         // Characters before the word, plus one: UTF-8 bytes that start a scalar.
-        func column(_ range: Range<Int>) -> Int { line[0..<range.lowerBound].count { $0 & 0xC0 != 0x80 } + 1 }
+        func column(_ range: Range<Int>) -> Int {
+            line[line.startIndex..<range.lowerBound].count { $0 & 0xC0 != 0x80 } + 1
+        }
         let position = "\(file):\(lineNumber)"
         let methodRange: Range<Int>?
         let urlRange: Range<Int>
