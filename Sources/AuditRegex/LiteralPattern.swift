@@ -58,9 +58,9 @@ final class LiteralPattern: Sendable {
         // An empty buffer may have no base address: it holds no literal of one byte or more.
         guard let base = subject.baseAddress else { return false }
         var hasNonASCII: Int32 = 0
-        let offset = bytes.withUnsafeBufferPointer { literal in
-            withUnsafeMutablePointer(to: &hasNonASCII) { hasNonASCII in
-                literal_search(
+        let offset = unsafe bytes.withUnsafeBufferPointer { literal in
+            unsafe withUnsafeMutablePointer(to: &hasNonASCII) { hasNonASCII in
+                unsafe literal_search(
                     base, subject.count, literal.baseAddress, literal.count, isCaseInsensitive ? 1 : 0,
                     foldsFromNonASCII ? hasNonASCII : nil)
             }

@@ -37,28 +37,28 @@ public struct MatchSubject: Sendable, Hashable {
     public func withBytes<Result, Failure: Error>(
         _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        guard isText else { return try array.withUnsafeBufferPointer(body) }
+        guard isText else { return unsafe try array.withUnsafeBufferPointer(body) }
         // `withContiguousStorageIfAvailable` rethrows untyped errors: the result carries the typed
         // one out. A native string's UTF-8 is contiguous; any other is copied once.
-        let inPlace: Swift.Result<Result, Failure>? = text.utf8.withContiguousStorageIfAvailable { buffer in
-            do throws(Failure) { return .success(try body(buffer)) } catch { return .failure(error) }
+        let inPlace: Swift.Result<Result, Failure>? = unsafe text.utf8.withContiguousStorageIfAvailable { buffer in
+            do throws(Failure) { return unsafe .success(try body(buffer)) } catch { return .failure(error) }
         }
         if let inPlace { return try inPlace.get() }
-        return try Array(text.utf8).withUnsafeBufferPointer(body)
+        return unsafe try Array(text.utf8).withUnsafeBufferPointer(body)
     }
 
     /// The bytes in `range` decoded as UTF-8 (ill-formed sequences become U+FFFD).
     public func text(in range: Range<Int>) -> String {
-        withBytes { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+        unsafe withBytes { unsafe String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }
 
     /// Subjects are equal when their bytes are.
     public static func == (lhs: MatchSubject, rhs: MatchSubject) -> Bool {
-        lhs.withBytes { left in rhs.withBytes { right in left.elementsEqual(right) } }
+        unsafe lhs.withBytes { left in unsafe rhs.withBytes { right in unsafe left.elementsEqual(right) } }
     }
 
     /// Hashes the bytes.
     public func hash(into hasher: inout Hasher) {
-        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        unsafe withBytes { unsafe hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

@@ -20,6 +20,10 @@ import Synchronization
 /// state other than `notCompiled` lets it run, by which time the JIT compile has finished
 /// (released). `pcre2_match` only reads the program, and every call gets its own match data, so
 /// any number of threads may match concurrently.
+///
+/// The C boundary of this module: the PCRE2 pointers it owns and every call into PCRE2 are here,
+/// marked `unsafe`; what it gives out (match ranges, errors) is safe.
+@safe
 final class PCRE2Code: @unchecked Sendable {
     private let code: OpaquePointer
     private let context: OpaquePointer
@@ -41,29 +45,25 @@ final class PCRE2Code: @unchecked Sendable {
         if caseInsensitive { options |= UInt32(PCRE2_CASELESS) }
         var errorCode: Int32 = 0
         var errorOffset = 0
-        let compiled =
-            pattern.utf8.withContiguousStorageIfAvailable { bytes in
-                pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
-            }
-            ?? Array(pattern.utf8).withUnsafeBufferPointer { bytes in
-                pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
-            }
-        guard let compiled else {
+        let compiled = unsafe Array(pattern.utf8).withUnsafeBufferPointer { bytes in
+            unsafe pcre2_compile_8(bytes.baseAddress, bytes.count, options, &errorCode, &errorOffset, nil)
+        }
+        guard let compiled = unsafe compiled else {
             throw .invalidPattern(
                 message: Self.message(for: errorCode),
                 column: Self.column(ofByteOffset: errorOffset, in: pattern)
             )
         }
-        guard let context = pcre2_match_context_create_8(nil) else {
-            pcre2_code_free_8(compiled)
+        guard let context = unsafe pcre2_match_context_create_8(nil) else {
+            unsafe pcre2_code_free_8(compiled)
             throw .outOfMemory
         }
-        pcre2_set_match_limit_8(context, limits.matchLimit)
-        pcre2_set_depth_limit_8(context, limits.depthLimit)
-        self.code = compiled
-        self.context = context
+        unsafe pcre2_set_match_limit_8(context, limits.matchLimit)
+        unsafe pcre2_set_depth_limit_8(context, limits.depthLimit)
+        unsafe self.code = compiled
+        unsafe self.context = context
         var groups: UInt32 = 0
-        pcre2_pattern_info_8(compiled, UInt32(PCRE2_INFO_CAPTURECOUNT), &groups)
+        unsafe pcre2_pattern_info_8(compiled, UInt32(PCRE2_INFO_CAPTURECOUNT), &groups)
         self.captureGroupCount = Int(groups)
     }
 
@@ -82,14 +82,14 @@ final class PCRE2Code: @unchecked Sendable {
         guard jitState.load(ordering: .acquiring) == JITState.notCompiled else { return }
         jitLock.withLock { _ in
             guard jitState.load(ordering: .acquiring) == JITState.notCompiled else { return }
-            let isCompiled = pcre2_jit_compile_8(code, UInt32(PCRE2_JIT_COMPLETE)) == 0
+            let isCompiled = unsafe pcre2_jit_compile_8(code, UInt32(PCRE2_JIT_COMPLETE)) == 0
             jitState.store(isCompiled ? JITState.jitCompiled : JITState.interpreted, ordering: .releasing)
         }
     }
 
     deinit {
-        pcre2_match_context_free_8(context)
-        pcre2_code_free_8(code)
+        unsafe pcre2_match_context_free_8(context)
+        unsafe pcre2_code_free_8(code)
     }
 
     /// Runs one match; returns the byte ranges of the groups (index 0 is the whole match), or nil when
@@ -97,29 +97,29 @@ final class PCRE2Code: @unchecked Sendable {
     func match(_ subject: UnsafeBufferPointer<UInt8>, captures: Bool) throws(PatternError) -> [Range<Int>?]? {
         prepareForMatching()
         // A yes/no match needs no captures: it reuses this thread's one-pair match data.
-        let perCall = captures ? pcre2_match_data_create_from_pattern_8(code, nil) : nil
-        guard let matchData = perCall ?? (captures ? nil : Self.threadMatchData()) else { throw .outOfMemory }
-        defer { if let perCall { pcre2_match_data_free_8(perCall) } }
+        let perCall = unsafe captures ? pcre2_match_data_create_from_pattern_8(code, nil) : nil
+        guard let matchData = unsafe perCall ?? (captures ? nil : Self.threadMatchData()) else { throw .outOfMemory }
+        defer { if let perCall = unsafe perCall { unsafe pcre2_match_data_free_8(perCall) } }
         // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
         var empty: UInt8 = 0
-        var result = withUnsafePointer(to: &empty) { fallback in
-            run(subject.baseAddress ?? fallback, subject.count, matchData, options: 0)
+        var result = unsafe withUnsafePointer(to: &empty) { fallback in
+            unsafe run(subject.baseAddress ?? fallback, subject.count, matchData, options: 0)
         }
         if result == PCRE2_ERROR_JIT_STACKLIMIT {
             // The JIT's small machine stack ran out; the interpreter works on the heap under the limits.
-            result = withUnsafePointer(to: &empty) { fallback in
-                run(subject.baseAddress ?? fallback, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
+            result = unsafe withUnsafePointer(to: &empty) { fallback in
+                unsafe run(subject.baseAddress ?? fallback, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
             }
         }
         if result == PCRE2_ERROR_NOMATCH { return nil }
         guard result >= 0 else { throw Self.matchError(result) }
         guard captures else { return [] }
-        let pairs = Int(pcre2_get_ovector_count_8(matchData))
-        guard let ovector = pcre2_get_ovector_pointer_8(matchData) else { return [] }
+        let pairs = unsafe Int(pcre2_get_ovector_count_8(matchData))
+        guard let ovector = unsafe pcre2_get_ovector_pointer_8(matchData) else { return [] }
         let unset = ~0
         return (0..<pairs).map { group in
-            let start = ovector[2 * group]
-            let end = ovector[2 * group + 1]
+            let start = unsafe ovector[2 * group]
+            let end = unsafe ovector[2 * group + 1]
             return start == unset || end < start ? nil : start..<end
         }
     }
@@ -128,16 +128,16 @@ final class PCRE2Code: @unchecked Sendable {
     /// freed when the thread exits. Never shared between threads, so no lock is needed.
     private static func threadMatchData() -> OpaquePointer? {
         let key = matchDataKey
-        if let existing = pthread_getspecific(key) { return OpaquePointer(existing) }
-        guard let created = pcre2_match_data_create_8(1, nil) else { return nil }
-        pthread_setspecific(key, UnsafeRawPointer(created))
-        return created
+        if let existing = unsafe pthread_getspecific(key) { return OpaquePointer(existing) }
+        guard let created = unsafe pcre2_match_data_create_8(1, nil) else { return nil }
+        unsafe pthread_setspecific(key, UnsafeRawPointer(created))
+        return unsafe created
     }
 
     private static let matchDataKey: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key) { pointer in
-            pcre2_match_data_free_8(OpaquePointer(pointer))
+        unsafe pthread_key_create(&key) { pointer in
+            unsafe pcre2_match_data_free_8(OpaquePointer(pointer))
         }
         return key
     }()
@@ -145,7 +145,7 @@ final class PCRE2Code: @unchecked Sendable {
     private func run(
         _ base: UnsafePointer<UInt8>?, _ count: Int, _ matchData: OpaquePointer, options: UInt32
     ) -> Int32 {
-        pcre2_match_8(code, base, count, 0, options, matchData, context)
+        unsafe pcre2_match_8(code, base, count, 0, options, matchData, context)
     }
 
     private static func matchError(_ code: Int32) -> PatternError {
@@ -161,8 +161,8 @@ final class PCRE2Code: @unchecked Sendable {
     /// PCRE2's own text for an error code.
     static func message(for code: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
-        let length = buffer.withUnsafeMutableBufferPointer { buffer in
-            pcre2_get_error_message_8(code, buffer.baseAddress, buffer.count)
+        let length = unsafe buffer.withUnsafeMutableBufferPointer { buffer in
+            unsafe pcre2_get_error_message_8(code, buffer.baseAddress, buffer.count)
         }
         guard length > 0 else { return "PCRE2 error \(code)" }
         return String(decoding: buffer.prefix(Int(length)), as: UTF8.self)
@@ -177,7 +177,9 @@ final class PCRE2Code: @unchecked Sendable {
     /// The linked library's version, e.g. "10.42 2022-12-11".
     static var libraryVersion: String {
         var buffer = [UInt8](repeating: 0, count: 64)
-        let length = buffer.withUnsafeMutableBytes { pcre2_config_8(UInt32(PCRE2_CONFIG_VERSION), $0.baseAddress) }
+        let length = unsafe buffer.withUnsafeMutableBytes {
+            unsafe pcre2_config_8(UInt32(PCRE2_CONFIG_VERSION), $0.baseAddress)
+        }
         guard length > 1 else { return "unknown" }
         return String(decoding: buffer.prefix(Int(length) - 1), as: UTF8.self)
     }

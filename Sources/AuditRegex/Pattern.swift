@@ -48,9 +48,9 @@ public struct Pattern: Sendable {
     ///
     /// - Throws: a limit error when the match gives up before answering.
     public func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
-        if let literal, let answer = subject.withBytes({ literal.matches($0) }) { return answer }
-        return try subject.withBytes { bytes throws(PatternError) in
-            try code.match(bytes, captures: false)
+        if let literal, let answer = unsafe subject.withBytes({ unsafe literal.matches($0) }) { return answer }
+        return unsafe try subject.withBytes { bytes throws(PatternError) in
+            unsafe try code.match(bytes, captures: false)
         } != nil
     }
 
@@ -67,8 +67,8 @@ public struct Pattern: Sendable {
     ///
     /// - Throws: a limit error when the match gives up before answering.
     public func firstMatch(in subject: MatchSubject) throws(PatternError) -> PatternMatch? {
-        let ranges = try subject.withBytes { bytes throws(PatternError) in
-            try code.match(bytes, captures: true)
+        let ranges = unsafe try subject.withBytes { bytes throws(PatternError) in
+            unsafe try code.match(bytes, captures: true)
         }
         return ranges.map { PatternMatch(ranges: $0, subject: subject) }
     }

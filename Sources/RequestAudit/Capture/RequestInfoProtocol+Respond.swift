@@ -156,9 +156,9 @@ extension URLRequest {
         var body = Data()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
+            let count = unsafe stream.read(&buffer, maxLength: buffer.count)
             guard count > 0 else { break }
-            body.append(buffer, count: count)
+            unsafe body.append(buffer, count: count)
         }
         return body
     }

@@ -37,7 +37,7 @@ final class InlineDelegateQueue: OperationQueue, @unchecked Sendable {
     func attach(to queue: DispatchQueue) {
         // OperationQueue holds its underlying queue unowned: `workQueue` keeps it.
         workQueue.withLock { $0 = queue }
-        underlyingQueue = queue
+        unsafe underlyingQueue = queue
         queue.setSpecific(key: Self.workQueueKey, value: ObjectIdentifier(self))
     }
 

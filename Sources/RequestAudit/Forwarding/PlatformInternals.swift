@@ -110,7 +110,9 @@ extension PlatformInternals {
         /// The name of the case `value` (an enum) holds, from the runtime's metadata, or nil when
         /// it is not an enum.
         static func enumCaseName(of value: Any) -> String? {
-            func name<Value>(_ value: Value) -> String? { swiftEnumCaseName(value).map { String(cString: $0) } }
+            func name<Value>(_ value: Value) -> String? {
+                unsafe swiftEnumCaseName(value).map { unsafe String(cString: $0) }
+            }
             return _openExistential(value, do: name)
         }
 
