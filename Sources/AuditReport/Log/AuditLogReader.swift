@@ -89,6 +89,15 @@ public enum AuditLogReader {
         var problems: [AuditLogProblem] = []
         var linesBefore = 0
 
+        /// Hands a run's chain links to `linking`, numbered in the file.
+        func link(_ run: LineReduction<Partial>.Run) {
+            guard let linking else { return }
+            for var link in run.links {
+                link.line += linesBefore
+                linking(link)
+            }
+        }
+
         /// Hands a decoded batch's partials to `merge` and its bad lines to `problems`.
         func finish(_ batch: LineBatch<Partial>) throws {
             for run in batch.takeRuns() {
@@ -98,10 +107,7 @@ public enum AuditLogReader {
                     )
                 }
                 try merge(run.partial)
-                for var link in run.links {
-                    link.line += linesBefore
-                    linking?(link)
-                }
+                link(run)
             }
             linesBefore += batch.lineCount
         }
@@ -166,10 +172,7 @@ public enum AuditLogReader {
             } else {
                 try merge(run.partial)
             }
-            for var link in run.links {
-                link.line += linesBefore
-                linking?(link)
-            }
+            link(run)
         }
         if let decompressor {
             decompressor.waitUntilExit()
