@@ -47,6 +47,14 @@ public struct MatchSubject: Sendable, Hashable {
         return unsafe try Array(text.utf8).withUnsafeBufferPointer(body)
     }
 
+    /// Calls `body` with the subject's bytes as a span, without copying them.
+    @inlinable
+    public func withSpan<Result, Failure: Error>(_ body: (Span<UInt8>) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
+        isText ? try body(text.utf8.span) : try body(array.span)
+    }
+
     /// The bytes in `range` decoded as UTF-8 (ill-formed sequences become U+FFFD).
     public func text(in range: Range<Int>) -> String {
         unsafe withBytes { unsafe String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }

@@ -23,7 +23,7 @@ import Testing
             ("svn+ssh://a.test", 10),
         ])
     func authorityStart(example: (url: String, start: Int)) {
-        let found = Array(example.url.utf8).withUnsafeBufferPointer { RuleIndex.FieldGroup.authorityStart(in: $0) }
+        let found = RuleIndex.FieldGroup.authorityStart(in: Array(example.url.utf8).span)
         #expect(found?.0 == example.start)
         #expect(found?.isBounded == true)
     }
@@ -35,7 +35,7 @@ import Testing
             "h\u{14}tp://a.test/", "https:a.test/xyz", "1http://a.test/", "//a.test/x/y/z", "http", "",
         ])
     func noAuthority(url: String) {
-        let found = Array(url.utf8).withUnsafeBufferPointer { RuleIndex.FieldGroup.authorityStart(in: $0) }
+        let found = RuleIndex.FieldGroup.authorityStart(in: Array(url.utf8).span)
         #expect(found == nil)
     }
 }

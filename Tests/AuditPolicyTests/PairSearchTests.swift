@@ -52,7 +52,7 @@ import Testing
             }
             let active = UInt32.random(in: 0...UInt32.max, using: &random) & (1 << UInt32(keys.keysByPair.count) - 1)
             let index = Int.random(in: 0...subject.count, using: &random)
-            let found = subject.withUnsafeBufferPointer { keys.nextPairStart(in: $0, from: index, active: active) }
+            let found = keys.nextPairStart(in: subject.span, from: index, active: active)
             #expect(found == Self.expected(subject, from: index, keys, active: active), "\(subject) from \(index)")
         }
     }

@@ -26,46 +26,43 @@ import Testing
         var random = SystemRandomNumberGenerator()
         for _ in 0..<300 {
             let bytes = Self.subject(using: &random)
-            bytes.withUnsafeBufferPointer { buffer in
-                TokenHashes.withTokens(ofSubjectLength: buffer.count) { tokens in
-                    _ = tokens.append(tokensOf: buffer)
-                    let all = tokens.tokens
-                    // Some of the subject's own tokens are keys and pair starts, so that some pass;
-                    // the byte pairs of some of its tokens' starts and ends are in the sets.
-                    let some = all.filter { _ in Int.random(in: 0..<5, using: &random) == 0 }
-                    let half = some.count / 2
-                    let gate = TokenGate(
-                        keys: some.prefix(half).map(\.hash), pairStarts: some.dropFirst(half).map(\.hash))
-                    var prefixes = BytePairSet()
-                    var suffixes = BytePairSet()
-                    for token in all where Int.random(in: 0..<6, using: &random) == 0 {
-                        let (start, end) = (Int(token.start), Int(token.end))
-                        let one = end - start == 1
-                        prefixes.insert(buffer[start] | 0x20, then: one ? nil : buffer[start + 1] | 0x20, length: 3)
-                        suffixes.insert(buffer[end - 1] | 0x20, then: one ? nil : buffer[end - 2] | 0x20, length: 3)
+            let buffer = bytes.span
+            TokenHashes.withTokens(ofSubjectLength: buffer.count) { tokens in
+                _ = tokens.append(tokensOf: buffer)
+                let all = tokens.tokens
+                // Some of the subject's own tokens are keys and pair starts, so that some pass;
+                // the byte pairs of some of its tokens' starts and ends are in the sets.
+                let some = all.filter { _ in Int.random(in: 0..<5, using: &random) == 0 }
+                let half = some.count / 2
+                let gate = TokenGate(
+                    keys: some.prefix(half).map(\.hash), pairStarts: some.dropFirst(half).map(\.hash))
+                var prefixes = BytePairSet()
+                var suffixes = BytePairSet()
+                for token in all where Int.random(in: 0..<6, using: &random) == 0 {
+                    let (start, end) = (Int(token.start), Int(token.end))
+                    let one = end - start == 1
+                    prefixes.insert(bytes[start] | 0x20, then: one ? nil : bytes[start + 1] | 0x20, length: 3)
+                    suffixes.insert(bytes[end - 1] | 0x20, then: one ? nil : bytes[end - 2] | 0x20, length: 3)
+                }
+                for reads in 0..<8 {
+                    let (readsGate, readsPrefixes, readsSuffixes) = (reads & 4 != 0, reads & 2 != 0, reads & 1 != 0)
+                    let expected = all.indices.compactMap { index -> Int? in
+                        let (token, start, end) = (all[index], Int(all[index].start), Int(all[index].end))
+                        let marks =
+                            (readsGate ? Int(gate.flags(token.hash)) : 0)
+                            | (readsPrefixes
+                                && prefixes.containsPair(startingToken: bytes.span, start, end, backwards: false)
+                                ? 4 : 0)
+                            | (readsSuffixes
+                                && suffixes.containsPair(startingToken: bytes.span, start, end, backwards: true)
+                                ? 8 : 0)
+                        return marks == 0 ? nil : index << 4 | marks
                     }
-                    for reads in 0..<8 {
-                        let (readsGate, readsPrefixes, readsSuffixes) = (reads & 4 != 0, reads & 2 != 0, reads & 1 != 0)
-                        let expected = all.indices.compactMap { index -> Int? in
-                            let (token, start, end) = (all[index], Int(all[index].start), Int(all[index].end))
-                            let marks =
-                                (readsGate ? Int(gate.flags(token.hash)) : 0)
-                                | (readsPrefixes
-                                    && prefixes.containsPair(startingToken: buffer, start, end, backwards: false)
-                                    ? 4 : 0)
-                                | (readsSuffixes
-                                    && suffixes.containsPair(startingToken: buffer, start, end, backwards: true)
-                                    ? 8 : 0)
-                            return marks == 0 ? nil : index << 4 | marks
-                        }
-                        let marked = [Int32](unsafeUninitializedCapacity: max(all.count, 1)) { marked, count in
-                            count = RuleIndex.FieldGroup.markTokens(
-                                all, buffer, gate: gate, readsGate: readsGate, prefixes: prefixes,
-                                readsPrefixes: readsPrefixes, suffixes: suffixes, readsSuffixes: readsSuffixes,
-                                into: marked)
-                        }
-                        #expect(marked.map { Int($0) } == expected, "\(String(decoding: bytes, as: UTF8.self))")
-                    }
+                    let count = tokens.markTokens(
+                        of: buffer, gate: gate, readsGate: readsGate, prefixes: prefixes,
+                        readsPrefixes: readsPrefixes, suffixes: suffixes, readsSuffixes: readsSuffixes)
+                    let marked = (0..<count).map { Int(tokens.marked($0)) }
+                    #expect(marked == expected, "\(String(decoding: bytes, as: UTF8.self))")
                 }
             }
         }

@@ -34,12 +34,10 @@ private func scannedTokens(_ bytes: [UInt8]) -> [Range<Int>]? {
 
 /// The scanner's tokens (nil when it gave up) and whether it found the subject to be ASCII.
 private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
-    bytes.withUnsafeBufferPointer { buffer in
-        var tokens: [Range<Int>] = []
-        var isASCII = true
-        let isTokenizable = TokenScanner.forEachToken(in: buffer, isASCII: &isASCII) { tokens.append($0..<$1) }
-        return (isTokenizable ? tokens : nil, isASCII)
-    }
+    var tokens: [Range<Int>] = []
+    var isASCII = true
+    let isTokenizable = TokenScanner.forEachToken(in: bytes.span, isASCII: &isASCII) { tokens.append($0..<$1) }
+    return (isTokenizable ? tokens : nil, isASCII)
 }
 
 @Suite struct TokenScannerTests {
@@ -93,9 +91,7 @@ private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
                     let bytes =
                         Array(String(repeating: "/", count: before).utf8) + Array(text.uppercased().utf8)
                         + Array(String(repeating: "?", count: after).utf8)
-                    let hash = bytes.withUnsafeBufferPointer {
-                        IndexKey.tokenHash($0, before, before + text.utf8.count)
-                    }
+                    let hash = IndexKey.tokenHash(bytes.span, before, before + text.utf8.count)
                     #expect(hash == expected, "\(text) after \(before), before \(after)")
                 }
             }
@@ -152,16 +148,13 @@ private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
     /// for every token they do have (subjects of up to 64 tokens: see TokenScannerTests).
     private static func falseYeses(in text: String, absent: [String]) -> Int {
         let bytes = Array(text.utf8)
-        return bytes.withUnsafeBufferPointer { buffer in
-            TokenHashes.withTokens(ofSubjectLength: buffer.count) { tokens in
-                _ = tokens.append(tokensOf: buffer)
-                var denied = 0
-                for token in tokens.tokens where !tokens.contains(token.hash) { denied += 1 }
-                #expect(denied == 0, "\(text.prefix(40))…")
-                return absent.count { word in
-                    word.utf8.withContiguousStorageIfAvailable { tokens.contains(IndexKey.tokenHash($0, 0, $0.count)) }
-                        == true
-                }
+        return TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
+            _ = tokens.append(tokensOf: bytes.span)
+            var denied = 0
+            for token in tokens.tokens where !tokens.contains(token.hash) { denied += 1 }
+            #expect(denied == 0, "\(text.prefix(40))…")
+            return absent.count { word in
+                tokens.contains(IndexKey.tokenHash(word.utf8.span, 0, word.utf8.count))
             }
         }
     }

@@ -105,7 +105,7 @@ import Testing
             {
                 expected += 1
             }
-            let found = bytes.withUnsafeBufferPointer { URLParts.hostSpan($0, from: from) }
+            let found = bytes.span.hostSpan(from: from)
             #expect(found == expected, "\(bytes) from \(from)")
         }
     }

@@ -26,8 +26,7 @@ extension Policy {
             index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
             // No rule can match: the verdict `decide` would reach, without its bookkeeping.
             guard !candidates.isEmpty else { return Verdict(action: .pass) }
-            return decide(
-                request, candidates: candidates.rules.lazy.map(Int.init), subjects: &subjects, onError: onError)
+            return decide(request, candidates: candidates, subjects: &subjects, onError: onError)
         }
     }
 
@@ -37,13 +36,16 @@ extension Policy {
     /// large policies.
     public func evaluateEveryRule(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         var subjects = RequestSubjects()
-        return decide(request, candidates: rules.indices, subjects: &subjects, onError: onError)
+        return CandidateList.withEmptyList { everyRule in
+            for index in rules.indices { everyRule.append(Int32(truncatingIfNeeded: index)) }
+            return decide(request, candidates: everyRule, subjects: &subjects, onError: onError)
+        }
     }
 
     /// Matches the rules at `candidates` (ascending policy order) and decides; a candidate marked
     /// ``CandidateList/matchesForSure`` is known to match if its methods admit the request.
-    private func decide<Candidates: Sequence<Int>>(
-        _ request: AuditRequest, candidates ruleIndices: Candidates, subjects: inout RequestSubjects,
+    private func decide(
+        _ request: AuditRequest, candidates: borrowing CandidateList, subjects: inout RequestSubjects,
         onError: MatchErrorHandling
     ) -> Verdict {
         // The matching rules that decide (not record), in policy order, on the stack.
@@ -52,7 +54,8 @@ extension Policy {
             var errors: [EvaluationError] = []
             var failingRule: Rule?
 
-            for candidate in ruleIndices {
+            for position in 0..<candidates.count {
+                let candidate = Int(candidates[position])
                 let index = candidate & ~Int(CandidateList.matchesForSure)
                 let rule = rules[index]
                 do throws(PatternError) {
@@ -78,7 +81,7 @@ extension Policy {
             // The winner is the match that decides before every other; a redirect whose target
             // fails is dropped (with `.pass`) and the next winner taken. No sort: most requests
             // have one or two matches, and a failed redirect is rare.
-            while let winner = firstDeciding(among: matches.rules) {
+            while let winner = firstDeciding(among: matches) {
                 let rule = rules[winner]
                 guard let action = rule.action.verdictAction else {
                     // A record rule is never among the matches; were one there, it would not decide.
@@ -120,9 +123,12 @@ extension Policy {
 
     /// The rule among `matches` that decides before every other (see ``decidesBefore(_:_:)``), or
     /// nil when there is none.
-    private func firstDeciding(among matches: UnsafeBufferPointer<Int32>) -> Int? {
-        guard var best = matches.first.map(Int.init) else { return nil }
-        for match in matches.dropFirst() where decidesBefore(Int(match), best) { best = Int(match) }
+    private func firstDeciding(among matches: borrowing CandidateList) -> Int? {
+        guard !matches.isEmpty else { return nil }
+        var best = Int(matches[0])
+        for position in 1..<matches.count where decidesBefore(Int(matches[position]), best) {
+            best = Int(matches[position])
+        }
         return best
     }
 

@@ -1,11 +1,3 @@
-internal import CByteClasses
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A URL split the way policies see it, without Foundation's rewriting: only the scheme and host
 /// are changed (lower-cased) and the default port dropped; everything else is kept as sent.
 ///
@@ -22,8 +14,7 @@ struct URLParts: Sendable {
     let queryRange: Range<Int>
 
     init(_ url: String) {
-        var url = url
-        self = url.withUTF8 { URLParts(bytes: $0) }
+        self.init(bytes: Array(url.utf8))
     }
 
     /// Whether `url` is surely its own normalized form, so that a policy can match the URL as sent
@@ -33,48 +24,43 @@ struct URLParts: Sendable {
     /// capital followed by an authority of ASCII letters, digits, dots and dashes (no capital, no
     /// userinfo, port or brackets): then normalizing changes nothing.
     static func isNormalized(_ url: String) -> Bool {
-        url.utf8.withContiguousStorageIfAvailable { bytes in
-            guard firstIndex(of: UInt8(ascii: "#"), in: bytes, from: 0, to: bytes.count) == nil else { return false }
-            let authority: Int
-            if let start = lowerCaseHTTPAuthorityStart(bytes) {
-                authority = start
-            } else {
-                guard let separator = firstSchemeSeparator(in: bytes), isScheme(bytes, to: separator) else {
-                    return true
-                }
-                for index in 0..<separator where bytes[index] &- UInt8(ascii: "A") < 26 { return false }
-                authority = separator + 3
+        let bytes = url.utf8.span
+        guard bytes.firstIndex(of: UInt8(ascii: "#"), from: 0, to: bytes.count) == nil else { return false }
+        let authority: Int
+        if let start = lowerCaseHTTPAuthorityStart(bytes) {
+            authority = start
+        } else {
+            guard let separator = firstSchemeSeparator(in: bytes), isScheme(bytes, to: separator) else {
+                return true
             }
-            // The authority's bytes, sixteen at a time (a loop of a byte at a time cost about 13
-            // instructions a byte).
-            let end = hostSpan(bytes, from: authority)
-            return end == bytes.count || bytes[end] == UInt8(ascii: "/") || bytes[end] == UInt8(ascii: "?")
-        } ?? false
-    }
-
-    /// The index of the first byte of `bytes` at or after `from` that is not a lower-case letter, a
-    /// digit, `.` or `-`, or `bytes.count` (see `url_host_span`).
-    static func hostSpan(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        guard let base = bytes.baseAddress else { return 0 }
-        return url_host_span(base, bytes.count, from)
+            for index in 0..<separator where bytes[index] &- UInt8(ascii: "A") < 26 { return false }
+            authority = separator + 3
+        }
+        // The authority's bytes, sixteen at a time (a loop of a byte at a time cost about 13
+        // instructions a byte).
+        let end = bytes.hostSpan(from: authority)
+        return end == bytes.count || bytes[end] == UInt8(ascii: "/") || bytes[end] == UInt8(ascii: "?")
     }
 
     /// Where the authority starts when `bytes` begins with `https://` or `http://` as written (most
     /// URLs), told by one load; nil otherwise.
-    private static func lowerCaseHTTPAuthorityStart(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard bytes.count >= 8, let base = bytes.baseAddress else { return nil }
-        let word = UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(as: UInt64.self))
+    private static func lowerCaseHTTPAuthorityStart(_ bytes: Span<UInt8>) -> Int? {
+        guard bytes.count >= 8 else { return nil }
+        let word = bytes.word64(at: 0)
         // "https://" and "http://", first byte lowest.
         if word == 0x2F2F_3A73_7074_7468 { return 8 }
         if word & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return 7 }
         return nil
     }
 
-    private init(bytes all: UnsafeBufferPointer<UInt8>) {
-        let end = Self.firstIndex(of: UInt8(ascii: "#"), in: all, from: 0, to: all.count) ?? all.count
-        let bytes = UnsafeBufferPointer(rebasing: all[..<end])
+    /// Splits the URL made of `all`, which becomes the normalized URL when normalizing keeps every
+    /// byte where it is.
+    private init(bytes all: [UInt8]) {
+        let span = all.span
+        let end = span.firstIndex(of: UInt8(ascii: "#"), from: 0, to: span.count) ?? span.count
+        let bytes = span.extracting(..<end)
         guard let separator = Self.firstSchemeSeparator(in: bytes), Self.isScheme(bytes, to: separator) else {
-            normalizedBytes = Array(bytes)
+            normalizedBytes = Array(all[..<end])
             hostRange = 0..<0
             pathRange = 0..<0
             queryRange = 0..<0
@@ -94,7 +80,7 @@ struct URLParts: Sendable {
         var hostEnd = authorityEnd
         var portStart = authorityEnd
         if hostStart < authorityEnd, bytes[hostStart] == UInt8(ascii: "["),
-            let close = Self.firstIndex(of: UInt8(ascii: "]"), in: bytes, from: hostStart, to: authorityEnd)
+            let close = bytes.firstIndex(of: UInt8(ascii: "]"), from: hostStart, to: authorityEnd)
         {
             hostEnd = close + 1
             if hostEnd < authorityEnd, bytes[hostEnd] == UInt8(ascii: ":") { portStart = hostEnd + 1 }
@@ -104,40 +90,37 @@ struct URLParts: Sendable {
         }
         let keepsPort =
             portStart < authorityEnd
-            && !Self.isDefaultPort(
-                UnsafeBufferPointer(rebasing: bytes[portStart..<authorityEnd]),
-                scheme: UnsafeBufferPointer(rebasing: bytes[..<separator]))
+            && !Self.isDefaultPort(bytes.extracting(portStart..<authorityEnd), scheme: bytes.extracting(..<separator))
 
         var normalized: [UInt8]
         let lowerHostStart = hostStart
         let lowerHostEnd: Int
         if Self.isASCII(bytes, from: hostStart, to: hostEnd) {
-            // Lower-casing ASCII keeps every byte where it is: copy, then fix scheme and host.
+            // Lower-casing ASCII keeps every byte where it is: copy (or keep) the bytes, then fix
+            // scheme and host in place.
             let dropped = keepsPort ? 0 : authorityEnd - hostEnd
-            normalized = Array(unsafeUninitializedCapacity: bytes.count - dropped) { output, count in
-                _ = UnsafeMutableBufferPointer(rebasing: output[0..<hostEnd]).initialize(
-                    fromContentsOf: UnsafeBufferPointer(rebasing: bytes[0..<hostEnd]))
-                _ = UnsafeMutableBufferPointer(rebasing: output[hostEnd..<(bytes.count - dropped)]).initialize(
-                    fromContentsOf: UnsafeBufferPointer(rebasing: bytes[(hostEnd + dropped)...]))
-                for index in 0..<separator { output[index] = Self.lowered(bytes[index]) }
-                for index in hostStart..<hostEnd { output[index] = Self.lowered(bytes[index]) }
-                count = bytes.count - dropped
+            if dropped == 0, end == all.count {
+                normalized = all
+            } else {
+                normalized = Array(all[..<hostEnd])
+                normalized.append(contentsOf: all[(hostEnd + dropped)..<end])
             }
+            for index in 0..<separator { normalized[index] = Self.lowered(normalized[index]) }
+            for index in hostStart..<hostEnd { normalized[index] = Self.lowered(normalized[index]) }
             lowerHostEnd = hostEnd
         } else {
             normalized = []
             normalized.reserveCapacity(bytes.count)
-            for byte in bytes[..<separator] { normalized.append(Self.lowered(byte)) }
-            normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[separator..<hostStart]))
-            normalized.append(contentsOf: String(decoding: bytes[hostStart..<hostEnd], as: UTF8.self).lowercased().utf8)
+            for byte in all[..<separator] { normalized.append(Self.lowered(byte)) }
+            normalized.append(contentsOf: all[separator..<hostStart])
+            normalized.append(contentsOf: String(decoding: all[hostStart..<hostEnd], as: UTF8.self).lowercased().utf8)
             lowerHostEnd = normalized.count
-            if keepsPort { normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[hostEnd..<authorityEnd])) }
-            normalized.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[authorityEnd...]))
+            if keepsPort { normalized.append(contentsOf: all[hostEnd..<authorityEnd]) }
+            normalized.append(contentsOf: all[authorityEnd..<end])
         }
         let pathStart = normalized.count - (bytes.count - authorityEnd)
-        let questionMark = normalized.withUnsafeBufferPointer {
-            Self.firstIndex(of: UInt8(ascii: "?"), in: $0, from: pathStart, to: $0.count)
-        }
+        let normalizedSpan = normalized.span
+        let questionMark = normalizedSpan.firstIndex(of: UInt8(ascii: "?"), from: pathStart, to: normalizedSpan.count)
         pathRange = pathStart..<(questionMark ?? normalized.count)
         queryRange = questionMark.map { ($0 + 1)..<normalized.count } ?? normalized.count..<normalized.count
         if lowerHostEnd - lowerHostStart >= 2, normalized[lowerHostStart] == UInt8(ascii: "["),
@@ -158,7 +141,7 @@ struct URLParts: Sendable {
         pathRange.isEmpty ? [UInt8(ascii: "/")][...] : normalizedBytes[pathRange]
     }
 
-    private static func isDefaultPort(_ port: UnsafeBufferPointer<UInt8>, scheme: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func isDefaultPort(_ port: Span<UInt8>, scheme: Span<UInt8>) -> Bool {
         let defaultPort: StaticString
         if spells(scheme, "http") || spells(scheme, "ws") {
             defaultPort = "80"
@@ -169,26 +152,19 @@ struct URLParts: Sendable {
         } else {
             return false
         }
-        return defaultPort.withUTF8Buffer { port.elementsEqual($0) }
+        return spells(port, defaultPort)
     }
 
     /// Whether `bytes`, lower-cased, are `word` (lower-case ASCII).
-    private static func spells(_ bytes: UnsafeBufferPointer<UInt8>, _ word: StaticString) -> Bool {
-        word.withUTF8Buffer { word in
-            bytes.count == word.count && zip(bytes, word).allSatisfy { lowered($0) == $1 }
-        }
+    private static func spells(_ bytes: Span<UInt8>, _ word: StaticString) -> Bool {
+        let text = word.description
+        let word = text.utf8.span
+        guard bytes.count == word.count else { return false }
+        for index in word.indices where lowered(bytes[index]) != word[index] { return false }
+        return true
     }
 
-    private static func firstIndex(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
-        -> Int?
-    {
-        guard start < end, let base = bytes.baseAddress,
-            let found = memchr(base + start, Int32(byte), end - start)
-        else { return nil }
-        return start + (UnsafeRawPointer(found) - UnsafeRawPointer(base + start))
-    }
-
-    private static func lastIndex(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
+    private static func lastIndex(of byte: UInt8, in bytes: Span<UInt8>, from start: Int, to end: Int)
         -> Int?
     {
         var index = end
@@ -199,7 +175,7 @@ struct URLParts: Sendable {
         return nil
     }
 
-    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Bool {
+    private static func isASCII(_ bytes: Span<UInt8>, from start: Int, to end: Int) -> Bool {
         var index = start
         while index < end {
             if bytes[index] >= 0x80 { return false }
@@ -208,7 +184,7 @@ struct URLParts: Sendable {
         return true
     }
 
-    private static func firstSchemeSeparator(in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    private static func firstSchemeSeparator(in bytes: Span<UInt8>) -> Int? {
         guard bytes.count >= 3 else { return nil }
         var index = 0
         while index < bytes.count - 2 {
@@ -222,7 +198,7 @@ struct URLParts: Sendable {
         return nil
     }
 
-    private static func isScheme(_ bytes: UnsafeBufferPointer<UInt8>, to end: Int) -> Bool {
+    private static func isScheme(_ bytes: Span<UInt8>, to end: Int) -> Bool {
         guard end > 0, isLetter(bytes[0]) else { return false }
         for index in 1..<end {
             let byte = bytes[index]

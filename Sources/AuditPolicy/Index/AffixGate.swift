@@ -47,17 +47,15 @@ struct AffixGate: Sendable {
     /// Whether the token `bytes[start..<end]` may start with a key (`backwards`: end with one);
     /// never false when it does.
     @inline(__always)
-    func mayMatch(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, backwards: Bool) -> Bool {
+    func mayMatch(_ bytes: Span<UInt8>, _ start: Int, _ end: Int, backwards: Bool) -> Bool {
         let length = end &- start
         if length >= 4 {
             // Every byte of a token is a letter or digit: setting bit 5 lower-cases it. Read
             // backwards, the last byte comes first, as in the key.
-            let raw = UnsafeRawBufferPointer(bytes)
-            var quad = UInt32(
-                littleEndian: raw.loadUnaligned(fromByteOffset: backwards ? end &- 4 : start, as: UInt32.self))
+            var quad = bytes.word32(at: backwards ? end &- 4 : start)
             if backwards { quad = quad.byteSwapped }
             let bit = Self.bit(quad | 0x2020_2020, shift: shift)
-            if words.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }) {
+            if words[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 {
                 return true
             }
         }

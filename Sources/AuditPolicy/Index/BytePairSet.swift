@@ -29,8 +29,8 @@ struct BytePairSet: Sendable {
 
     /// Calls `body` with the set's 1,024 words (pair `p`: bit `p % 64` of word `p / 64`), for the C
     /// kernel `index_mark_tokens`.
-    func withWords<Result>(_ body: (UnsafePointer<UInt64>?) -> Result) -> Result {
-        words.withUnsafeBufferPointer { body($0.baseAddress) }
+    func withWords<Result>(_ body: (Span<UInt64>) -> Result) -> Result {
+        body(words.span)
     }
 
     /// Whether (`first`, `second`) was added.
@@ -42,29 +42,27 @@ struct BytePairSet: Sendable {
     /// Whether the first two bytes of the token `bytes[start..<end]` (`backwards`: its last two,
     /// last first), lower-cased, were added; a token of one byte is that byte then 0.
     @inline(__always)
-    func containsPair(startingToken bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, backwards: Bool)
+    func containsPair(startingToken bytes: Span<UInt8>, _ start: Int, _ end: Int, backwards: Bool)
         -> Bool
     {
         guard end &- start > 1 else { return contains(pair: Int(truncatingIfNeeded: bytes[start] | 0x20) &<< 8) }
         // One load of two bytes, lower-cased by setting bit 5 (a token holds letters and digits
         // only). Little-endian, the first two bytes load with the first low, and the last two
         // with the last high, which is where a pair keeps its first byte.
-        let raw = UnsafeRawBufferPointer(bytes)
-        let two = UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: backwards ? end &- 2 : start, as: UInt16.self))
-        let lowered = two | 0x2020
+        let lowered = bytes.word16(at: backwards ? end &- 2 : start) | 0x2020
         return contains(pair: Int(truncatingIfNeeded: backwards ? lowered : lowered.byteSwapped))
     }
 
     /// Whether the pair `pair` (its first byte high, the second low) was added.
     @inline(__always)
     private func contains(pair: Int) -> Bool {
-        words.withUnsafeBufferPointer { $0[pair &>> 6 & 1_023] & (1 &<< UInt64(truncatingIfNeeded: pair)) != 0 }
+        words[pair &>> 6 & 1_023] & (1 &<< UInt64(truncatingIfNeeded: pair)) != 0
     }
 
     /// The lengths of the keys added with (`first`, `second`): bit `n - 1` for length `n`.
     @inline(__always)
     func lengths(_ first: UInt8, then second: UInt8) -> UInt8 {
         guard contains(first, then: second) else { return 0 }
-        return lengthMasks.withUnsafeBufferPointer { $0[Int(first) << 8 | Int(second)] }
+        return lengthMasks[Int(first) &<< 8 | Int(second)]
     }
 }

@@ -6,7 +6,11 @@
 /// Lives only inside ``withEmptyList(_:)``. An array grown from empty cost a decision of the policy
 /// mix, whose every request has a candidate, an allocation, a reallocation or two and a free; a
 /// list of 32 kept in place (`InlineArray`) was copied about twenty times a decision instead.
-struct CandidateList: ~Copyable {
+///
+/// One of AuditPolicy's two owners of raw memory (with ``TokenHashes``): the rules are kept in
+/// memory it allocates and frees itself, read and written only here, every position checked
+/// against ``count``.
+@safe struct CandidateList: ~Copyable {
     /// At most this many rules are kept on the stack (128 bytes).
     static let stackCapacity = 32
 
@@ -16,21 +20,34 @@ struct CandidateList: ~Copyable {
     /// How many rules the list holds.
     private(set) var count = 0
 
-    private init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+    private init(storage: UnsafeMutableBufferPointer<Int32>) { unsafe self.storage = storage }
 
-    deinit { if isAllocated { storage.deallocate() } }
+    deinit { if isAllocated { unsafe storage.deallocate() } }
 
     /// Calls `body` with an empty list.
     static func withEmptyList<Result>(_ body: (inout CandidateList) -> Result) -> Result {
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: stackCapacity) { storage in
-            var list = CandidateList(storage: storage)
+        unsafe withUnsafeTemporaryAllocation(of: Int32.self, capacity: stackCapacity) { storage in
+            var list = unsafe CandidateList(storage: storage)
             return body(&list)
         }
     }
 
-    /// The rules in the order they were added (after ``sortWithoutRepeats()``, ascending); valid
-    /// until the list changes.
-    var rules: UnsafeBufferPointer<Int32> { UnsafeBufferPointer(rebasing: storage[..<count]) }
+    /// The rule at `position`, in the order they were added (after ``sortWithoutRepeats()``,
+    /// ascending).
+    @inline(__always)
+    subscript(position: Int) -> Int32 {
+        precondition(position >= 0 && position < count, "a rule of the list")
+        return unsafe storage[position]
+    }
+
+    /// The rules in the order they were added (after ``sortWithoutRepeats()``, ascending), copied.
+    var rules: [Int32] { (0..<count).map { self[$0] } }
+
+    /// Whether some rule of the list satisfies `predicate`.
+    func contains(where predicate: (Int32) -> Bool) -> Bool {
+        for position in 0..<count where predicate(unsafe storage[position]) { return true }
+        return false
+    }
 
     /// Whether the list holds no rule.
     var isEmpty: Bool { count == 0 }
@@ -38,16 +55,16 @@ struct CandidateList: ~Copyable {
     /// Adds `rule` at the end.
     @inline(__always)
     mutating func append(_ rule: Int32) {
-        if count == storage.count { grow(toHold: count + 1) }
-        storage[count] = rule
+        if unsafe count == storage.count { grow(toHold: count + 1) }
+        unsafe storage[count] = rule
         count &+= 1
     }
 
     /// Adds `rules` at the end, in order.
     mutating func append(contentsOf rules: [Int32]) {
-        if count + rules.count > storage.count { grow(toHold: count + rules.count) }
+        if unsafe count + rules.count > storage.count { grow(toHold: count + rules.count) }
         for rule in rules {
-            storage[count] = rule
+            unsafe storage[count] = rule
             count &+= 1
         }
     }
@@ -61,8 +78,8 @@ struct CandidateList: ~Copyable {
     mutating func compact(_ transform: (Int32) -> Int32?) {
         var kept = 0
         for position in 0..<count {
-            guard let rule = transform(storage[position]) else { continue }
-            storage[kept] = rule
+            guard let rule = transform(unsafe storage[position]) else { continue }
+            unsafe storage[kept] = rule
             kept += 1
         }
         count = kept
@@ -70,17 +87,17 @@ struct CandidateList: ~Copyable {
 
     /// Removes the first occurrence of `rule`, keeping the others in order.
     mutating func remove(_ rule: Int32) {
-        guard let position = rules.firstIndex(of: rule) else { return }
-        for later in position..<count &- 1 { storage[later] = storage[later &+ 1] }
+        guard let position = (0..<count).first(where: { unsafe storage[$0] == rule }) else { return }
+        for later in position..<count &- 1 { unsafe storage[later] = unsafe storage[later &+ 1] }
         count &-= 1
     }
 
     /// Moves the list to memory of its own with room for `capacity` rules or more.
     private mutating func grow(toHold capacity: Int) {
-        let larger = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(capacity, 2 * storage.count))
-        _ = larger.initialize(fromContentsOf: storage[..<count])
-        if isAllocated { storage.deallocate() }
-        storage = larger
+        let larger = unsafe UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(capacity, 2 * storage.count))
+        _ = unsafe larger.initialize(fromContentsOf: storage[..<count])
+        if isAllocated { unsafe storage.deallocate() }
+        unsafe storage = larger
         isAllocated = true
     }
 
@@ -90,20 +107,20 @@ struct CandidateList: ~Copyable {
         if count <= Self.stackCapacity {
             // Insertion sort: usually a handful of rules.
             for position in 1..<count {
-                let rule = storage[position]
+                let rule = unsafe storage[position]
                 var hole = position
-                while hole > 0, storage[hole - 1] > rule {
-                    storage[hole] = storage[hole - 1]
+                while hole > 0, unsafe storage[hole - 1] > rule {
+                    unsafe storage[hole] = unsafe storage[hole - 1]
                     hole -= 1
                 }
-                storage[hole] = rule
+                unsafe storage[hole] = rule
             }
         } else {
-            storage[..<count].sort()
+            unsafe storage[..<count].sort()
         }
         var unique = 1
-        for position in 1..<count where storage[position] != storage[unique - 1] {
-            storage[unique] = storage[position]
+        for position in 1..<count where unsafe storage[position] != storage[unique - 1] {
+            unsafe storage[unique] = unsafe storage[position]
             unique += 1
         }
         count = unique

@@ -1,6 +1,5 @@
 import AuditLocking
 import AuditRegex
-internal import CByteClasses
 import Dispatch
 
 extension RuleIndex.FieldGroup {
@@ -10,7 +9,7 @@ extension RuleIndex.FieldGroup {
     /// ``RuleIndex/collectCandidates(forURLOf:into:)``). The check is part of the scan for tokens.
     @discardableResult
     func collect(
-        in bytes: UnsafeBufferPointer<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool = false
+        in bytes: Span<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool = false
     )
         -> Bool
     {
@@ -37,14 +36,13 @@ extension RuleIndex.FieldGroup {
     /// asked each token every question in turn spent more on branches and on moving its state
     /// between registers and the stack than on the questions.
     private func collect(
-        in bytes: UnsafeBufferPointer<UInt8>, tokens: inout TokenHashes, into candidates: inout CandidateList
+        in bytes: Span<UInt8>, tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
-        let all = tokens.tokens
-        guard !checksInfixGate, all.count < Self.markableTokens else {
-            for index in all.indices {
-                let token = all[index]
+        guard !checksInfixGate, tokens.count < Self.markableTokens else {
+            for index in 0..<tokens.count {
+                let token = tokens[index]
                 let (start, end) = (Int(token.start), Int(token.end))
                 let marks =
                     (checksTokenGate ? tokenGate.flags(token.hash) : 0)
@@ -52,16 +50,17 @@ extension RuleIndex.FieldGroup {
                         ? Self.hasPrefixPair : 0)
                     | (hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
                         ? Self.hasSuffixPair : 0)
-                collect(at: index, marks: marks, of: all, bytes, &tokens, into: &candidates)
+                collect(at: index, marks: marks, bytes, &tokens, into: &candidates)
             }
             return
         }
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: all.count) { marked in
-            for entry in marked.prefix(markTokens(all, bytes, into: marked)) {
-                collect(
-                    at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), of: all, bytes, &tokens,
-                    into: &candidates)
-            }
+        let markedCount = tokens.markTokens(
+            of: bytes, gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate, readsPrefixes: hasPrefixKeys,
+            suffixes: suffixGate, readsSuffixes: hasSuffixKeys)
+        for position in 0..<markedCount {
+            let entry = tokens.marked(position)
+            collect(
+                at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), bytes, &tokens, into: &candidates)
         }
     }
 
@@ -73,64 +72,33 @@ extension RuleIndex.FieldGroup {
     /// The marker keeps a token's index in the 27 bits of an entry above its marks.
     private static let markableTokens = 1 << 27
 
-    /// Writes to `marked` the tokens of `all` that pass the token gate or the byte-pair sets of the
-    /// start and end keys, as the group has them, and returns how many (see ``markTokens(_:_:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:into:)``).
-    private func markTokens(
-        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>,
-        into marked: UnsafeMutableBufferPointer<Int32>
-    ) -> Int {
-        Self.markTokens(
-            all, bytes, gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate,
-            readsPrefixes: hasPrefixKeys, suffixes: suffixGate, readsSuffixes: hasSuffixKeys, into: marked)
-    }
-
-    /// Writes to `marked` the tokens of `all` (the tokens of `bytes`, fewer than 2^27) for which
-    /// `gate` has a flag set, whose first two bytes are in `prefixes`, or whose last two are in
-    /// `suffixes` (see ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, and
-    /// returns how many; each only when it `reads` it. An entry is the token's index times 16, plus
-    /// the gate's flags, plus ``hasPrefixPair`` and ``hasSuffixPair`` when they apply.
-    static func markTokens(
-        _ all: UnsafeBufferPointer<TokenHashes.Token>, _ bytes: UnsafeBufferPointer<UInt8>, gate: TokenGate,
-        readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool, suffixes: BytePairSet, readsSuffixes: Bool,
-        into marked: UnsafeMutableBufferPointer<Int32>
-    ) -> Int {
-        gate.withWords { gateWords, gateMask in
-            prefixes.withWords { prefixPairs in
-                suffixes.withWords { suffixPairs in
-                    index_mark_tokens(
-                        all.baseAddress, all.count, bytes.baseAddress, readsGate ? gateWords : nil, gateMask,
-                        readsPrefixes ? prefixPairs : nil, readsSuffixes ? suffixPairs : nil, marked.baseAddress)
-                }
-            }
-        }
-    }
-
-    /// Looks up token `index` of `all`, with `marks` found by the marker: as a whole token, as the
+    /// Looks up token `index`, with `marks` found by the marker: as a whole token, as the
     /// start of a pair, as a token a prefix key starts or a suffix key ends, and at each position
     /// for infix keys, as the group's keys require.
     @inline(__always)
     private func collect(
-        at index: Int, marks: UInt8, of all: UnsafeBufferPointer<TokenHashes.Token>,
-        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+        at index: Int, marks: UInt8, _ bytes: Span<UInt8>, _ tokens: inout TokenHashes,
+        into candidates: inout CandidateList
     ) {
-        let token = all[index]
+        let token = tokens[index]
         if marks & TokenGate.mayBeKey != 0 {
             table.collect(
-                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
+                token.hash, before: bytes.byteOrZero(at: Int(token.start) &- 1),
+                after: bytes.byteOrZero(at: Int(token.end)),
                 confirmedBy: &tokens, into: &candidates, isGated: true)
         }
-        if marks & TokenGate.mayStartPair != 0, index &+ 1 < all.count {
-            let next = all[index &+ 1]
+        if marks & TokenGate.mayStartPair != 0, index &+ 1 < tokens.count {
+            let next = tokens[index &+ 1]
             table.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
             // A default port (`:80`, `:443`, `:21`) is dropped from the normalized URL, which makes
             // the tokens around it neighbours there.
             // (The byte before the port first: it is rarely a colon, and reading the hashes costs a
             // check that they are made.)
-            if index &+ 2 < all.count, bytes[Int(next.start) &- 1] == UInt8(ascii: ":"),
+            if index &+ 2 < tokens.count, bytes[Int(next.start) &- 1] == UInt8(ascii: ":"),
                 Self.defaultPortHashes.contains(next.hash)
             {
                 table.collect(
-                    IndexKey.pairHash(token.hash, all[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
+                    IndexKey.pairHash(token.hash, tokens[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
             }
         }
         guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 || checksInfixGate else { return }
@@ -157,12 +125,14 @@ extension RuleIndex.FieldGroup {
     /// drops a default port). A non-ASCII byte where the scheme would be makes the whole subject
     /// count, which is never wrong.
     private func collectInAuthority(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+        _ bytes: Span<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
         var separatorStart = start
         var previous: UInt64 = 0
-        for token in tokens.tokens where token.start >= start {
+        for index in 0..<tokens.count {
+            let token = tokens[index]
+            guard token.start >= start else { continue }
             if isBounded {
                 var hasEnded = false
                 for index in separatorStart..<Int(token.start) where Self.endsAuthority(bytes[index]) {
@@ -171,8 +141,8 @@ extension RuleIndex.FieldGroup {
                 if hasEnded { break }
             }
             authorityTable.collect(
-                token.hash, before: Self.byte(bytes, Int(token.start) &- 1), after: Self.byte(bytes, Int(token.end)),
-                confirmedBy: &tokens, into: &candidates)
+                token.hash, before: bytes.byteOrZero(at: Int(token.start) &- 1),
+                after: bytes.byteOrZero(at: Int(token.end)), confirmedBy: &tokens, into: &candidates)
             if previous != 0, authorityPairStarts.contains(previous) {
                 authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
             }
@@ -183,7 +153,7 @@ extension RuleIndex.FieldGroup {
 
     /// Where the authority starts (after `scheme:` and its slashes), and whether it ends at the
     /// first `/`, `?` or `#` (false: the whole subject counts); nil when there is none.
-    static func authorityStart(in bytes: UnsafeBufferPointer<UInt8>) -> (Int, isBounded: Bool)? {
+    static func authorityStart(in bytes: Span<UInt8>) -> (Int, isBounded: Bool)? {
         let slash = UInt8(ascii: "/")
         var index = 0
         if let knownScheme = knownSchemeLength(bytes) {
@@ -204,9 +174,9 @@ extension RuleIndex.FieldGroup {
     /// with one load: setting bit 5 of a byte gives a lower-case letter only for that letter in
     /// either case, and `:` and `/` have it set already.
     @inline(__always)
-    private static func knownSchemeLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    private static func knownSchemeLength(_ bytes: Span<UInt8>) -> Int? {
         guard bytes.count >= 8 else { return nil }
-        let word = UInt64(littleEndian: UnsafeRawBufferPointer(bytes).loadUnaligned(as: UInt64.self))
+        let word = bytes.word64(at: 0)
         // Bit 5 is set in the letters' bytes only: set in a control byte (0x1A), it would make `:`.
         if word | 0x0000_0020_2020_2020 == Self.httpsSlashes { return 8 }
         if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == Self.httpSlashes { return 7 }
@@ -233,7 +203,7 @@ extension RuleIndex.FieldGroup {
     }
 
     private func collectAffixes(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, prefixes: Bool, suffixes: Bool,
+        _ bytes: Span<UInt8>, _ start: Int, _ end: Int, prefixes: Bool, suffixes: Bool,
         _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
         let length = end - start
@@ -290,7 +260,7 @@ extension RuleIndex.FieldGroup {
     /// spent about 70 instructions on each sixteen bytes, a tenth of a decision with the policy
     /// mix's five infix keys.
     private func collect(
-        _ keys: FewKeys, in bytes: UnsafeBufferPointer<UInt8>, _ tokens: inout TokenHashes,
+        _ keys: FewKeys, in bytes: Span<UInt8>, _ tokens: inout TokenHashes,
         into candidates: inout CandidateList
     ) {
         guard !bytes.isEmpty else { return }
@@ -310,7 +280,7 @@ extension RuleIndex.FieldGroup {
     /// false once every key is found.
     @inline(__always)
     private func find(
-        _ keys: FewKeys, at index: Int, in bytes: UnsafeBufferPointer<UInt8>, found: inout UInt16,
+        _ keys: FewKeys, at index: Int, in bytes: Span<UInt8>, found: inout UInt16,
         _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) -> Bool {
         var startingHere = keys.byFirstByte[Int(Self.lowered(bytes[index]))] & ~found
@@ -336,12 +306,6 @@ extension RuleIndex.FieldGroup {
     /// The token hashes of the ports URL normalization drops.
     private static let defaultPortHashes = ["80", "443", "21"].map {
         IndexKey(kind: .token, text: Array($0.utf8)).hashValue64
-    }
-
-    /// The byte at `index`, or 0 outside the subject.
-    @inline(__always)
-    private static func byte(_ bytes: UnsafeBufferPointer<UInt8>, _ index: Int) -> UInt8 {
-        index >= 0 && index < bytes.count ? bytes[index] : 0
     }
 
     /// A byte of a token lower-cased: every byte of a token is an ASCII letter or digit, and

@@ -1,6 +1,5 @@
 import AuditLocking
 import AuditRegex
-internal import CByteClasses
 import Dispatch
 
 extension RuleIndex.FieldGroup {
@@ -55,15 +54,11 @@ extension RuleIndex.FieldGroup {
         /// no position of a key in any case is missed; the bytes of a position found need
         /// comparing, as a few others pass (0x10 for `0`).
         @inline(__always)
-        func nextPairStart(in bytes: UnsafeBufferPointer<UInt8>, from index: Int, active: UInt32) -> Int? {
-            let position = pairFirsts.withUnsafeBufferPointer { firsts in
-                pairSeconds.withUnsafeBufferPointer { seconds in
-                    index_next_pair_start(
-                        bytes.baseAddress, bytes.count, index, firsts.baseAddress, seconds.baseAddress, active,
-                        pairsWithoutSecond)
-                }
-            }
-            return position >= 0 ? position : nil
+        func nextPairStart(in bytes: Span<UInt8>, from index: Int, active: UInt32) -> Int? {
+            let (firsts, seconds) = (pairFirsts, pairSeconds)
+            return bytes.nextPairStart(
+                from: index, firsts: firsts.span, seconds: seconds.span, active: active,
+                withoutSecond: pairsWithoutSecond)
         }
 
         /// Bit `n`: pair `n` starts a key not in `found`.

@@ -163,7 +163,7 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// and read off the hash of every suffix on the way.
     var hashValue64: UInt64 {
         switch kind {
-        case .token: text.withUnsafeBufferPointer { Self.tokenHash($0, 0, $0.count) }
+        case .token: Self.tokenHash(text.span, 0, text.count)
         case .tokenSuffix: Self.hash(kind: kind, text: text.reversed())
         case .tokenPrefix, .infix: Self.hash(kind: kind, text: text)
         case .tokenPair:
@@ -207,26 +207,24 @@ struct IndexKey: Hashable, Sendable, CustomStringConvertible {
     /// lowest byte has bit 5 clear, a token's first byte has it set), so no token of up to eight
     /// bytes multiplies zero.
     @inline(__always)
-    static func tokenHash(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
-        // Wrapping and masking arithmetic throughout: `start..<end` lies inside `bytes`, and the
-        // checks Swift would add for overflow and for shifts of 64 bits or more cost a third of
-        // the time of hashing a token.
-        let raw = UnsafeRawBufferPointer(bytes)
+    static func tokenHash(_ bytes: Span<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
+        // Wrapping and masking arithmetic throughout: the checks Swift would add for overflow and
+        // for shifts of 64 bits or more cost a third of the time of hashing a token. The loads
+        // are checked against the span's bounds.
         let lowerCaseBits: UInt64 = 0x2020_2020_2020_2020
         var state = tokenSeed
         var offset = start
         while end &- offset > 8 {
-            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) | lowerCaseBits
+            let word = bytes.word64(at: offset) | lowerCaseBits
             state = foldedMultiply(state ^ word, 0xbf58_476d_1ce4_e5b9)
             offset &+= 8
         }
         let rest = end &- offset
         var word: UInt64 = 0
         if end >= 8 {
-            let loaded = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: end &- 8, as: UInt64.self))
-            word = (loaded | lowerCaseBits) &>> UInt64(truncatingIfNeeded: (8 &- rest) &* 8)
+            word = (bytes.word64(at: end &- 8) | lowerCaseBits) &>> UInt64(truncatingIfNeeded: (8 &- rest) &* 8)
         } else {
-            for index in 0..<rest { word |= UInt64(bytes[offset + index] | 0x20) << UInt64(8 * index) }
+            for index in 0..<rest { word |= UInt64(bytes[offset &+ index] | 0x20) &<< UInt64(8 &* index) }
         }
         let hash = foldedMultiply(state ^ word, 0x9e37_79b9_7f4a_7c15)
         return hash == 0 ? 1 : hash

@@ -104,34 +104,27 @@ final class KeyTable: Sendable {
         into candidates: inout CandidateList, isGated: Bool = false
     ) {
         let bit = Int(truncatingIfNeeded: hash >> 40) & filterMask
-        guard
-            isGated || filter.withUnsafeBufferPointer({ $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 })
-        else { return }
-        slots.withUnsafeBufferPointer { slots in
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while true {
-                let found = slots[slot]
-                if found.hash == hash {
-                    postings.withUnsafeBufferPointer { postings in
-                        for index in Int(found.start)..<Int(found.end) {
-                            let posting = postings[index]
-                            guard posting.before == 0 || posting.before == before,
-                                posting.after == 0 || posting.after == after || after == UInt8(ascii: ":")
-                            else { continue }
-                            if posting.confirmation == 0
-                                || (tokens.contains(posting.confirmation)
-                                    && (posting.secondConfirmation == 0
-                                        || tokens.contains(posting.secondConfirmation)))
-                            {
-                                candidates.append(posting.rule)
-                            }
-                        }
+        guard isGated || filter[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 else { return }
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let found = slots[slot]
+            if found.hash == hash {
+                for index in Int(found.start)..<Int(found.end) {
+                    let posting = postings[index]
+                    guard posting.before == 0 || posting.before == before,
+                        posting.after == 0 || posting.after == after || after == UInt8(ascii: ":")
+                    else { continue }
+                    if posting.confirmation == 0
+                        || (tokens.contains(posting.confirmation)
+                            && (posting.secondConfirmation == 0 || tokens.contains(posting.secondConfirmation)))
+                    {
+                        candidates.append(posting.rule)
                     }
-                    return
                 }
-                if found.hash == 0 { return }
-                slot = (slot &+ 1) & mask
+                return
             }
+            if found.hash == 0 { return }
+            slot = (slot &+ 1) & mask
         }
     }
 }

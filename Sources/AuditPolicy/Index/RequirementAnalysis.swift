@@ -350,29 +350,26 @@ struct LiteralShape {
 
     /// The shape of `pattern`, or nil when it is not one opening, a run and one ending.
     init?(_ pattern: String, caseless: Bool) {
-        var pattern = pattern
-        guard
-            let found = pattern.withUTF8({ bytes -> ([UInt8], Int)? in
-                for (opening, prefix) in Self.openings.enumerated() where bytes.starts(with: prefix) {
-                    for (ending, suffix) in Self.endings.enumerated()
-                    where bytes.count > prefix.count + suffix.count
-                        && bytes[(bytes.count - suffix.count)...].elementsEqual(suffix)
-                    {
-                        let run = Self.unescapedRun(bytes[prefix.count..<(bytes.count - suffix.count)])
-                        if let run {
-                            return (run, Self.edgeIndex(opening: opening, ending: ending, caseless: caseless))
-                        }
-                    }
+        let bytes = Array(pattern.utf8)
+        let found: ([UInt8], Int)? = {
+            for (opening, prefix) in Self.openings.enumerated() where bytes.starts(with: prefix) {
+                for (ending, suffix) in Self.endings.enumerated()
+                where bytes.count > prefix.count + suffix.count
+                    && bytes[(bytes.count - suffix.count)...].elementsEqual(suffix)
+                {
+                    let run = Self.unescapedRun(bytes[prefix.count..<(bytes.count - suffix.count)])
+                    if let run { return (run, Self.edgeIndex(opening: opening, ending: ending, caseless: caseless)) }
                 }
-                return nil
-            }), let edges = Self.edges[found.1]
-        else { return nil }
+            }
+            return nil
+        }()
+        guard let found, let edges = Self.edges[found.1] else { return nil }
         (run, isLeftBounded, isRightBounded, startsInAuthority) = (found.0, edges.0, edges.1, edges.2)
     }
 
     /// The characters of `text` when every one is literal: letters, digits, `_ - / : % = & , ; ~ @ !`,
     /// or a backslash and punctuation; nil otherwise.
-    private static func unescapedRun(_ text: Slice<UnsafeBufferPointer<UInt8>>) -> [UInt8]? {
+    private static func unescapedRun(_ text: ArraySlice<UInt8>) -> [UInt8]? {
         var run: [UInt8] = []
         run.reserveCapacity(text.count)
         var index = text.startIndex

@@ -90,15 +90,11 @@ struct RuleIndex: Sendable {
     ) {
         for group in groups {
             // An ASCII URL is scanned as sent (see collectCandidates(forURLOf:into:)).
-            if group.field == .url,
-                request.url.utf8.withContiguousStorageIfAvailable({
-                    group.collect(in: $0, into: &candidates, requiringASCII: true)
-                }) == true
-            {
+            if group.field == .url, group.collect(in: request.url.utf8.span, into: &candidates, requiringASCII: true) {
                 continue
             }
             guard let subject = subjects.subject(for: group.field, of: request) else { continue }
-            subject.withBytes { _ = group.collect(in: $0, into: &candidates) }
+            subject.withSpan { _ = group.collect(in: $0, into: &candidates) }
         }
         candidates.sortWithoutRepeats()
     }
@@ -114,11 +110,7 @@ struct RuleIndex: Sendable {
     func collectCandidates(forURLOf request: AuditRequest, into candidates: inout CandidateList) -> Bool {
         guard groups.count == 1, groups[0].field == .url else { return false }
         let group = groups[0]
-        let isASCII =
-            request.url.utf8.withContiguousStorageIfAvailable { bytes in
-                group.collect(in: bytes, into: &candidates, requiringASCII: true)
-            } ?? false
-        guard isASCII else { return false }
+        guard group.collect(in: request.url.utf8.span, into: &candidates, requiringASCII: true) else { return false }
         candidates.sortWithoutRepeats()
         return true
     }

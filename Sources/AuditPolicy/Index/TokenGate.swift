@@ -28,8 +28,8 @@ struct TokenGate: Sendable {
     }
 
     /// Calls `body` with the gate's words and slot mask, for the C kernel `index_mark_tokens`.
-    func withWords<Result>(_ body: (UnsafePointer<UInt64>?, UInt64) -> Result) -> Result {
-        words.withUnsafeBufferPointer { body($0.baseAddress, UInt64(mask)) }
+    func withWords<Result>(_ body: (Span<UInt64>, UInt64) -> Result) -> Result {
+        body(words.span, UInt64(mask))
     }
 
     /// ``mayBeKey`` and ``mayStartPair`` for a token with hash `hash`: never clear for a key or a
@@ -37,7 +37,7 @@ struct TokenGate: Sendable {
     @inline(__always)
     func flags(_ hash: UInt64) -> UInt8 {
         let slot = Self.slot(hash, mask: mask)
-        let word = words.withUnsafeBufferPointer { $0[slot &>> 5] }
+        let word = words[slot &>> 5]
         return UInt8(truncatingIfNeeded: word &>> UInt64(truncatingIfNeeded: 2 &* (slot & 31))) & 3
     }
 }

@@ -10,6 +10,6 @@ struct TokenHashFilter: Sendable {
     @inline(__always)
     func contains(_ hash: UInt64) -> Bool {
         let bit = Int(truncatingIfNeeded: hash >> 20) & 32_767
-        return words.withUnsafeBufferPointer { $0[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0 }
+        return words[bit &>> 6] & (1 &<< UInt64(truncatingIfNeeded: bit)) != 0
     }
 }

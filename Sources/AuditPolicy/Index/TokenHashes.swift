@@ -12,16 +12,28 @@ internal import CByteClasses
 ///
 /// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
 /// the stack, so most evaluations allocate nothing for them.
-struct TokenHashes: ~Copyable {
+///
+/// One of AuditPolicy's two owners of raw memory (with ``CandidateList``): the tokens, and the
+/// marks of ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``, are
+/// kept in memory it allocates and frees itself, read and written only here, every index checked
+/// against how many there are.
+@safe struct TokenHashes: ~Copyable {
     /// A token's hash, and where it starts and ends (the first byte after it); a C struct, so that
     /// the index's C kernels read the tokens where they are.
     typealias Token = IndexToken
 
-    /// At most this many tokens are kept on the stack (1 KiB).
+    /// At most this many tokens are kept on the stack (1 KiB, and 256 bytes of marks).
     private static let stackCapacity = 64
 
     private let storage: UnsafeMutableBufferPointer<Token>
-    private var count = 0
+    /// The marker's entries (see ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``).
+    private let marks: UnsafeMutableBufferPointer<Int32>
+    /// How many tokens there are.
+    private(set) var count = 0
+    /// How many entries the marker wrote.
+    private(set) var markedCount = 0
+    /// The largest end of any token: the marker reads the subject's bytes up to it.
+    private var furthestEnd = 0
     /// One bit per token (bits 55 and up of its hash pick it): a clear bit means no such token.
     private var summary = InlineArray<8, UInt64>(repeating: 0)
     private var hasSummary = false
@@ -34,52 +46,122 @@ struct TokenHashes: ~Copyable {
     /// Tokens compared in searches so far, while there is no set.
     private var comparisons = 0
 
-    private init(storage: UnsafeMutableBufferPointer<Token>) { self.storage = storage }
+    private init(storage: UnsafeMutableBufferPointer<Token>, marks: UnsafeMutableBufferPointer<Int32>) {
+        unsafe self.storage = storage
+        unsafe self.marks = marks
+    }
 
     /// Calls `body` with room for every token of a subject of `length` bytes (a token and the
     /// separator after it take two bytes at least).
     static func withTokens<Result>(ofSubjectLength length: Int, _ body: (inout TokenHashes) -> Result) -> Result {
         let capacity = length / 2 + 1
         if capacity <= stackCapacity {
-            return withUnsafeTemporaryAllocation(of: Token.self, capacity: stackCapacity) { storage in
-                var tokens = TokenHashes(storage: storage)
-                return body(&tokens)
+            return unsafe withUnsafeTemporaryAllocation(of: Token.self, capacity: stackCapacity) { storage in
+                unsafe withUnsafeTemporaryAllocation(of: Int32.self, capacity: stackCapacity) { marks in
+                    var tokens = unsafe TokenHashes(storage: storage, marks: marks)
+                    return body(&tokens)
+                }
             }
         }
         let storage = UnsafeMutableBufferPointer<Token>.allocate(capacity: capacity)
-        defer { storage.deallocate() }
-        var tokens = TokenHashes(storage: storage)
+        let marks = UnsafeMutableBufferPointer<Int32>.allocate(capacity: capacity)
+        defer {
+            unsafe storage.deallocate()
+            unsafe marks.deallocate()
+        }
+        var tokens = unsafe TokenHashes(storage: storage, marks: marks)
         return body(&tokens)
     }
 
-    /// The tokens in subject order.
-    var tokens: UnsafeBufferPointer<Token> { UnsafeBufferPointer(rebasing: storage[..<count]) }
+    /// Token `index`, in subject order.
+    @inline(__always)
+    subscript(index: Int) -> Token {
+        precondition(index >= 0 && index < count, "a token that was found")
+        return unsafe storage[index]
+    }
 
+    /// The tokens in subject order, copied.
+    var tokens: [Token] { (0..<count).map { self[$0] } }
+
+    /// Adds a token of hash `hash` at `start..<end` (not empty).
     @inline(__always)
     mutating func append(_ hash: UInt64, start: Int, end: Int) {
-        storage[count] = Token(hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
+        precondition(unsafe count < storage.count && start >= 0 && start < end, "room for a token that is not empty")
+        unsafe storage[count] = Token(
+            hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
         count &+= 1
+        furthestEnd = max(furthestEnd, end)
         hasSummary = false
     }
 
     /// Appends every token of `bytes` (see ``TokenScanner``) with its hash. `isTokenizable` is false,
     /// the scan having stopped, when `bytes` cannot be tokenized (see
     /// ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says whether every byte read is below 0x80.
-    mutating func append(tokensOf bytes: UnsafeBufferPointer<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
+    mutating func append(tokensOf bytes: Span<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
+        // A subject of `n` bytes has at most `n / 2 + 1` tokens, the room made for it.
+        precondition(unsafe bytes.count / 2 + 1 <= storage.count - count, "room for every token of the subject")
         // The storage and the count in locals, so that they stay in registers rather than being
         // loaded and stored for each token.
-        let storage = storage
+        let storage = unsafe storage
         var count = self.count
         var isASCII = true
         let isTokenizable = TokenScanner.forEachToken(in: bytes, isASCII: &isASCII) { start, end in
-            storage[count] = Token(
+            unsafe storage[count] = Token(
                 hash: IndexKey.tokenHash(bytes, start, end), start: Int32(truncatingIfNeeded: start),
                 end: Int32(truncatingIfNeeded: end))
             count &+= 1
         }
         self.count = count
+        furthestEnd = max(furthestEnd, bytes.count)
         hasSummary = false
         return (isTokenizable, isASCII)
+    }
+
+    /// Marks the tokens (tokens of `bytes`, fewer than 2^27) for which `gate` has a flag set, whose
+    /// first two bytes are in `prefixes`, or whose last two are in `suffixes` (see
+    /// ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, each only when it
+    /// `reads` it, and returns how many; ``marked(_:)`` reads them. An entry is the token's index
+    /// times 16, plus the gate's flags, plus ``RuleIndex/FieldGroup/hasPrefixPair`` and
+    /// ``RuleIndex/FieldGroup/hasSuffixPair`` when they apply.
+    ///
+    /// The C kernel `index_mark_tokens` does the work, with no branch per token.
+    mutating func markTokens(
+        of bytes: Span<UInt8>, gate: TokenGate, readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool,
+        suffixes: BytePairSet, readsSuffixes: Bool
+    ) -> Int {
+        precondition(furthestEnd <= bytes.count && count < 1 << 27, "the tokens are the subject's")
+        let storage = unsafe storage
+        let marks = unsafe marks
+        let count = count
+        markedCount = gate.withWords { gateWords, gateMask in
+            precondition(gateWords.count * 32 == Int(gateMask) + 1, "the gate holds 32 slots a word")
+            return prefixes.withWords { prefixPairs in
+                suffixes.withWords { suffixPairs in
+                    precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
+                    return unsafe bytes.withUnsafeBufferPointer { bytes in
+                        unsafe gateWords.withUnsafeBufferPointer { gateWords in
+                            unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
+                                unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
+                                    unsafe index_mark_tokens(
+                                        storage.baseAddress, count, bytes.baseAddress,
+                                        readsGate ? gateWords.baseAddress : nil, gateMask,
+                                        readsPrefixes ? prefixPairs.baseAddress : nil,
+                                        readsSuffixes ? suffixPairs.baseAddress : nil, marks.baseAddress)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return markedCount
+    }
+
+    /// Entry `position` of the last ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``.
+    @inline(__always)
+    func marked(_ position: Int) -> Int32 {
+        precondition(position >= 0 && position < markedCount, "an entry the marker wrote")
+        return unsafe marks[position]
     }
 
     /// Whether some token has hash `hash`: never false when one has; for a subject of more than
@@ -88,30 +170,29 @@ struct TokenHashes: ~Copyable {
     mutating func contains(_ hash: UInt64) -> Bool {
         if !hasSummary { summarize() }
         if count > Self.exactTokenLimit {
-            return set.withUnsafeBufferPointer { bloom in
-                let mask = bloom.count &* 64 &- 1
-                let first = Int(truncatingIfNeeded: hash) & mask
-                let second = Int(truncatingIfNeeded: hash &>> 32) & mask
-                return bloom[first &>> 6] & (1 &<< UInt64(truncatingIfNeeded: first)) != 0
-                    && bloom[second &>> 6] & (1 &<< UInt64(truncatingIfNeeded: second)) != 0
-            }
+            let bloom = set.span
+            let mask = bloom.count &* 64 &- 1
+            let first = Int(truncatingIfNeeded: hash) & mask
+            let second = Int(truncatingIfNeeded: hash &>> 32) & mask
+            return bloom[first &>> 6] & (1 &<< UInt64(truncatingIfNeeded: first)) != 0
+                && bloom[second &>> 6] & (1 &<< UInt64(truncatingIfNeeded: second)) != 0
         }
         guard summary[Int(truncatingIfNeeded: hash &>> 61)] & (1 &<< (hash &>> 55)) != 0 else { return false }
         if set.isEmpty {
             if count <= 16 || comparisons < 4 * count {
                 comparisons += count
-                return tokens.contains { $0.hash == hash }
+                for index in 0..<count where unsafe storage[index].hash == hash { return true }
+                return false
             }
             buildSet()
         }
-        return set.withUnsafeBufferPointer { set in
-            let mask = set.count - 1
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while true {
-                if set[slot] == hash { return true }
-                if set[slot] == 0 { return false }
-                slot = (slot + 1) & mask
-            }
+        let set = set.span
+        let mask = set.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            if set[slot] == hash { return true }
+            if set[slot] == 0 { return false }
+            slot = (slot + 1) & mask
         }
     }
 
@@ -122,7 +203,8 @@ struct TokenHashes: ~Copyable {
             var bits = 1_024
             while bits < count * 16 { bits *= 2 }
             var bloom = [UInt64](repeating: 0, count: bits / 64)
-            for token in tokens {
+            for index in 0..<count {
+                let token = unsafe storage[index]
                 let first = Int(truncatingIfNeeded: token.hash) & (bits - 1)
                 let second = Int(truncatingIfNeeded: token.hash >> 32) & (bits - 1)
                 bloom[first >> 6] |= 1 << UInt64(first & 63)
@@ -132,14 +214,18 @@ struct TokenHashes: ~Copyable {
             return
         }
         summary = InlineArray(repeating: 0)
-        for token in tokens { summary[Int(truncatingIfNeeded: token.hash &>> 61)] |= 1 &<< (token.hash &>> 55) }
+        for index in 0..<count {
+            let hash = unsafe storage[index].hash
+            summary[Int(truncatingIfNeeded: hash &>> 61)] |= 1 &<< (hash &>> 55)
+        }
     }
 
     private mutating func buildSet() {
         var capacity = 32
         while capacity < count * 2 { capacity *= 2 }
         set = [UInt64](repeating: 0, count: capacity)
-        for token in tokens {
+        for index in 0..<count {
+            let token = unsafe storage[index]
             var slot = Int(truncatingIfNeeded: token.hash) & (capacity - 1)
             while set[slot] != 0, set[slot] != token.hash { slot = (slot + 1) & (capacity - 1) }
             set[slot] = token.hash

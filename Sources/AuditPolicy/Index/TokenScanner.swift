@@ -1,5 +1,3 @@
-internal import CByteClasses
-
 /// Finds the tokens of a subject (see ``IndexKey``) sixteen bytes at a time.
 ///
 /// Each block of 64 bytes becomes a 64-bit mask of its letters and digits, computed with vector
@@ -17,7 +15,7 @@ enum TokenScanner {
     /// `body` storing each token, it compiles to straight code with a few registers per token.
     @inline(__always)
     static func forEachToken(
-        in bytes: UnsafeBufferPointer<UInt8>, isASCII: inout Bool, _ body: (_ start: Int, _ end: Int) -> Void
+        in bytes: Span<UInt8>, isASCII: inout Bool, _ body: (_ start: Int, _ end: Int) -> Void
     ) -> Bool {
         // The start of a token that began in an earlier block and runs on, or -1.
         var carriedStart = -1
@@ -55,10 +53,9 @@ enum TokenScanner {
     /// starts in the block. Clears `isASCII` at a byte of 0x80 or more.
     @inline(__always)
     fileprivate static func alnumMask(
-        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, length: Int, isASCII: inout Bool
+        _ bytes: Span<UInt8>, from start: Int, length: Int, isASCII: inout Bool
     ) -> UInt64? {
-        guard let base = bytes.baseAddress else { return 0 }
-        let masks = byte_classes(base, bytes.count, start, length)
+        let masks = bytes.byteClasses(from: start, length: length)
         if masks.nonASCII != 0 {
             isASCII = false
             if hasASCIIFoldingCharacter(bytes, from: start, to: start &+ length) { return nil }
@@ -67,7 +64,7 @@ enum TokenScanner {
     }
 
     /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end`.
-    private static func hasASCIIFoldingCharacter(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
+    private static func hasASCIIFoldingCharacter(_ bytes: Span<UInt8>, from start: Int, to end: Int)
         -> Bool
     {
         for index in start..<end {

@@ -18,15 +18,26 @@ public struct PolicySource: Sendable, Hashable {
         self.init(file: file, bytes: Array(text.utf8))
     }
 
+    /// What is at a path, symbolic links followed.
+    enum ItemKind { case file, directory }
+
+    /// What is at `path`, or nil when nothing is.
+    static func itemKind(atPath path: String) -> ItemKind? {
+        // Foundation answers both questions at once only through an `ObjCBool` out-parameter,
+        // which Swift passes as a pointer.
+        var isDirectory: ObjCBool = false
+        guard unsafe FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
+        return isDirectory.boolValue ? .directory : .file
+    }
+
     /// Every file ending in `.suffix` under `directory`, searched recursively and sorted by path.
     ///
     /// - Throws: ``PolicyError/cannotRead(path:reason:)`` when the directory or a file cannot be read.
     public static func files(in directory: String, withExtension suffix: String) throws(PolicyError) -> [PolicySource] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+        guard let kind = itemKind(atPath: directory) else {
             throw .cannotRead(path: directory, reason: "no such directory")
         }
-        guard isDirectory.boolValue else { throw .cannotRead(path: directory, reason: "not a directory") }
+        guard kind == .directory else { throw .cannotRead(path: directory, reason: "not a directory") }
         guard let enumerator = FileManager.default.enumerator(atPath: directory) else {
             throw .cannotRead(path: directory, reason: "cannot list the directory")
         }
@@ -34,10 +45,7 @@ public struct PolicySource: Sendable, Hashable {
         var paths: [String] = []
         while let relative = enumerator.nextObject() as? String {
             let path = prefix + relative
-            var isFolder: ObjCBool = false
-            if relative.hasSuffix("." + suffix), FileManager.default.fileExists(atPath: path, isDirectory: &isFolder),
-                !isFolder.boolValue
-            {
+            if relative.hasSuffix("." + suffix), itemKind(atPath: path) == .file {
                 paths.append(path)
             }
         }

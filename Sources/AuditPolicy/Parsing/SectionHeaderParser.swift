@@ -290,12 +290,11 @@ struct SectionHeaderParser {
         let at = location(option.valueColumn)
         let folder = file.contains("/") ? String(file[..<(file.lastIndex(of: "/") ?? file.endIndex)]) : "."
         let path = option.value.hasPrefix("/") ? option.value : folder + "/" + option.value
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let kind = PolicySource.itemKind(atPath: path) else {
             error(at: at, "respond file '\(option.value)' not found (looked for \(path))")
             return nil
         }
-        guard !isDirectory.boolValue else {
+        guard kind == .file else {
             error(at: at, "respond file '\(option.value)' is a folder")
             return nil
         }

@@ -43,28 +43,22 @@ struct LiteralSet: Sendable {
         literalsByPair = pairs.flatMap { byPair[$0] ?? [] }
     }
 
-    /// Number of 64-bit words a set of found literals takes.
-    var wordCount: Int { (count + 63) / 64 }
-
-    /// Sets bit `n` of `found` (``wordCount`` words, cleared) for each literal `n` that occurs in
-    /// `subject`, compared without case.
-    func search(_ subject: UnsafeBufferPointer<UInt8>, found: UnsafeMutableBufferPointer<UInt64>) {
+    /// Adds to `found` each literal that occurs in `subject`, compared without case.
+    func search(_ subject: Span<UInt8>, found: inout FoundLiterals) {
         guard subject.count >= 2, count > 0 else { return }
-        pairGate.withUnsafeBufferPointer { gate in
-            var previous = ConditionAnalysis.lowercased(subject[0])
-            for position in 1..<subject.count {
-                let next = ConditionAnalysis.lowercased(subject[position])
-                let pair = UInt16(previous) << 8 | UInt16(next)
-                previous = next
-                guard gate[Int(pair >> 6)] >> UInt64(pair & 63) & 1 != 0 else { continue }
-                markLiterals(startingWith: pair, at: position - 1, in: subject, found: found)
-            }
+        let gate = pairGate.span
+        var previous = ConditionAnalysis.lowercased(subject[0])
+        for position in 1..<subject.count {
+            let next = ConditionAnalysis.lowercased(subject[position])
+            let pair = UInt16(previous) << 8 | UInt16(next)
+            previous = next
+            guard gate[Int(pair >> 6)] >> UInt64(pair & 63) & 1 != 0 else { continue }
+            markLiterals(startingWith: pair, at: position - 1, in: subject, found: &found)
         }
     }
 
     private func markLiterals(
-        startingWith pair: UInt16, at start: Int, in subject: UnsafeBufferPointer<UInt8>,
-        found: UnsafeMutableBufferPointer<UInt64>
+        startingWith pair: UInt16, at start: Int, in subject: Span<UInt8>, found: inout FoundLiterals
     ) {
         let first = Int(pair >> 8)
         var index = Int(pairsByFirstByte[first])
@@ -73,14 +67,13 @@ struct LiteralSet: Sendable {
         guard index < end else { return }
         for slot in Int(pairStarts[index])..<Int(pairStarts[index + 1]) {
             let number = Int(literalsByPair[slot])
-            let bit = UInt64(1) << UInt64(number & 63)
-            guard found[number >> 6] & bit == 0, occurs(number, at: start, in: subject) else { continue }
-            found[number >> 6] |= bit
+            guard !found.contains(number), occurs(number, at: start, in: subject) else { continue }
+            found.insert(number)
         }
     }
 
     /// Whether literal `number`, whose first two bytes are known to be there, occurs at `start`.
-    private func occurs(_ number: Int, at start: Int, in subject: UnsafeBufferPointer<UInt8>) -> Bool {
+    private func occurs(_ number: Int, at start: Int, in subject: Span<UInt8>) -> Bool {
         let first = Int(starts[number])
         let length = Int(starts[number + 1]) - first
         guard start + length <= subject.count else { return false }
@@ -90,5 +83,33 @@ struct LiteralSet: Sendable {
             offset += 1
         }
         return true
+    }
+}
+
+/// The literals of a ``LiteralSet`` found in one subject: bit `n` for literal `n`, kept on the
+/// stack for up to 512 literals (64 bytes), in an array beyond.
+struct FoundLiterals {
+    private var inline = InlineArray<8, UInt64>(repeating: 0)
+    private var more: [UInt64] = []
+
+    /// Room for `count` literals, none found.
+    init(count: Int) {
+        if count > 512 { more = [UInt64](repeating: 0, count: (count + 63) / 64 - 8) }
+    }
+
+    /// Whether literal `number` was found.
+    @inline(__always)
+    func contains(_ number: Int) -> Bool {
+        let word = number &>> 6
+        let bits = word < 8 ? inline[word] : more[word &- 8]
+        return bits &>> UInt64(truncatingIfNeeded: number & 63) & 1 != 0
+    }
+
+    /// Records literal `number` as found.
+    @inline(__always)
+    mutating func insert(_ number: Int) {
+        let word = number &>> 6
+        let bit: UInt64 = 1 &<< UInt64(truncatingIfNeeded: number & 63)
+        if word < 8 { inline[word] |= bit } else { more[word &- 8] |= bit }
     }
 }

@@ -46,23 +46,21 @@ struct ShortcutTable: Sendable {
     /// cannot match, and marks with ``CandidateList/matchesForSure`` those that match whatever
     /// their method; the others are left for PCRE2. Each field's subject is read once.
     func answer(_ candidates: inout CandidateList, for request: AuditRequest, subjects: inout RequestSubjects) {
-        guard !program.rules.isEmpty, candidates.rules.contains(where: covers) else { return }
+        guard !program.rules.isEmpty, candidates.contains(where: covers) else { return }
         for (fieldSlot, field) in program.fields.enumerated() {
             guard let subject = subjects.subject(for: field.name, of: request) else { continue }
-            subject.withBytes { bytes in
-                guard bytes.allSatisfy({ $0 &- 0x20 < 0x5F }) else { return }
-                withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(1, field.literals.wordCount)) { found in
-                    found.initialize(repeating: 0)
-                    field.literals.search(bytes, found: found)
-                    candidates.compact { rule in
-                        guard covers(rule) else { return rule }
-                        let slot = self.slot(of: rule)
-                        guard program.rules[slot].field == fieldSlot else { return rule }
-                        switch program.answer(slot, bytes, found: UnsafeBufferPointer(found)) {
-                        case nil: return rule
-                        case true?: return rule | CandidateList.matchesForSure
-                        case false?: return nil
-                        }
+            subject.withSpan { bytes in
+                for index in bytes.indices where bytes[index] &- 0x20 >= 0x5F { return }
+                var found = FoundLiterals(count: field.literals.count)
+                field.literals.search(bytes, found: &found)
+                candidates.compact { rule in
+                    guard covers(rule) else { return rule }
+                    let slot = self.slot(of: rule)
+                    guard program.rules[slot].field == fieldSlot else { return rule }
+                    switch program.answer(slot, bytes, found: found) {
+                    case nil: return rule
+                    case true?: return rule | CandidateList.matchesForSure
+                    case false?: return nil
                     }
                 }
             }
@@ -143,87 +141,76 @@ private final class ShortcutProgram: Sendable {
 
     /// Rule shortcut `slot`'s answer for a printable subject `bytes`, in which the literals of its
     /// field marked in `found` occur: true (matches), false (cannot match) or nil (PCRE2 decides).
-    func answer(_ slot: Int, _ bytes: UnsafeBufferPointer<UInt8>, found: UnsafeBufferPointer<UInt64>) -> Bool? {
+    func answer(_ slot: Int, _ bytes: Span<UInt8>, found: borrowing FoundLiterals) -> Bool? {
         let rule = rules[slot]
-        return operations.withUnsafeBufferPointer { operations in
-            sets.withUnsafeBufferPointer { sets in
-                let evaluation = Evaluation(operations: operations, sets: sets, bytes: bytes, found: found)
-                if rule.isExact { return evaluation.holds(Int(rule.condition)) }
-                if rule.matchesUnless >= 0 {
-                    if !evaluation.holds(Int(rule.matchesUnless)) { return true }
-                    if rule.isExactUnless { return false }
-                }
-                return evaluation.holds(Int(rule.condition)) ? nil : false
+        if rule.isExact { return holds(Int(rule.condition), bytes, found) }
+        if rule.matchesUnless >= 0 {
+            if !holds(Int(rule.matchesUnless), bytes, found) { return true }
+            if rule.isExactUnless { return false }
+        }
+        return holds(Int(rule.condition), bytes, found) ? nil : false
+    }
+
+    /// Whether condition `index` holds for the subject `bytes`, in which the literals in `found`
+    /// occur.
+    private func holds(_ index: Int, _ bytes: Span<UInt8>, _ found: borrowing FoundLiterals) -> Bool {
+        let operation = operations[index]
+        switch operation.kind {
+        case .always: return true
+        case .never: return false
+        case .literal:
+            return found.contains(Int(operation.first))
+        case .run:
+            return hasRun(of: sets[Int(operation.first)], minimum: Int(operation.second), in: bytes)
+        case .startsWith, .endsWith:
+            let count = Int(operation.second)
+            guard bytes.count >= count else { return false }
+            let start = operation.kind == .startsWith ? 0 : bytes.count - count
+            let first = Int(operation.first)
+            for offset in 0..<count where !sets[first + offset].contains(bytes[start + offset]) { return false }
+            return true
+        case .containsSequence:
+            let anchor = Int(operation.anchor)
+            if anchor >= 0, !found.contains(anchor) { return false }
+            return containsSequence(
+                Int(operation.first), Int(operation.second), from: Int(operation.anchorOffset), in: bytes)
+        case .all, .any:
+            let wanted = operation.kind == .any
+            var child = index + 1
+            while child < Int(operation.end) {
+                if holds(child, bytes, found) == wanted { return wanted }
+                child = Int(operations[child].end)
             }
+            return !wanted
         }
     }
 
-    /// One rule's conditions read against one subject.
-    private struct Evaluation {
-        let operations: UnsafeBufferPointer<ShortcutOperation>
-        let sets: UnsafeBufferPointer<ASCIISet>
-        let bytes: UnsafeBufferPointer<UInt8>
-        let found: UnsafeBufferPointer<UInt64>
-
-        func holds(_ index: Int) -> Bool {
-            let operation = operations[index]
-            switch operation.kind {
-            case .always: return true
-            case .never: return false
-            case .literal:
-                let number = Int(operation.first)
-                return found[number >> 6] >> UInt64(number & 63) & 1 != 0
-            case .run:
-                return hasRun(of: sets[Int(operation.first)], minimum: Int(operation.second))
-            case .startsWith, .endsWith:
-                let count = Int(operation.second)
-                guard bytes.count >= count else { return false }
-                let start = operation.kind == .startsWith ? 0 : bytes.count - count
-                let first = Int(operation.first)
-                for offset in 0..<count where !sets[first + offset].contains(bytes[start + offset]) { return false }
-                return true
-            case .containsSequence:
-                let anchor = Int(operation.anchor)
-                if anchor >= 0, found[anchor >> 6] >> UInt64(anchor & 63) & 1 == 0 { return false }
-                return containsSequence(Int(operation.first), Int(operation.second), from: Int(operation.anchorOffset))
-            case .all, .any:
-                let wanted = operation.kind == .any
-                var child = index + 1
-                while child < Int(operation.end) {
-                    if holds(child) == wanted { return wanted }
-                    child = Int(operations[child].end)
-                }
-                return !wanted
+    /// Whether some `count` bytes in a row are in `sets[first...]` in turn; each place is
+    /// checked from the set at `offset` (the rarest, an anchor's first byte) on.
+    private func containsSequence(_ first: Int, _ count: Int, from offset: Int, in bytes: Span<UInt8>) -> Bool {
+        guard bytes.count >= count else { return false }
+        placing: for start in 0...(bytes.count - count) {
+            for index in offset..<count where !sets[first + index].contains(bytes[start + index]) {
+                continue placing
             }
+            for index in 0..<offset where !sets[first + index].contains(bytes[start + index]) { continue placing }
+            return true
         }
+        return false
+    }
 
-        /// Whether some `count` bytes in a row are in `sets[first...]` in turn; each place is
-        /// checked from the set at `offset` (the rarest, an anchor's first byte) on.
-        private func containsSequence(_ first: Int, _ count: Int, from offset: Int) -> Bool {
-            guard bytes.count >= count else { return false }
-            placing: for start in 0...(bytes.count - count) {
-                for index in offset..<count where !sets[first + index].contains(bytes[start + index]) {
-                    continue placing
-                }
-                for index in 0..<offset where !sets[first + index].contains(bytes[start + index]) { continue placing }
-                return true
-            }
-            return false
+    /// Whether `minimum` bytes in a row are in `set`. Each window of `minimum` bytes is read from
+    /// its end back, and a byte outside the set moves the window past it: a long run is found,
+    /// or ruled out, in about one read per `minimum` bytes.
+    private func hasRun(of set: ASCIISet, minimum: Int, in bytes: Span<UInt8>) -> Bool {
+        var start = 0
+        while start + minimum <= bytes.count {
+            var position = start + minimum - 1
+            while position >= start, set.contains(bytes[position]) { position -= 1 }
+            if position < start { return true }
+            start = position + 1
         }
-
-        /// Whether `minimum` bytes in a row are in `set`. Each window of `minimum` bytes is read from
-        /// its end back, and a byte outside the set moves the window past it: a long run is found,
-        /// or ruled out, in about one read per `minimum` bytes.
-        private func hasRun(of set: ASCIISet, minimum: Int) -> Bool {
-            var start = 0
-            while start + minimum <= bytes.count {
-                var position = start + minimum - 1
-                while position >= start, set.contains(bytes[position]) { position -= 1 }
-                if position < start { return true }
-                start = position + 1
-            }
-            return false
-        }
+        return false
     }
 
     /// Turns ``MatchCondition``s into operations, numbering each field's literals and classes.
