@@ -113,7 +113,8 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The route for this protocol's task (read on the caller session's work queue).
     private func route(for caller: CallerSession.Details) -> Route {
         guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask),
-            let behaviour = caller.behaviour(of: task), behaviour != .downloadCompletionHandler
+            let behaviour = caller.behaviour(of: task, readsTaskDelegate: request.hasBody),
+            behaviour != .downloadCompletionHandler
         else { return .system }
         return .relay(behaviour)
     }

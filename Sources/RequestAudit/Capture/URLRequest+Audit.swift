@@ -26,6 +26,9 @@ extension URLRequest {
         httpBody == nil && httpBodyStream == nil && !Self.bodilessMethods.contains((httpMethod ?? "GET").uppercased())
     }
 
+    /// Whether the request carries a body this protocol sees (`httpBody` or a body stream).
+    var hasBody: Bool { httpBody != nil || httpBodyStream != nil }
+
     /// The request with the caller session's additional headers and request timeout applied, as the
     /// system loader would have sent it.
     func applying(_ caller: CallerSession.Details) -> URLRequest {

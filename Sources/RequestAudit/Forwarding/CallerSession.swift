@@ -82,13 +82,15 @@ enum CallerSession {
 
         /// How `task` was made, from the session's task registry; nil when it cannot be read.
         ///
-        /// Call it on the session's work queue (the registry is only touched there), as
-        /// `startLoading` does.
-        func behaviour(of task: URLSessionTask) -> Behaviour? {
+        /// Whether a completion handler's task also has a task delegate matters only for upload
+        /// progress, so it is read only when `readsTaskDelegate` (the request has a body), and
+        /// reported as absent otherwise. Call it on the session's work queue (the registry is only
+        /// touched there), as `startLoading` does.
+        func behaviour(of task: URLSessionTask, readsTaskDelegate: Bool = true) -> Behaviour? {
             guard let taskRegistry else { return nil }
             return PlatformInternals.behaviour(
                 of: task.taskIdentifier, in: taskRegistry,
-                sessionHasDelegate: session?.delegate is URLSessionTaskDelegate)
+                sessionHasDelegate: session?.delegate is URLSessionTaskDelegate, readsTaskDelegate: readsTaskDelegate)
         }
     }
 

@@ -1,7 +1,9 @@
+import AuditLocking
 import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
+    @_spi(Reflection) import Swift
 #endif
 
 /// The parts of FoundationNetworking that interception relies on beyond its public API, checked
@@ -42,12 +44,25 @@ enum PlatformInternals {
             guard let registry = taskRegistry(of: session) else {
                 return "URLSession.taskRegistry not found"
             }
-            let behaviour = workQueue.sync {
-                PlatformInternals.behaviour(of: task.taskIdentifier, in: registry, sessionHasDelegate: false)
+            // One task of each kind that reads differently, each read twice: the second read of a
+            // case goes by its tag.
+            let delegateTask = session.dataTask(with: url)
+            let downloadTask = session.downloadTask(with: url) { _, _, _ in }
+            defer {
+                delegateTask.cancel()
+                downloadTask.cancel()
             }
-            guard behaviour == .dataCompletionHandler(hasTaskDelegate: false) else {
-                return "URLSession task registry behaviours not readable"
+            let expected: [(URLSessionTask, CallerSession.Behaviour)] = [
+                (task, .dataCompletionHandler(hasTaskDelegate: false)), (delegateTask, .noDelegate),
+                (downloadTask, .downloadCompletionHandler),
+            ]
+            let isReadable = workQueue.sync {
+                (expected + expected).allSatisfy { task, behaviour in
+                    PlatformInternals.behaviour(of: task.taskIdentifier, in: registry, sessionHasDelegate: false)
+                        == behaviour
+                }
             }
+            guard isReadable else { return "URLSession task registry behaviours not readable" }
             return nil
         #else
             return nil
@@ -77,25 +92,20 @@ extension PlatformInternals {
         }
 
         /// The behaviour the registry keeps for the task with `identifier`: the name of its
-        /// `_TaskRegistry._Behaviour` case, and for a completion handler with a task delegate, whether the
-        /// delegate is there.
-        static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool) -> CallerSession
-            .Behaviour?
-        {
-            // The registry's `behaviours` is a `[Int: _Behaviour]`: cast to `[Int: Any]`, it is
-            // looked up by identifier, and only the task's own entry is read. Its case is named by
-            // the runtime (as `String(describing:)` names an enum case) rather than by a Mirror:
-            // measured alone, 1.9 µs against 4.5 µs, and reflecting on every entry cost more still.
-            guard
-                let behaviours = Mirror(reflecting: registry).children.first(where: { $0.label == "behaviours" })?
-                    .value as? [Int: Any],
-                let entry = behaviours[identifier], let label = enumCaseName(of: entry)
+        /// `_TaskRegistry._Behaviour` case, and for a completion handler with a task delegate,
+        /// whether the delegate is there (read only when `readsTaskDelegate`; false otherwise).
+        static func behaviour(
+            of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool, readsTaskDelegate: Bool = true
+        ) -> CallerSession.Behaviour? {
+            guard let entry = RegistryField.behaviours(of: registry)?.value(forIntKey: identifier),
+                let label = enumCaseName(of: entry)
             else { return nil }
             switch label {
             // FoundationNetworking then calls the session's delegate, if it has one.
             case "callDelegate": return sessionHasDelegate ? .delegate : .noDelegate
             case "dataCompletionHandler": return .dataCompletionHandler(hasTaskDelegate: false)
             case "dataCompletionHandlerWithTaskDelegate":
+                guard readsTaskDelegate else { return .dataCompletionHandler(hasTaskDelegate: false) }
                 // The payload is (completion handler, task delegate?); only here is a Mirror needed.
                 let payload = Mirror(reflecting: Mirror(reflecting: entry).children.first?.value as Any).children.map(
                     \.value)
@@ -107,11 +117,16 @@ extension PlatformInternals {
             }
         }
 
-        /// The name of the case `value` (an enum) holds, from the runtime's metadata, or nil when
-        /// it is not an enum.
+        /// The name of the case `value` (an enum) holds, or nil when it is not an enum: named by the
+        /// runtime the first time its type's case is seen (which rebuilds the case's payload type from
+        /// its mangled name, microseconds), then known by the case's tag (see ``EnumTag``).
         static func enumCaseName(of value: Any) -> String? {
             func name<Value>(_ value: Value) -> String? {
-                unsafe swiftEnumCaseName(value).map { unsafe String(cString: $0) }
+                let tag = EnumTag.tag(of: value)
+                if let tag, let known = EnumTag.names.withLock({ $0[tag] }) { return known }
+                let name = unsafe swiftEnumCaseName(value).map { unsafe String(cString: $0) }
+                if let tag, let name { EnumTag.names.withLock { $0[tag] = name } }
+                return name
             }
             return _openExistential(value, do: name)
         }
@@ -144,4 +159,103 @@ extension PlatformInternals {
     /// `String(describing:)` prints for a case without a payload.
     @_silgen_name("swift_EnumCaseName")
     private func swiftEnumCaseName<Value>(_ value: Value) -> UnsafePointer<CChar>?
+#endif
+
+#if canImport(FoundationNetworking)
+    /// A dictionary with `Int` keys whose value type is not known here, such as FoundationNetworking's
+    /// `[Int: _Behaviour]`: one value is looked up without converting the whole dictionary (a cast
+    /// to `[Int: Any]` boxes every entry).
+    protocol IntKeyedValues {
+        /// The value for `key`, if there is one.
+        func value(forIntKey key: Int) -> Any?
+    }
+
+    extension Dictionary: IntKeyedValues where Key == Int {
+        func value(forIntKey key: Int) -> Any? { self[key].map { $0 as Any } }
+    }
+
+    /// FoundationNetworking's task registry's `behaviours`, read where the runtime's field metadata
+    /// places it in the registry object.
+    ///
+    /// A `Mirror` over the registry rebuilds every field's type from its mangled name on each read;
+    /// on the request path that cost tens of microseconds a request. The field's offset and type are
+    /// found once per registry class (`_forEachField`), and the field is read only when its type is
+    /// a dictionary with `Int` keys, as the registry's own code reads it.
+    enum RegistryField {
+        /// Where `behaviours` lies in each registry class seen (one in practice); nil when it has
+        /// no such field of a dictionary type with `Int` keys.
+        private static let fields = Locked<[ObjectIdentifier: Field?]>([:])
+
+        private struct Field: @unchecked Sendable {
+            // @unchecked: a metatype, immutable.
+            let offset: Int
+            let type: Any.Type
+        }
+
+        /// The `behaviours` dictionary of `registry` (read it on the session's work queue, where the
+        /// registry changes), or nil when the registry has no such field.
+        static func behaviours(of registry: AnyObject) -> (any IntKeyedValues)? {
+            guard let field = field(of: type(of: registry)) else { return nil }
+            func load<Stored>(_ type: Stored.Type) -> Any {
+                unsafe UnsafeRawPointer(Unmanaged.passUnretained(registry).toOpaque())
+                    .load(fromByteOffset: field.offset, as: Stored.self)
+            }
+            return withExtendedLifetime(registry) { _openExistential(field.type, do: load) } as? any IntKeyedValues
+        }
+
+        private static func field(of registryClass: AnyClass) -> Field? {
+            let key = ObjectIdentifier(registryClass)
+            if let known = fields.withLock({ $0[key] }) { return known }
+            var found: Field?
+            // `.classType`, spelled by its value: the stdlib declares it a `static var`, which Swift 6
+            // does not let concurrent code read.
+            let classType = _EachFieldOptions(rawValue: 1 << 0)
+            _ = unsafe _forEachField(of: registryClass, options: classType) { name, offset, type, _ in
+                guard unsafe String(cString: name) == "behaviours" else { return true }
+                if type is any IntKeyedValues.Type { found = Field(offset: offset, type: type) }
+                return false
+            }
+            fields.withLock { $0[key] = .some(found) }
+            return found
+        }
+    }
+#endif
+
+#if canImport(FoundationNetworking)
+    /// The tag of the case an enum value holds, as the runtime's `getEnumTag` value witness gives it:
+    /// a number per case of its type, read in nanoseconds where naming the case takes microseconds.
+    enum EnumTag: Hashable {
+        case tag(type: ObjectIdentifier, case: UInt32)
+
+        /// Case names by tag, filled as cases are first named.
+        static let names = Locked<[EnumTag: String]>([:])
+
+        /// The runtime's `getEnumTag`: a Swift-convention function whose two pointer arguments and
+        /// 32-bit result are passed as the C convention passes them on x86_64 and arm64.
+        private typealias GetEnumTag = @convention(c) (UnsafeRawPointer, UnsafeRawPointer) -> UInt32
+
+        /// The metadata kind of an enum (`MetadataKind::Enum`).
+        private static let enumKind = 0x201
+        /// The value witness flag saying the table has the enum witnesses (`HasEnumWitnesses`).
+        private static let hasEnumWitnesses: UInt32 = 0x0020_0000
+        /// Where the value witness table keeps its flags and `getEnumTag`: after eight witnesses,
+        /// `size` and `stride` (`TargetEnumValueWitnessTable`).
+        private static let flagsOffset = 10 * MemoryLayout<Int>.size
+        private static let getEnumTagOffset = 11 * MemoryLayout<Int>.size
+
+        /// The tag of `value`'s case, or nil when `Value` is not an enum with enum witnesses.
+        static func tag<Value>(of value: Value) -> EnumTag? {
+            let metadata = unsafe unsafeBitCast(Value.self as Any.Type, to: UnsafeRawPointer.self)
+            guard unsafe metadata.load(as: Int.self) == enumKind else { return nil }
+            let witnesses = unsafe metadata.load(
+                fromByteOffset: -MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+            guard unsafe witnesses.load(fromByteOffset: flagsOffset, as: UInt32.self) & hasEnumWitnesses != 0 else {
+                return nil
+            }
+            let getEnumTag = unsafe unsafeBitCast(
+                witnesses.load(fromByteOffset: getEnumTagOffset, as: UnsafeRawPointer.self), to: GetEnumTag.self)
+            let number = unsafe withUnsafePointer(to: value) { unsafe getEnumTag(UnsafeRawPointer($0), metadata) }
+            return .tag(type: ObjectIdentifier(Value.self), case: number)
+        }
+    }
 #endif

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+@testable import RequestAudit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+
+    /// FoundationNetworking's internals as interception reads them, on tasks that are made and never
+    /// resumed (nothing is sent).
+    @Suite struct PlatformInternalsTests {
+        /// A session delegate that takes every default.
+        final class QuietDelegate: NSObject, URLSessionDataDelegate {}
+
+        /// Reads `task`'s behaviour on its session's work queue, as `startLoading` does.
+        private func behaviour(of task: URLSessionTask, in session: URLSession) throws -> CallerSession.Behaviour? {
+            let workQueue = try #require(PlatformInternals.workQueue(of: session))
+            let registry = try #require(PlatformInternals.taskRegistry(of: session))
+            return workQueue.sync {
+                PlatformInternals.behaviour(
+                    of: task.taskIdentifier, in: registry,
+                    sessionHasDelegate: session.delegate is URLSessionTaskDelegate)
+            }
+        }
+
+        @Test("every kind of task reads as it was made, the first time and again by its case's tag")
+        func taskKindsRead() throws {
+            let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))
+            let plain = URLSession(configuration: .ephemeral)
+            let withDelegate = URLSession(configuration: .ephemeral, delegate: QuietDelegate(), delegateQueue: nil)
+            defer {
+                plain.finishTasksAndInvalidate()
+                withDelegate.finishTasksAndInvalidate()
+            }
+            var upload = URLRequest(url: url)
+            upload.httpMethod = "POST"
+            let tasks: [(URLSessionTask, URLSession, CallerSession.Behaviour)] = [
+                (plain.dataTask(with: url), plain, .noDelegate),
+                (withDelegate.dataTask(with: url), withDelegate, .delegate),
+                (plain.dataTask(with: url) { _, _, _ in }, plain, .dataCompletionHandler(hasTaskDelegate: false)),
+                (
+                    plain.uploadTask(with: upload, from: Data("x".utf8)) { _, _, _ in }, plain,
+                    .dataCompletionHandler(hasTaskDelegate: false)
+                ),
+                (plain.downloadTask(with: url) { _, _, _ in }, plain, .downloadCompletionHandler),
+            ]
+            defer { tasks.forEach { $0.0.cancel() } }
+            for _ in 0..<2 {
+                for (task, session, expected) in tasks {
+                    #expect(try behaviour(of: task, in: session) == expected)
+                }
+            }
+        }
+
+        @Test("a task the registry does not hold has no behaviour")
+        func unknownTask() throws {
+            let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))
+            let session = URLSession(configuration: .ephemeral)
+            let other = URLSession(configuration: .ephemeral)
+            defer {
+                session.finishTasksAndInvalidate()
+                other.finishTasksAndInvalidate()
+            }
+            let task = other.dataTask(with: url)
+            let unrelated = session.dataTask(with: url)
+            defer {
+                task.cancel()
+                unrelated.cancel()
+            }
+            let registry = try #require(PlatformInternals.taskRegistry(of: session))
+            let workQueue = try #require(PlatformInternals.workQueue(of: session))
+            let missing = workQueue.sync {
+                PlatformInternals.behaviour(of: task.taskIdentifier + 1_000, in: registry, sessionHasDelegate: false)
+            }
+            #expect(missing == nil)
+        }
+
+        enum Shape {
+            case empty
+            case other
+            case closure(@Sendable (Int?) -> Void)
+            case pair(@Sendable (Int?) -> Void, AnyObject?)
+            case text(String)
+        }
+
+        @Test("an enum's case tag tells its cases apart and ignores their payloads")
+        func enumTags() throws {
+            let shapes: [Shape] = [.empty, .other, .closure({ _ in }), .pair({ _ in }, nil), .text("a")]
+            let tags = shapes.map { EnumTag.tag(of: $0) }
+            #expect(tags.allSatisfy { $0 != nil })
+            #expect(Set(tags.compactMap { $0 }).count == shapes.count)
+            #expect(EnumTag.tag(of: Shape.text("b")) == EnumTag.tag(of: Shape.text("a")))
+            #expect(EnumTag.tag(of: Shape.pair({ _ in }, NSObject())) == EnumTag.tag(of: Shape.pair({ _ in }, nil)))
+            #expect(PlatformInternals.enumCaseName(of: Shape.pair({ _ in }, nil)) == "pair")
+            #expect(PlatformInternals.enumCaseName(of: Shape.pair({ _ in }, NSObject())) == "pair")
+        }
+
+        @Test("values that are not enums have no case tag or case name")
+        func notEnums() {
+            #expect(EnumTag.tag(of: 42) == nil)
+            #expect(EnumTag.tag(of: "text") == nil)
+            #expect(EnumTag.tag(of: NSObject()) == nil)
+            #expect(PlatformInternals.enumCaseName(of: 42) == nil)
+        }
+
+        final class LooksLikeARegistry {
+            var behaviours: [String: Int] = ["1": 1]
+        }
+
+        final class HasNoBehaviours {
+            var tasks: [Int: Int] = [1: 1]
+        }
+
+        @Test("an object whose behaviours are not keyed by Int, or that has none, is not read")
+        func foreignRegistries() {
+            #expect(RegistryField.behaviours(of: LooksLikeARegistry()) == nil)
+            #expect(RegistryField.behaviours(of: HasNoBehaviours()) == nil)
+        }
+    }
+#endif
