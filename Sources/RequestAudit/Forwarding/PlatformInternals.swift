@@ -243,19 +243,24 @@ extension PlatformInternals {
         private static let flagsOffset = 10 * MemoryLayout<Int>.size
         private static let getEnumTagOffset = 11 * MemoryLayout<Int>.size
 
-        /// The tag of `value`'s case, or nil when `Value` is not an enum with enum witnesses.
+        /// The tag of `value`'s case, or nil when `Value` is not an enum with enum witnesses (or on
+        /// an architecture whose calling conventions this does not know: names are then always asked).
         static func tag<Value>(of value: Value) -> EnumTag? {
-            let metadata = unsafe unsafeBitCast(Value.self as Any.Type, to: UnsafeRawPointer.self)
-            guard unsafe metadata.load(as: Int.self) == enumKind else { return nil }
-            let witnesses = unsafe metadata.load(
-                fromByteOffset: -MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
-            guard unsafe witnesses.load(fromByteOffset: flagsOffset, as: UInt32.self) & hasEnumWitnesses != 0 else {
+            #if arch(x86_64) || arch(arm64)
+                let metadata = unsafe unsafeBitCast(Value.self as Any.Type, to: UnsafeRawPointer.self)
+                guard unsafe metadata.load(as: Int.self) == enumKind else { return nil }
+                let witnesses = unsafe metadata.load(
+                    fromByteOffset: -MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+                guard unsafe witnesses.load(fromByteOffset: flagsOffset, as: UInt32.self) & hasEnumWitnesses != 0 else {
+                    return nil
+                }
+                let getEnumTag = unsafe unsafeBitCast(
+                    witnesses.load(fromByteOffset: getEnumTagOffset, as: UnsafeRawPointer.self), to: GetEnumTag.self)
+                let number = unsafe withUnsafePointer(to: value) { unsafe getEnumTag(UnsafeRawPointer($0), metadata) }
+                return .tag(type: ObjectIdentifier(Value.self), case: number)
+            #else
                 return nil
-            }
-            let getEnumTag = unsafe unsafeBitCast(
-                witnesses.load(fromByteOffset: getEnumTagOffset, as: UnsafeRawPointer.self), to: GetEnumTag.self)
-            let number = unsafe withUnsafePointer(to: value) { unsafe getEnumTag(UnsafeRawPointer($0), metadata) }
-            return .tag(type: ObjectIdentifier(Value.self), case: number)
+            #endif
         }
     }
 #endif
