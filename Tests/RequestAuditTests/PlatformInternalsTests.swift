@@ -103,6 +103,14 @@ import Testing
             #expect(PlatformInternals.enumCaseName(of: 42) == nil)
         }
 
+        @Test("a session's work queue cannot be given another target: libdispatch stops the process")
+        func workQueueKeepsItsTarget() async {
+            await #expect(processExitsWith: .failure) {
+                let session = URLSession(configuration: .ephemeral)
+                PlatformInternals.workQueue(of: session)?.setTarget(queue: DispatchQueue(label: "elsewhere"))
+            }
+        }
+
         final class LooksLikeARegistry {
             var behaviours: [String: Int] = ["1": 1]
         }
