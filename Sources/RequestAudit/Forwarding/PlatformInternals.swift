@@ -159,9 +159,7 @@ extension PlatformInternals {
     /// `String(describing:)` prints for a case without a payload.
     @_silgen_name("swift_EnumCaseName")
     private func swiftEnumCaseName<Value>(_ value: Value) -> UnsafePointer<CChar>?
-#endif
 
-#if canImport(FoundationNetworking)
     /// A dictionary with `Int` keys whose value type is not known here, such as FoundationNetworking's
     /// `[Int: _Behaviour]`: one value is looked up without converting the whole dictionary (a cast
     /// to `[Int: Any]` boxes every entry).
@@ -219,9 +217,7 @@ extension PlatformInternals {
             return found
         }
     }
-#endif
 
-#if canImport(FoundationNetworking)
     /// The tag of the case an enum value holds, as the runtime's `getEnumTag` value witness gives it:
     /// a number per case of its type, read in nanoseconds where naming the case takes microseconds.
     enum EnumTag: Hashable {
