@@ -27,7 +27,11 @@ import Testing
             "[[:alpha:]]",
             "\\p{L}", "\\X", ".",
         ]
-        switch random.below(12) {
+        func quantifier() -> String {
+            random.pick(["{\(1 + random.below(5)),}", "*", "+", "{2,\(2 + random.below(4))}", "?"])
+                + random.pick(["", "", "?", "+"])
+        }
+        switch random.below(17) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -41,6 +45,12 @@ import Testing
         case 8: return "(\(alternation()))\\.\(random.pick(classes))+$"
         case 9: return "\(random.pick(classes)){\(4 + random.below(10)),}\\.(com|info|xyz)"
         case 10: return "(?i)" + literal() + "[\\s\\S]*" + literal()
+        case 11: return "\(random.pick(classes))\(quantifier())\(random.pick([".", "\\."]))\(literal())"
+        case 12: return "\(literal())\(random.pick(classes))\(quantifier())" + random.pick(["", "$"])
+        case 13:
+            return "\(random.pick(["", "^"]))\(literal())(\(alternation()))\(random.pick(classes)){2}(\(alternation()))"
+        case 14: return "\(literal())\\/\(random.pick(classes))|^\(literal())|\(literal())$"
+        case 15: return "(?>\(random.pick(classes))+)\(literal())"
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }
@@ -160,6 +170,41 @@ import Testing
         let request = AuditRequest(url: url)
         #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
         #expect(policy.evaluate(request).action == (pattern.hasPrefix("^(?!") ? .pass : .block))
+    }
+
+    @Test(
+        "fixed alternatives and open-ended repetitions at a pattern's edges are answered exactly",
+        arguments: [
+            ("[a-z0-9]{8,}\\.js", "https://a.test/abcdefgh.js", true),
+            ("[a-z0-9]{8,}\\.js", "https://a.test/abcdefg.js", false),
+            ("\\.(com|net)\\/[0-9]{2}", "https://a.NET/12", true),
+            ("\\.(com|net)\\/[0-9]{2}", "https://a.org/12", false),
+            ("cdn[0-9]+", "https://cdn7.test/", true),
+            ("cdn[0-9]+", "https://cdn.test/", false),
+            ("^http:|\\.exe$", "http://x.test/", true),
+            ("^http:|\\.exe$", "https://x.test/a.exe", true),
+            ("^http:|\\.exe$", "https://x.test/a.exe?x", false),
+        ])
+    func fixedAlternativesAndEdges(pattern: String, url: String, matches: Bool) throws {
+        let policy = try Policy(parsing: "[block]\nrule \(pattern)\n", file: "fixed.rules")
+        #expect(policy.indexStatistics.byShape == 1)
+        let request = AuditRequest(url: url)
+        #expect(policy.evaluate(request).action == (matches ? .block : .pass))
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+        if !matches { #expect(policy.candidateRules(for: request).isEmpty) }
+    }
+
+    @Test(
+        "an opening repetition that is possessive or atomic is left to PCRE2",
+        arguments: [
+            ("[a-z]{3,}z", true), ("[a-z]{3,}?z", true), ("[a-z]{3,}+z", false), ("(?>[a-z]{3,})z", false),
+        ])
+    func atomicOpening(pattern: String, matches: Bool) throws {
+        // Where `[a-z]{3,}` takes all of `abcz`, only backtracking leaves the `z` for the pattern's end.
+        let policy = try Policy(parsing: "[block]\nrun \(pattern)\n", file: "run.rules")
+        let request = AuditRequest(url: "https://abcz.test/")
+        #expect(policy.evaluate(request).action == (matches ? .block : .pass))
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
     }
 
     @Test("a shape that needs a character outside ASCII never matches an ASCII URL")

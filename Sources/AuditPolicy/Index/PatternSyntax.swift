@@ -53,6 +53,10 @@ struct PatternSyntaxReader {
     private var position = 0
     /// Whether letters may match case-insensitively (the rule's option or a leading `(?i)`).
     private(set) var isCaseless: Bool
+    /// Whether the pattern has a possessive quantifier (`a++`) or an atomic group (`(?>…)`),
+    /// which the nodes do not tell from their backtracking forms: they match no more than those,
+    /// but may match less.
+    private(set) var hasAtomicParts = false
 
     init(_ pattern: String, caseless: Bool) {
         self.bytes = Array(pattern.utf8)
@@ -371,7 +375,8 @@ struct PatternSyntaxReader {
             guard let kind = current else { throw GiveUp() }
             position += 1
             switch kind {
-            case UInt8(ascii: ":"), UInt8(ascii: ">"): break
+            case UInt8(ascii: ":"): break
+            case UInt8(ascii: ">"): hasAtomicParts = true
             case UInt8(ascii: "="): isZeroWidth = true
             case UInt8(ascii: "!"):
                 let alternatives = try readAlternatives()
@@ -427,7 +432,10 @@ struct PatternSyntaxReader {
         default: return atom
         }
         position += 1
-        if let next = current, next == UInt8(ascii: "+") || next == UInt8(ascii: "?") { position += 1 }
+        if let next = current, next == UInt8(ascii: "+") || next == UInt8(ascii: "?") {
+            hasAtomicParts = hasAtomicParts || next == UInt8(ascii: "+")
+            position += 1
+        }
         switch atom {
         case .start, .end, .zeroWidth, .negativeLookahead, .authority: throw GiveUp()
         default: break

@@ -105,11 +105,53 @@ struct FoundLiterals {
         return bits &>> UInt64(truncatingIfNeeded: number & 63) & 1 != 0
     }
 
+    /// Whether some literal of `mask` was found.
+    @inline(__always)
+    func intersects(_ mask: LiteralMask) -> Bool {
+        for (offset, bits) in mask.words.enumerated() {
+            let word = mask.firstWord &+ offset
+            if (word < 8 ? inline[word] : more[word &- 8]) & bits != 0 { return true }
+        }
+        return false
+    }
+
+    /// Whether every literal of `mask` was found.
+    @inline(__always)
+    func containsAll(_ mask: LiteralMask) -> Bool {
+        for (offset, bits) in mask.words.enumerated() {
+            let word = mask.firstWord &+ offset
+            if (word < 8 ? inline[word] : more[word &- 8]) & bits != bits { return false }
+        }
+        return true
+    }
+
     /// Records literal `number` as found.
     @inline(__always)
     mutating func insert(_ number: Int) {
         let word = number &>> 6
         let bit: UInt64 = 1 &<< UInt64(truncatingIfNeeded: number & 63)
         if word < 8 { inline[word] |= bit } else { more[word &- 8] |= bit }
+    }
+}
+
+/// A set of literals of a ``LiteralSet``, as the words of ``FoundLiterals`` that hold them: one
+/// test tells whether any of them was found.
+struct LiteralMask: Sendable {
+    /// The literals, ascending.
+    let numbers: [Int]
+    /// The word of ``FoundLiterals`` that ``words`` starts at.
+    let firstWord: Int
+    /// Bit `n` of word `w`: literal `64 × (firstWord + w) + n` is in the mask.
+    let words: [UInt64]
+
+    /// The mask of literals `numbers`.
+    init(_ numbers: [Int]) {
+        let sorted = Array(Set(numbers)).sorted()
+        self.numbers = sorted
+        let first = (sorted.first ?? 0) >> 6
+        var words = [UInt64](repeating: 0, count: ((sorted.last ?? 0) >> 6) - first + 1)
+        for number in sorted { words[(number >> 6) - first] |= 1 << UInt64(number & 63) }
+        self.firstWord = first
+        self.words = words
     }
 }

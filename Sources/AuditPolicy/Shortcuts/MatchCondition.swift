@@ -66,6 +66,8 @@ enum ConditionAnalysis {
     static let widestRunClass = 96
     /// At most this many bytes are checked at a start or an end.
     static let longestAnchoredCheck = 32
+    /// A pattern of fixed characters is answered exactly up to this many.
+    static let longestFixedSequence = 96
 
     /// What every match of a pattern made of `alternatives` (as read from its syntax) needs.
     static func condition(ofAlternatives alternatives: [[PatternNode]], caseless: Bool, atTop: Bool)
@@ -168,7 +170,7 @@ enum ConditionAnalysis {
                 guard let set = singleCharacterSet(node, caseless: caseless, exactOnly: true) else { return nil }
                 sets.append(set)
             }
-            guard sets.count <= longestAnchoredCheck else { return nil }
+            guard sets.count <= longestFixedSequence else { return nil }
         }
         return sets.isEmpty ? nil : sets
     }

@@ -26,7 +26,7 @@ struct RuleShortcut: Hashable {
         guard let alternatives = reader.read() else { return nil }
         let caseless = reader.isCaseless
         let condition = ConditionAnalysis.condition(ofAlternatives: alternatives, caseless: caseless, atTop: true)
-        if answersMatches, let exact = Self.fixedCondition(alternatives, caseless: caseless) {
+        if answersMatches, !reader.hasAtomicParts, let exact = Self.fixedCondition(alternatives, caseless: caseless) {
             // A pattern of fixed characters matches exactly when the condition holds.
             self.condition = exact
             self.isExact = true
@@ -42,21 +42,88 @@ struct RuleShortcut: Hashable {
         self.isExactUnless = unless?.isExact ?? false
     }
 
-    /// For a pattern of fixed characters (`\/....\/`), perhaps after `^` or before `$` (not both):
-    /// the condition a printable subject meets exactly when the pattern matches it.
+    /// Most fixed sequences a pattern's groups of alternatives may spell out.
+    static let mostFixedSequences = 64
+
+    /// For a pattern of fixed characters (`\/....\/`), perhaps after `^` or before `$` (not both),
+    /// or alternatives of such: the condition a printable subject meets exactly when the pattern
+    /// matches it.
+    ///
+    /// Two rewrites keep the answer exact while making more patterns fixed:
+    /// - A group of fixed alternatives spells out one sequence per alternative:
+    ///   `[a-z]{8}\.(com|xyz)` is `[a-z]{8}\.com` or `[a-z]{8}\.xyz`.
+    /// - A repeated character that opens a pattern not anchored at its start, or closes one not
+    ///   anchored at its end, needs only its fewest repetitions: where `[a-z0-9]{32,}\.js` matches,
+    ///   `[a-z0-9]{32}\.js` matches further on. (Not so for possessive or atomic forms, which
+    ///   give no shortcut that claims matches.)
     private static func fixedCondition(_ alternatives: [[PatternNode]], caseless: Bool) -> MatchCondition? {
-        guard alternatives.count == 1 else { return nil }
-        var nodes = PatternNode.flatten(alternatives[0])
-        let isAnchoredAtStart = nodes.first == .start
-        if isAnchoredAtStart { nodes.removeFirst() }
-        let isAnchoredAtEnd = nodes.last == .end
-        if isAnchoredAtEnd { nodes.removeLast() }
-        guard !(isAnchoredAtStart && isAnchoredAtEnd),
-            let sequence = ConditionAnalysis.fixedSequence(nodes, caseless: caseless)
+        var conditions: [MatchCondition] = []
+        for alternative in alternatives {
+            var nodes = PatternNode.flatten(alternative)
+            let isAnchoredAtStart = nodes.first == .start
+            if isAnchoredAtStart { nodes.removeFirst() }
+            let isAnchoredAtEnd = nodes.last == .end
+            if isAnchoredAtEnd { nodes.removeLast() }
+            guard !(isAnchoredAtStart && isAnchoredAtEnd) else { return nil }
+            if !isAnchoredAtStart, let first = nodes.first, let fewest = fewestRepetitions(of: first) {
+                nodes.replaceSubrange(0..<1, with: fewest)
+            }
+            if !isAnchoredAtEnd, let last = nodes.last, let fewest = fewestRepetitions(of: last) {
+                nodes.replaceSubrange((nodes.count - 1)..., with: fewest)
+            }
+            guard let sequences = fixedSequences(spelledBy: nodes, caseless: caseless) else { return nil }
+            for sequence in sequences {
+                if isAnchoredAtStart {
+                    conditions.append(.startsWith(sequence))
+                } else if isAnchoredAtEnd {
+                    conditions.append(.endsWith(sequence))
+                } else {
+                    conditions.append(.containsSequence(sequence))
+                }
+            }
+            guard conditions.count <= mostFixedSequences else { return nil }
+        }
+        return conditions.isEmpty ? nil : .any(of: conditions)
+    }
+
+    /// A repeated node as its fewest repetitions (`x{3,}` as `xxx`), when its bounds vary.
+    private static func fewestRepetitions(of node: PatternNode) -> [PatternNode]? {
+        guard case .repeated(let inner, let minimum, let maximum) = node, maximum != minimum,
+            minimum <= ConditionAnalysis.longestFixedSequence
         else { return nil }
-        if isAnchoredAtStart { return .startsWith(sequence) }
-        if isAnchoredAtEnd { return .endsWith(sequence) }
-        return .containsSequence(sequence)
+        return Array(repeating: inner, count: minimum)
+    }
+
+    /// The sequences of sets `nodes` can match, one for each choice among its groups of fixed
+    /// alternatives; nil unless every node is fixed, or there would be too many sequences.
+    private static func fixedSequences(spelledBy nodes: [PatternNode], caseless: Bool) -> [[ASCIISet]]? {
+        var sequences: [[ASCIISet]] = [[]]
+        var run: [PatternNode] = []
+        func endRun() -> Bool {
+            guard !run.isEmpty else { return true }
+            guard let sets = ConditionAnalysis.fixedSequence(run, caseless: caseless) else { return false }
+            sequences = sequences.map { $0 + sets }
+            run = []
+            return true
+        }
+        for node in nodes {
+            guard case .group(let choices) = node, choices.count > 1 else {
+                run.append(node)
+                continue
+            }
+            guard endRun() else { return nil }
+            var spelled: [[ASCIISet]] = []
+            for choice in choices {
+                guard let sets = ConditionAnalysis.fixedSequence(PatternNode.flatten(choice), caseless: caseless)
+                else { return nil }
+                spelled.append(sets)
+            }
+            guard sequences.count * spelled.count <= mostFixedSequences else { return nil }
+            sequences = sequences.flatMap { prefix in spelled.map { prefix + $0 } }
+        }
+        guard endRun() else { return nil }
+        let longest = sequences.map(\.count).max() ?? 0
+        return longest > 0 && longest <= ConditionAnalysis.longestFixedSequence ? sequences : nil
     }
 
     /// For `^(?!X).*$` (and `^(?!X)`, `^(?!X).*`): what a subject must have for X to match at its

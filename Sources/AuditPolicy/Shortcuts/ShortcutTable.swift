@@ -79,17 +79,25 @@ struct ShortcutTable: Sendable {
 /// One operation of a compiled condition.
 private struct ShortcutOperation {
     enum Kind: UInt8 {
-        case always, never, literal, run, startsWith, endsWith, containsSequence, all, any
+        case always, never, literal, anyLiteral, run, startsWith, endsWith, containsSequence, all, any
     }
     let kind: Kind
-    /// literal: its number; run: its set; startsWith, endsWith, containsSequence: the first of its
-    /// sets.
+    /// literal: its number; anyLiteral: its mask; run: its set; startsWith, endsWith,
+    /// containsSequence: the first of its sets.
     let first: Int32
     /// run: the minimum length; startsWith, endsWith, containsSequence: the number of sets.
     let second: Int32
     /// containsSequence: the literal it must contain (-1: none known), and where in the sequence.
     var anchor: Int32 = -1
     var anchorOffset: Int32 = 0
+    /// containsSequence without an anchor: a byte the sequence has at ``anchorOffset``, searched
+    /// for with `memchr` (-1: none).
+    var scanByte: Int16 = -1
+    /// any: the mask of literals one of which occurs whenever a child holds; containsSequence: of
+    /// the literal pieces of the sequence, which all occur whenever it does (-1: none known).
+    var mask: Int32 = -1
+    /// A literal that occurs in every subject this operation holds for (-1: none known).
+    var witness: Int32 = -1
     /// The index just past this operation's subtree (its children follow it).
     var end: Int32
 }
@@ -116,6 +124,7 @@ private final class ShortcutProgram: Sendable {
     let operations: [ShortcutOperation]
     let sets: [ASCIISet]
     let fields: [Field]
+    let masks: [LiteralMask]
 
     init(_ shortcuts: [(shortcut: RuleShortcut, field: RequestField)]) {
         var compiler = Compiler()
@@ -132,6 +141,7 @@ private final class ShortcutProgram: Sendable {
         self.rules = rules
         self.operations = compiler.operations
         self.sets = compiler.sets
+        self.masks = compiler.masks
         self.fields = compiler.fields.indices.map { slot in
             Field(
                 name: compiler.fields[slot],
@@ -160,6 +170,8 @@ private final class ShortcutProgram: Sendable {
         case .never: return false
         case .literal:
             return found.contains(Int(operation.first))
+        case .anyLiteral:
+            return found.intersects(masks[Int(operation.first)])
         case .run:
             return hasRun(of: sets[Int(operation.first)], minimum: Int(operation.second), in: bytes)
         case .startsWith, .endsWith:
@@ -172,13 +184,26 @@ private final class ShortcutProgram: Sendable {
         case .containsSequence:
             let anchor = Int(operation.anchor)
             if anchor >= 0, !found.contains(anchor) { return false }
+            if operation.mask >= 0, !found.containsAll(masks[Int(operation.mask)]) { return false }
+            if operation.scanByte >= 0 {
+                return containsSequence(
+                    Int(operation.first), Int(operation.second), around: UInt8(operation.scanByte),
+                    at: Int(operation.anchorOffset), in: bytes)
+            }
             return containsSequence(
                 Int(operation.first), Int(operation.second), from: Int(operation.anchorOffset), in: bytes)
         case .all, .any:
             let wanted = operation.kind == .any
+            if operation.mask >= 0, !found.intersects(masks[Int(operation.mask)]) { return false }
             var child = index + 1
             while child < Int(operation.end) {
-                if holds(child, bytes, found) == wanted { return wanted }
+                let witness = Int(operations[child].witness)
+                // A child whose witness is missing does not hold, without reading it.
+                if witness < 0 || found.contains(witness) {
+                    if holds(child, bytes, found) == wanted { return wanted }
+                } else if !wanted {
+                    return false
+                }
                 child = Int(operations[child].end)
             }
             return !wanted
@@ -194,6 +219,23 @@ private final class ShortcutProgram: Sendable {
                 continue placing
             }
             for index in 0..<offset where !sets[first + index].contains(bytes[start + index]) { continue placing }
+            return true
+        }
+        return false
+    }
+
+    /// ``containsSequence(_:_:from:in:)`` for a sequence whose set at `offset` is the one byte
+    /// `byte`: only the places where `memchr` finds it are checked.
+    private func containsSequence(
+        _ first: Int, _ count: Int, around byte: UInt8, at offset: Int, in bytes: Span<UInt8>
+    ) -> Bool {
+        guard bytes.count >= count else { return false }
+        var from = offset
+        let end = bytes.count - count + offset + 1
+        placing: while let position = bytes.firstIndex(of: byte, from: from, to: end) {
+            from = position + 1
+            let start = position - offset
+            for index in 0..<count where !sets[first + index].contains(bytes[start + index]) { continue placing }
             return true
         }
         return false
@@ -219,6 +261,7 @@ private final class ShortcutProgram: Sendable {
         var literals: [[[UInt8]: Int]] = []
         var operations: [ShortcutOperation] = []
         var sets: [ASCIISet] = []
+        var masks: [LiteralMask] = []
 
         mutating func slot(of field: RequestField) -> Int {
             if let slot = fields.firstIndex(of: field) { return slot }
@@ -245,14 +288,33 @@ private final class ShortcutProgram: Sendable {
             case .run(let set, let minimum):
                 append(.run, sets.count, minimum)
                 sets.append(set)
+            case .containsSequence(let sequence) where sequence.count > 1 && sequence.allSatisfy({ $0 == sequence[0] }):
+                // One set over and over: a run, which is found reading about one byte in `count`.
+                append(.run, sets.count, sequence.count)
+                sets.append(sequence[0])
             case .containsSequence(let sequence):
                 append(.containsSequence, sets.count, sequence.count)
                 sets += sequence
-                if let (anchor, offset) = Self.anchor(of: sequence) {
-                    let number = literals[field][anchor] ?? literals[field].count
-                    literals[field][anchor] = number
-                    operations[index].anchor = Int32(number)
+                let pieces = Self.literalPieces(of: sequence)
+                if let (anchor, offset) = pieces.max(by: { $0.literal.count < $1.literal.count }) {
+                    let numbers = pieces.map { piece in
+                        let number = literals[field][piece.literal] ?? literals[field].count
+                        literals[field][piece.literal] = number
+                        return number
+                    }
+                    operations[index].anchor = Int32(literals[field][anchor] ?? 0)
                     operations[index].anchorOffset = Int32(offset)
+                    if numbers.count > 1 {
+                        operations[index].mask = Int32(masks.count)
+                        masks.append(LiteralMask(numbers))
+                    }
+                } else if let offset = sequence.firstIndex(where: { $0.count == 1 }),
+                    let byte = (0..<128).first(where: { sequence[offset].contains(UInt8($0)) })
+                {
+                    operations[index].scanByte = Int16(byte)
+                    operations[index].anchorOffset = Int32(offset)
+                } else if let narrowest = sequence.indices.min(by: { sequence[$0].count < sequence[$1].count }) {
+                    operations[index].anchorOffset = Int32(narrowest)
                 }
             case .startsWith(let anchored), .endsWith(let anchored):
                 if case .startsWith = condition {
@@ -261,17 +323,67 @@ private final class ShortcutProgram: Sendable {
                     append(.endsWith, sets.count, anchored.count)
                 }
                 sets += anchored
+            case .any(let children) where children.allSatisfy({ if case .contains = $0 { true } else { false } }):
+                // Literal alternatives: one test of the found literals against their mask.
+                let numbers = children.map { child in
+                    guard case .contains(let literal) = child else { preconditionFailure("a literal") }
+                    let number = literals[field][literal] ?? literals[field].count
+                    literals[field][literal] = number
+                    return number
+                }
+                append(.anyLiteral, masks.count)
+                masks.append(LiteralMask(numbers))
             case .all(let children), .any(let children):
                 if case .all = condition { append(.all, 0) } else { append(.any, 0) }
                 for child in Self.cheapestFirst(children) { _ = compile(child, field: field) }
                 operations[index].end = Int32(operations.count)
+                if case .any = condition, let witnesses = witnesses(ofChildrenOf: index) {
+                    operations[index].mask = Int32(masks.count)
+                    masks.append(LiteralMask(witnesses))
+                }
+            }
+            if let witnesses = witnesses(of: index), witnesses.count == 1 {
+                operations[index].witness = Int32(witnesses[0])
             }
             return Int32(index)
         }
 
-        /// The longest literal text in a sequence (sets of one byte, or of one letter in both
-        /// cases), lower-case, and where it starts; nil when none is two bytes or more.
-        static func anchor(of sequence: [ASCIISet]) -> (literal: [UInt8], offset: Int)? {
+        /// Literals one of which occurs in every subject operation `index` holds for; nil when
+        /// some subject it holds for may have none of them.
+        private func witnesses(of index: Int) -> [Int]? {
+            let operation = operations[index]
+            switch operation.kind {
+            case .literal: return [Int(operation.first)]
+            case .anyLiteral: return masks[Int(operation.first)].numbers
+            case .containsSequence: return operation.anchor >= 0 ? [Int(operation.anchor)] : nil
+            case .any: return witnesses(ofChildrenOf: index)
+            case .all:
+                var child = index + 1
+                while child < Int(operation.end) {
+                    if let found = witnesses(of: child) { return found }
+                    child = Int(operations[child].end)
+                }
+                return nil
+            case .always, .never, .run, .startsWith, .endsWith: return nil
+            }
+        }
+
+        /// The witnesses of every child of the `any` or `all` operation at `index`, together; nil
+        /// when some child has none.
+        private func witnesses(ofChildrenOf index: Int) -> [Int]? {
+            var all: [Int] = []
+            var child = index + 1
+            while child < Int(operations[index].end) {
+                guard let found = witnesses(of: child) else { return nil }
+                all += found
+                child = Int(operations[child].end)
+            }
+            return all
+        }
+
+        /// The literal texts of a sequence (runs of sets of one byte, or of one letter in both
+        /// cases) of two bytes or more, lower-case, and where each starts.
+        static func literalPieces(of sequence: [ASCIISet]) -> [(literal: [UInt8], offset: Int)] {
             func byte(_ set: ASCIISet) -> UInt8? {
                 guard set.count <= 2, let first = (0..<128).first(where: { set.contains(UInt8($0)) }) else {
                     return nil
@@ -282,19 +394,19 @@ private final class ShortcutProgram: Sendable {
                 letter.addOtherCases()
                 return letter == set ? lower : nil
             }
-            var best: (literal: [UInt8], offset: Int)?
+            var pieces: [(literal: [UInt8], offset: Int)] = []
             var current: [UInt8] = []
             for (index, set) in sequence.enumerated() {
-                if let byte = byte(set) {
-                    current.append(byte)
-                    if current.count >= 2, current.count > best?.literal.count ?? 0 {
-                        best = (current, index + 1 - current.count)
+                if let byte = byte(set) { current.append(byte) }
+                if byte(set) == nil || index == sequence.count - 1 {
+                    if current.count >= 2 {
+                        let end = byte(set) == nil ? index : index + 1
+                        pieces.append((current, end - current.count))
                     }
-                } else {
                     current = []
                 }
             }
-            return best
+            return pieces
         }
 
         /// Anchored checks first (a few bytes), then literals (already searched), then the rest.
