@@ -1,72 +1,74 @@
-/// Literal strings searched for in a subject all at once, without case: which of them occur.
+/// Literal strings searched for in a subject of printable ASCII all at once, without case: which
+/// of them occur.
 ///
 /// Each literal (two bytes or more, letters lower-case) is filed under its first two bytes; one
-/// pass over the subject tests each position's two bytes against a 65,536-bit set of those first
-/// pairs, and compares only the literals filed under the few pairs that pass.
+/// pass over the subject looks each position's two bytes up in a table of the 95 × 95 printable
+/// pairs, and compares only the literals filed under the few pairs found there.
 struct LiteralSet: Sendable {
     /// Number of literals.
     let count: Int
     /// Every literal's bytes, one after another; literal `n` is `bytes[starts[n]..<starts[n + 1]]`.
     private let bytes: [UInt8]
     private let starts: [Int32]
-    /// Bit `first << 8 | second` set when some literal starts with those two bytes.
-    private let pairGate: [UInt64]
-    /// The distinct first pairs, ascending; the literals of `pairs[i]` are
-    /// `literalsByPair[pairStarts[i]..<pairStarts[i + 1]]`.
-    private let pairs: [UInt16]
-    private let pairStarts: [Int32]
-    /// The pairs starting with byte `b` are `pairs[pairsByFirstByte[b]..<pairsByFirstByte[b + 1]]`.
-    private let pairsByFirstByte: [Int32]
-    private let literalsByPair: [Int32]
+    /// For the pair of printable bytes `first`, `second`: 1 + the number of its group of
+    /// literals, at `(first - 0x20) × 95 + second - 0x20`; 0 when no literal starts with it.
+    private let pairGroups: [UInt16]
+    /// The literals of group `g` are `literalsByGroup[groupStarts[g]..<groupStarts[g + 1]]`.
+    private let groupStarts: [Int32]
+    private let literalsByGroup: [Int32]
+
+    private static let printableCount = 95
 
     /// The set of `literals`, each two bytes or more, letters lower-case; bit `n` of a search's
-    /// result stands for `literals[n]`.
+    /// result stands for `literals[n]`. A literal with a byte outside printable ASCII is never
+    /// found.
     init(_ literals: [[UInt8]]) {
         count = literals.count
         bytes = literals.flatMap { $0 }
         starts = literals.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32($1.count)) }
-        var gate = [UInt64](repeating: 0, count: 1024)
-        var byPair: [UInt16: [Int32]] = [:]
+        var byPair: [Int: [Int32]] = [:]
         for (number, literal) in literals.enumerated() {
             precondition(literal.count >= 2, "a literal of the set has two bytes or more")
-            let pair = UInt16(literal[0]) << 8 | UInt16(literal[1])
-            gate[Int(pair >> 6)] |= 1 << UInt64(pair & 63)
-            byPair[pair, default: []].append(Int32(number))
+            guard literal.allSatisfy({ $0 &- 0x20 < 0x5F }) else { continue }
+            byPair[Self.pairIndex(literal[0], literal[1]), default: []].append(Int32(number))
         }
-        pairGate = gate
-        pairs = byPair.keys.sorted()
-        var byFirstByte = [Int32](repeating: 0, count: 257)
-        for pair in pairs { byFirstByte[Int(pair >> 8) + 1] += 1 }
-        for byte in 1...256 { byFirstByte[byte] += byFirstByte[byte - 1] }
-        pairsByFirstByte = byFirstByte
-        pairStarts = pairs.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32(byPair[$1]?.count ?? 0)) }
-        literalsByPair = pairs.flatMap { byPair[$0] ?? [] }
+        precondition(byPair.count < Int(UInt16.max), "fewer groups than a UInt16 numbers")
+        var groups = [UInt16](repeating: 0, count: Self.printableCount * Self.printableCount)
+        var groupStarts: [Int32] = [0]
+        var literalsByGroup: [Int32] = []
+        for pair in byPair.keys.sorted() {
+            groups[pair] = UInt16(groupStarts.count)
+            literalsByGroup += byPair[pair] ?? []
+            groupStarts.append(Int32(literalsByGroup.count))
+        }
+        pairGroups = groups
+        self.groupStarts = groupStarts
+        self.literalsByGroup = literalsByGroup
     }
 
-    /// Adds to `found` each literal that occurs in `subject`, compared without case.
+    @inline(__always)
+    private static func pairIndex(_ first: UInt8, _ second: UInt8) -> Int {
+        Int(first &- 0x20) &* printableCount &+ Int(second &- 0x20)
+    }
+
+    /// Adds to `found` each literal that occurs in `subject`, compared without case. Every byte of
+    /// `subject` is printable ASCII (0x20–0x7E).
     func search(_ subject: Span<UInt8>, found: inout FoundLiterals) {
         guard subject.count >= 2, count > 0 else { return }
-        let gate = pairGate.span
+        let groups = pairGroups.span
         var previous = ConditionAnalysis.lowercased(subject[0])
         for position in 1..<subject.count {
             let next = ConditionAnalysis.lowercased(subject[position])
-            let pair = UInt16(previous) << 8 | UInt16(next)
+            let group = Int(groups[Self.pairIndex(previous, next)])
             previous = next
-            guard gate[Int(pair >> 6)] >> UInt64(pair & 63) & 1 != 0 else { continue }
-            markLiterals(startingWith: pair, at: position - 1, in: subject, found: &found)
+            guard group != 0 else { continue }
+            markLiterals(of: group &- 1, at: position &- 1, in: subject, found: &found)
         }
     }
 
-    private func markLiterals(
-        startingWith pair: UInt16, at start: Int, in subject: Span<UInt8>, found: inout FoundLiterals
-    ) {
-        let first = Int(pair >> 8)
-        var index = Int(pairsByFirstByte[first])
-        let end = Int(pairsByFirstByte[first + 1])
-        while index < end, pairs[index] != pair { index += 1 }
-        guard index < end else { return }
-        for slot in Int(pairStarts[index])..<Int(pairStarts[index + 1]) {
-            let number = Int(literalsByPair[slot])
+    private func markLiterals(of group: Int, at start: Int, in subject: Span<UInt8>, found: inout FoundLiterals) {
+        for slot in Int(groupStarts[group])..<Int(groupStarts[group + 1]) {
+            let number = Int(literalsByGroup[slot])
             guard !found.contains(number), occurs(number, at: start, in: subject) else { continue }
             found.insert(number)
         }

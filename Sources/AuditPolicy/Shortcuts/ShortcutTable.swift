@@ -296,7 +296,7 @@ private final class ShortcutProgram: Sendable {
                 append(.containsSequence, sets.count, sequence.count)
                 sets += sequence
                 let pieces = Self.literalPieces(of: sequence)
-                if let (anchor, offset) = pieces.max(by: { $0.literal.count < $1.literal.count }) {
+                if let (anchor, offset) = pieces.max(by: { Self.rarity($0.literal) < Self.rarity($1.literal) }) {
                     let numbers = pieces.map { piece in
                         let number = literals[field][piece.literal] ?? literals[field].count
                         literals[field][piece.literal] = number
@@ -379,6 +379,19 @@ private final class ShortcutProgram: Sendable {
                 child = Int(operations[child].end)
             }
             return all
+        }
+
+        /// Text that nearly every URL has, and so a poor anchor however long it is.
+        static let commonURLText: Set<[UInt8]> = Set(
+            [
+                "http", "https", "://", "www", "com", ".com", "com/", "net", "org", "html", "php", "js", "css", "png",
+                "jpg", "gif", "cdn", "static", "api", "img", "www.", "/wp-",
+            ]
+            .map { Array($0.utf8) })
+
+        /// How rarely a literal is expected in URLs: longer is rarer, except for common URL text.
+        static func rarity(_ literal: [UInt8]) -> Int {
+            commonURLText.contains(literal) ? 0 : literal.count
         }
 
         /// The literal texts of a sequence (runs of sets of one byte, or of one letter in both
