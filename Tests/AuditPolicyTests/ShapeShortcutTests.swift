@@ -31,7 +31,8 @@ import Testing
             random.pick(["{\(1 + random.below(5)),}", "*", "+", "{2,\(2 + random.below(4))}", "?"])
                 + random.pick(["", "", "?", "+"])
         }
-        switch random.below(17) {
+        func backtracking() -> String { random.pick(["*", "+", "{2,}", "{1,3}", "?", "*?"]) }
+        switch random.below(21) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -51,6 +52,14 @@ import Testing
             return "\(random.pick(["", "^"]))\(literal())(\(alternation()))\(random.pick(classes)){2}(\(alternation()))"
         case 14: return "\(literal())\\/\(random.pick(classes))|^\(literal())|\(literal())$"
         case 15: return "(?>\(random.pick(classes))+)\(literal())"
+        case 16:
+            return
+                "\(literal())\(random.pick(classes))\(backtracking())\(random.pick(["", "\\."]))(\(alternation()))\\/"
+        case 17:
+            return "^https?:\\/\\/(\(random.pick(classes))+\\/){\(1 + random.below(4)),}\(random.pick(classes))+"
+                + random.pick(["", "$"])
+        case 18: return "(?:\(alternation()))\\/(?!\(alternation()))" + random.pick(["", ".*", ".*$"])
+        case 19: return "\(literal())(\(random.pick(classes)){2,4}|\(literal()))\(literal())"
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }
@@ -192,6 +201,39 @@ import Testing
         #expect(policy.evaluate(request).action == (matches ? .block : .pass))
         #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
         if !matches { #expect(policy.candidateRules(for: request).isEmpty) }
+    }
+
+    @Test(
+        "patterns PCRE2 would backtrack through are answered in one pass, as PCRE2 answers them",
+        arguments: [
+            (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.com/cart", true),
+            (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.org/cart", false),
+            (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.com", false),
+            ("^https?:\\/\\/([a-z0-9.-]+\\/){3,}[a-z]+$", "https://a.test/b/c/d", true),
+            ("^https?:\\/\\/([a-z0-9.-]+\\/){3,}[a-z]+$", "https://a.test/b/d", false),
+            ("^https?:\\/\\/([a-z0-9.-]+\\/){3,}[a-z]+$", "https://a.test/b/c/d1", false),
+            ("(?:com|net)\\/(?!shrinker).*", "https://a.com/shrinker/b", false),
+            ("(?:com|net)\\/(?!shrinker).*", "https://a.com/shrinker/b.net/x", true),
+            ("(?:com|net)\\/(?!shrinker).*", "https://a.net/", true),
+            ("(?i)\\.(COM|ru)\\/[a-z0-9]+\\/[a-z0-9]+$", "https://A.Com/Ab/12", true),
+            ("(?i)\\.(COM|ru)\\/[a-z0-9]+\\/[a-z0-9]+$", "https://a.com/ab/12/", false),
+        ])
+    func onePass(pattern: String, url: String, matches: Bool) throws {
+        let policy = try Policy(parsing: "[block]\nrule \(pattern)\n", file: "pass.rules")
+        let request = AuditRequest(url: url)
+        #expect(policy.evaluate(request).action == (matches ? .block : .pass))
+        #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
+    }
+
+    @Test("a pattern whose backtracking can grow exponentially is left to PCRE2, match-limit failure and all")
+    func exponentialBacktracking() throws {
+        let policy = try Policy(parsing: "[block]\nnested k(.{2,4}|js)+CDN\n", file: "nested.rules")
+        // The rule's literals are there, so it is matched, and no `cdn` follows the `k`.
+        let request = AuditRequest(url: "https://cdn.test/k" + String(repeating: "abcdefghin", count: 6))
+        let verdict = policy.evaluate(request)
+        #expect(verdict == policy.evaluateEveryRule(request))
+        #expect(verdict.action == .block)
+        #expect(verdict.errors.map(\.ruleID) == ["nested/nested"])
     }
 
     @Test(

@@ -586,6 +586,8 @@ struct ASCIISet: Equatable, Hashable {
 
     func union(_ other: ASCIISet) -> ASCIISet { ASCIISet(low: low | other.low, high: high | other.high) }
 
+    func isDisjoint(with other: ASCIISet) -> Bool { low & other.low == 0 && high & other.high == 0 }
+
     mutating func insert(_ byte: UInt8) {
         guard byte < 0x80 else { return }
         if byte < 64 { low |= 1 << UInt64(byte) } else { high |= 1 << UInt64(byte - 64) }

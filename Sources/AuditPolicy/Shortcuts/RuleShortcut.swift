@@ -7,15 +7,18 @@
 ///   the condition of the lookahead's inside: a subject that fails it matches. When a, b and c are
 ///   each a fixed number of characters, the condition is exact (``isExactUnless``): a subject that
 ///   meets it does not match either.
+/// - ``automaton``: for a subject that meets ``condition``, whether the pattern matches, in one
+///   pass (a pattern without lookarounds, back-references or atomic parts).
 ///
 /// Built only for rules the index cannot rule out well (those run for every request, or filed
 /// under a key most requests carry), where a PCRE2 call per request is what a decision costs.
-struct RuleShortcut: Hashable {
+struct RuleShortcut {
     let condition: MatchCondition
     /// Whether the pattern matches exactly when ``condition`` holds (a pattern of fixed characters).
     let isExact: Bool
     let matchesUnless: MatchCondition?
     let isExactUnless: Bool
+    let automaton: PositionAutomaton?
 
     /// The shortcut of a pattern, or nil when its shape tells nothing (or it cannot be read).
     ///
@@ -32,14 +35,18 @@ struct RuleShortcut: Hashable {
             self.isExact = true
             self.matchesUnless = nil
             self.isExactUnless = false
+            self.automaton = nil
             return
         }
         let unless = answersMatches ? Self.lookaheadCondition(alternatives, caseless: caseless) : nil
-        guard condition != .always || unless != nil else { return nil }
+        let automaton =
+            answersMatches && !reader.hasAtomicParts ? PositionAutomaton(alternatives, caseless: caseless) : nil
+        guard condition != .always || unless != nil || automaton != nil else { return nil }
         self.condition = condition
         self.isExact = false
         self.matchesUnless = unless?.condition
         self.isExactUnless = unless?.isExact ?? false
+        self.automaton = automaton
     }
 
     /// Most fixed sequences a pattern's groups of alternatives may spell out.

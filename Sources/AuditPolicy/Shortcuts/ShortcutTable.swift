@@ -112,6 +112,8 @@ private final class ShortcutProgram: Sendable {
         let matchesUnless: Int32
         let isExactUnless: Bool
         let isExact: Bool
+        /// -1: none.
+        let automaton: Int32
     }
 
     /// A field's literals, searched for at once in its subject.
@@ -125,10 +127,12 @@ private final class ShortcutProgram: Sendable {
     let sets: [ASCIISet]
     let fields: [Field]
     let masks: [LiteralMask]
+    let automata: [PositionAutomaton]
 
     init(_ shortcuts: [(shortcut: RuleShortcut, field: RequestField)]) {
         var compiler = Compiler()
         var rules: [Rule] = []
+        var automata: [PositionAutomaton] = []
         for (shortcut, field) in shortcuts {
             let slot = compiler.slot(of: field)
             let condition = compiler.compile(shortcut.condition, field: slot)
@@ -136,8 +140,10 @@ private final class ShortcutProgram: Sendable {
             rules.append(
                 Rule(
                     field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless,
-                    isExact: shortcut.isExact))
+                    isExact: shortcut.isExact, automaton: shortcut.automaton == nil ? -1 : Int32(automata.count)))
+            if let automaton = shortcut.automaton { automata.append(automaton) }
         }
+        self.automata = automata
         self.rules = rules
         self.operations = compiler.operations
         self.sets = compiler.sets
@@ -158,7 +164,8 @@ private final class ShortcutProgram: Sendable {
             if !holds(Int(rule.matchesUnless), bytes, found) { return true }
             if rule.isExactUnless { return false }
         }
-        return holds(Int(rule.condition), bytes, found) ? nil : false
+        guard holds(Int(rule.condition), bytes, found) else { return false }
+        return rule.automaton >= 0 ? automata[Int(rule.automaton)].matches(bytes) : nil
     }
 
     /// Whether condition `index` holds for the subject `bytes`, in which the literals in `found`
