@@ -210,6 +210,7 @@ extension InterceptionTests {
                 await withCheckedContinuation { continuation in
                     session.downloadTask(with: url) { location, response, _ in
                         let data = location.flatMap { try? Data(contentsOf: $0) }
+                        if let location { try? FileManager.default.removeItem(at: location) }
                         continuation.resume(returning: (data, (response as? HTTPURLResponse)?.statusCode))
                     }.resume()
                 }
@@ -222,6 +223,32 @@ extension InterceptionTests {
             #expect(intercepted.1 == 200)
             #expect(records.map(\.outcome.kind) == [.systemLoader])
             #expect(records.first?.outcome.status == 200)
+        }
+
+        @Test("platform fact: a download's file outlives its completion handler, with and without RequestAudit")
+        func downloadFileOutlivesHandler() async throws {
+            let audited = try AuditedSession()
+            let url = HTTPBin.url(.bytes(4_096))
+            func fileAfterHandler(_ session: URLSession) async -> URL? {
+                let location = await withCheckedContinuation { continuation in
+                    session.downloadTask(with: url) { location, _, _ in
+                        continuation.resume(returning: location)
+                    }.resume()
+                }
+                // The completion handler runs on the session's serial delegate queue: once an
+                // operation queued after it has run, the handler has returned.
+                await withCheckedContinuation { continuation in
+                    session.delegateQueue.addOperation { continuation.resume() }
+                }
+                return location
+            }
+            let direct = try #require(await fileAfterHandler(audited.direct))
+            let intercepted = try #require(await fileAfterHandler(audited.session))
+            _ = try await audited.finish()
+            #expect(FileManager.default.fileExists(atPath: direct.path))
+            #expect(FileManager.default.fileExists(atPath: intercepted.path))
+            try FileManager.default.removeItem(at: direct)
+            try FileManager.default.removeItem(at: intercepted)
         }
 
         @Test("a blocked download fails with the refusal and sends nothing")

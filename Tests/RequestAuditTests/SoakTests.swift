@@ -115,6 +115,7 @@ private final class SoakRun: Sendable {
             result = await withCheckedContinuation { continuation in
                 session.downloadTask(with: HTTPBin.url(base + "/bytes/2048?seed=\(index)")) { url, _, error in
                     let size = url.flatMap { try? Data(contentsOf: $0).count }
+                    if let url { try? FileManager.default.removeItem(at: url) }
                     continuation.resume(returning: error == nil && size == 2_048 ? "ok" : "download failed")
                 }.resume()
             }

@@ -171,6 +171,8 @@ final class CallbackRecorder: NSObject, URLSessionDataDelegate, URLSessionDownlo
         _ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL
     ) {
         downloadedFile = try? Data(contentsOf: location)
+        // FoundationNetworking leaves the file behind once this returns (see the platform notes).
+        try? FileManager.default.removeItem(at: location)
         append(.finishedDownloading(bytes: downloadedFile?.count ?? -1))
     }
 
