@@ -9,11 +9,12 @@
 /// where each match ends. Other lookarounds, back-references, `\b` and the possessive or atomic
 /// forms (which the syntax reader does not tell from their backtracking forms) give no
 /// automaton, nor does a pattern of more than 64 characters once its repetitions are written out.
+/// A pattern anchored at its end is run backwards, from the subject's end.
 ///
 /// PCRE2 fails a match that backtracks past its match limit, and the verdict then names the
 /// failure: an automaton must not answer where PCRE2 might fail. A pattern whose backtracking can
-/// grow exponentially (a repeated group of varying length or of alternatives, `(a|ab)+`) gets no
-/// automaton. Otherwise PCRE2's work grows as a power of the subject's length, one more for each
+/// grow exponentially (a group repeated a varying number of times that can match more than one
+/// way from one start, `(a|ab)+`, `(.{2,4})+`) gets no automaton. Otherwise PCRE2's work grows as a power of the subject's length, one more for each
 /// repetition that can end in more than one place (`[^/]+` before `.`, not `[a-z]+` before `/`):
 /// the automaton answers only for subjects short enough that this bound stays a tenth of PCRE2's
 /// default match limit.
@@ -25,11 +26,16 @@ struct PositionAutomaton: Sendable {
     private let last: UInt64
     /// Bit `p + 1` set when state `p` may be followed by state `p + 1` (most are).
     private let followedByNext: UInt64
+    /// The states that may follow themselves (`[a-z]+`, `.*`).
+    private let followedBySelf: UInt64
     /// The states followed by others than the next, and those others by state.
     private let jumpers: UInt64
     private let jumps: [UInt64]
     /// Whether the pattern matches the empty text.
     private let isNullable: Bool
+    /// Whether the states are the reversed pattern's, run from the subject's end back; the
+    /// anchors below are then the reversed pattern's too.
+    private let isReversed: Bool
     private let isAnchoredAtStart: Bool
     private let isAnchoredAtEnd: Bool
     /// The one byte every match starts with, searched for with `memchr` while no state is live.
@@ -51,7 +57,7 @@ struct PositionAutomaton: Sendable {
     init?(_ alternatives: [[PatternNode]], caseless: Bool) {
         var builder = Builder(caseless: caseless)
         var anchoring: (start: Bool, end: Bool)?
-        var fragments: [Builder.Fragment] = []
+        var sequences: [[PatternNode]] = []
         var forbiddenAfter: [[ASCIISet]] = []
         for alternative in alternatives {
             var nodes = PatternNode.flatten(alternative)
@@ -77,10 +83,19 @@ struct PositionAutomaton: Sendable {
             // Alternatives anchored differently would need a start and an end per state.
             if let anchoring, anchoring != (start, end) { return nil }
             anchoring = (start, end)
-            guard let fragment = builder.sequence(nodes) else { return nil }
+            sequences.append(nodes)
+        }
+        guard let anchoring else { return nil }
+        // A pattern anchored at its end is read from the end back: most subjects leave it at
+        // once (`\/[a-z0-9]+\/\d+$` at the last non-digit), where reading forward would carry
+        // its opening states through the whole subject.
+        let isReversed = anchoring.end
+        var fragments: [Builder.Fragment] = []
+        for nodes in sequences {
+            guard let fragment = builder.sequence(isReversed ? Self.reversed(nodes) : nodes) else { return nil }
             fragments.append(fragment)
         }
-        guard let anchoring,
+        guard
             let repetitions = Self.ambiguousRepetitions(alternatives.map(PatternNode.flatten), caseless: caseless)
         else { return nil }
         longestSubject = Self.longestSubject(ambiguousRepetitions: repetitions)
@@ -88,13 +103,16 @@ struct PositionAutomaton: Sendable {
         // Empty matches, which end wherever they start, are not followed by the lookahead check.
         if whole.isNullable, !forbiddenAfter.isEmpty { return nil }
         var followedByNext: UInt64 = 0
+        var followedBySelf: UInt64 = 0
         var jumpers: UInt64 = 0
         var jumps = [UInt64](repeating: 0, count: builder.sets.count)
         for state in builder.sets.indices {
             let next: UInt64 = state + 1 < Self.mostStates ? 1 << UInt64(state + 1) : 0
             let follow = builder.follow[state]
+            let own = UInt64(1) << UInt64(state)
             if follow & next != 0 { followedByNext |= next }
-            let others = follow & ~next
+            if follow & own != 0 { followedBySelf |= own }
+            let others = follow & ~next & ~own
             if others != 0 {
                 jumpers |= 1 << UInt64(state)
                 jumps[state] = others
@@ -109,11 +127,13 @@ struct PositionAutomaton: Sendable {
         self.first = whole.first
         self.last = whole.last
         self.followedByNext = followedByNext
+        self.followedBySelf = followedBySelf
         self.jumpers = jumpers
         self.jumps = jumps
         self.isNullable = whole.isNullable
-        self.isAnchoredAtStart = anchoring.start
-        self.isAnchoredAtEnd = anchoring.end
+        self.isReversed = isReversed
+        self.isAnchoredAtStart = isReversed ? anchoring.end : anchoring.start
+        self.isAnchoredAtEnd = isReversed ? anchoring.start : anchoring.end
         self.firstByte = firstBytes.count == 1 ? UInt8(firstBytes[0]) : nil
         self.forbiddenAfter = forbiddenAfter
     }
@@ -143,10 +163,13 @@ struct PositionAutomaton: Sendable {
         for nodes in alternatives {
             var count = 0
             for (position, node) in nodes.enumerated() {
-                // What can come right after this node: nil for nothing (the pattern's end).
+                // What can come right after this node: nil for nothing (the pattern's end). `$`
+                // admits nothing more: the subjects answered are printable, with no final newline.
                 let next: ASCIISet? =
                     position + 1 < nodes.count
-                    ? (ConditionAnalysis.singleCharacterSet(nodes[position + 1], caseless: caseless) ?? .all)
+                    ? (nodes[position + 1] == .end
+                        ? ASCIISet()
+                        : ConditionAnalysis.singleCharacterSet(nodes[position + 1], caseless: caseless) ?? .all)
                     : following
                 switch node {
                 case .repeated(let inner, let minimum, let maximum) where maximum != minimum:
@@ -154,9 +177,10 @@ struct PositionAutomaton: Sendable {
                         if let next, !next.isDisjoint(with: set) { count += 1 }
                         continue
                     }
-                    // A group repeated a varying number of times: only one fixed sequence.
+                    // A group repeated a varying number of times: only one that matches one way
+                    // from wherever it starts, so that only the number of repetitions varies.
                     guard case .group(let choices) = inner, choices.count == 1,
-                        ConditionAnalysis.fixedSequence(PatternNode.flatten(choices[0]), caseless: caseless) != nil
+                        matchesOneWay(PatternNode.flatten(choices[0]), caseless: caseless)
                     else { return nil }
                     count += 1
                 case .repeated(let inner, let minimum, _):
@@ -177,6 +201,41 @@ struct PositionAutomaton: Sendable {
             most = max(most, count)
         }
         return most
+    }
+
+    /// Whether `nodes` match at most one way from any start, and never the empty text: single
+    /// characters, and repetitions of one character each followed by a character outside its set
+    /// (`[^/]+\/`, `[a-z0-9-]+\.`).
+    private static func matchesOneWay(_ nodes: [PatternNode], caseless: Bool) -> Bool {
+        var isNullable = true
+        for (position, node) in nodes.enumerated() {
+            if ConditionAnalysis.singleCharacterSet(node, caseless: caseless) != nil {
+                isNullable = false
+                continue
+            }
+            guard case .repeated(let inner, let minimum, let maximum) = node,
+                let set = ConditionAnalysis.singleCharacterSet(inner, caseless: caseless)
+            else { return false }
+            if minimum > 0 { isNullable = false }
+            guard maximum != minimum else { continue }
+            guard position + 1 < nodes.count,
+                let next = ConditionAnalysis.singleCharacterSet(nodes[position + 1], caseless: caseless),
+                next.isDisjoint(with: set)
+            else { return false }
+        }
+        return !isNullable
+    }
+
+    /// `nodes` read backwards: the sequence reversed, and each group's alternatives in it.
+    private static func reversed(_ nodes: [PatternNode]) -> [PatternNode] {
+        nodes.reversed().map { node in
+            switch node {
+            case .group(let alternatives): .group(alternatives.map(reversed))
+            case .repeated(let inner, let minimum, let maximum):
+                .repeated(reversed([inner])[0], min: minimum, max: maximum)
+            default: node
+            }
+        }
     }
 
     /// Whether `node` is `.*` or the like: any number of any printable characters.
@@ -218,14 +277,15 @@ struct PositionAutomaton: Sendable {
                     position = found
                 }
             }
-            var next = (live &<< 1) & followedByNext
+            var next = (live &<< 1) & followedByNext | live & followedBySelf
             var jumping = live & jumpers
             while jumping != 0 {
                 next |= jumps[jumping.trailingZeroBitCount]
                 jumping &= jumping &- 1
             }
             if !isAnchoredAtStart || position == 0 { next |= first }
-            live = next & table[Int(bytes[position] & 0x7F)]
+            let byte = isReversed ? bytes[count - 1 - position] : bytes[position]
+            live = next & table[Int(byte & 0x7F)]
             position += 1
             if live & last != 0, !isAnchoredAtEnd || position == count, mayEnd(at: position, in: bytes) {
                 return true
