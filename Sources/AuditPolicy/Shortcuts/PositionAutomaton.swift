@@ -14,10 +14,10 @@
 /// PCRE2 fails a match that backtracks past its match limit, and the verdict then names the
 /// failure: an automaton must not answer where PCRE2 might fail. A pattern whose backtracking can
 /// grow exponentially (a group repeated a varying number of times that can match more than one
-/// way from one start, `(a|ab)+`, `(.{2,4})+`) gets no automaton. Otherwise PCRE2's work grows as a power of the subject's length, one more for each
-/// repetition that can end in more than one place (`[^/]+` before `.`, not `[a-z]+` before `/`):
-/// the automaton answers only for subjects short enough that this bound stays a tenth of PCRE2's
-/// default match limit.
+/// way from one start, `(a|ab)+`, `(.{2,4})+`) gets no automaton. Otherwise PCRE2's work grows as
+/// a power of the subject's length, one more for each repetition that can end in more than one
+/// place (`[^/]+` before `.`, not `[a-z]+` before `/` or `$`): the automaton answers only for
+/// subjects short enough that this bound stays a tenth of PCRE2's default match limit.
 struct PositionAutomaton: Sendable {
     /// Entry `b`: the states whose character is byte `b`.
     private let statesByByte: [UInt64]
