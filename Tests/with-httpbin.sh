@@ -5,6 +5,9 @@
 # upgrades any request and echoes (Tests/Servers/upgrade_echo.py); and, when nginx is
 # installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate in NGINX_CA) serving
 # Tests/Servers/www plus a 300 MB file, big.bin.
+# The command gets a temporary directory of its own (TMPDIR), removed when it ends with whatever the
+# tests left there: FoundationNetworking keeps a download's file, and a test killed midway keeps its
+# scratch files.
 set -euo pipefail
 
 if ! python3 -c "import httpbin, gunicorn" 2>/dev/null; then
@@ -13,6 +16,7 @@ if ! python3 -c "import httpbin, gunicorn" 2>/dev/null; then
 fi
 
 work=$(mktemp -d)
+mkdir "$work/tmp"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m gunicorn --bind "127.0.0.1:$port" --workers 4 --worker-class gthread --threads 32 \
     --access-logfile "$work/access.log" --error-logfile "$work/error.log" --pid "$work/pid" \
@@ -77,4 +81,4 @@ export HTTPBIN_ACCESS_LOG="$work/access.log"
 export EVENTS_URL="http://127.0.0.1:$events_port/events"
 export UPGRADE_URL="http://127.0.0.1:$upgrade_port/echo"
 echo "httpbin on $HTTPBIN_URL"
-"$@"
+TMPDIR="$work/tmp" "$@"
