@@ -161,3 +161,40 @@ long url_host_span(const uint8_t *bytes, long count, long from) {
     return index;
 #endif
 }
+
+int printable_ascii(const uint8_t *bytes, long count) {
+    long index = 0;
+#if defined(__SSE2__)
+    // x - 0x20 < 0x5F, unsigned, as a signed comparison after moving the range to the bottom.
+    __m128i bias = _mm_set1_epi8((char)(0x80 - 0x20));
+    __m128i limit = _mm_set1_epi8((char)(-128 + 0x5F));
+    for (; index + 16 <= count; index += 16) {
+        __m128i moved = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(bytes + index)), bias);
+        if (_mm_movemask_epi8(_mm_cmplt_epi8(moved, limit)) != 0xFFFF) return 0;
+    }
+#endif
+    for (; index < count; index++) {
+        if ((uint8_t)(bytes[index] - 0x20) >= 0x5F) return 0;
+    }
+    return 1;
+}
+
+/// A byte lower-cased when it is a capital letter, its bit 7 cleared.
+static inline uint32_t lowered_ascii(uint8_t byte) {
+    uint32_t low = byte & 0x7F;
+    return low | (((low - 'A') < 26) << 5);
+}
+
+uint64_t literal_pair_starts(const uint8_t *bytes, long count, long from, const uint64_t *pairs) {
+    long end = count - 1 < from + 64 ? count - 1 : from + 64;
+    if (from < 0 || from >= end) return 0;
+    uint64_t found = 0;
+    uint32_t previous = lowered_ascii(bytes[from]);
+    for (long index = from; index < end; index++) {
+        uint32_t next = lowered_ascii(bytes[index + 1]);
+        uint32_t pair = previous << 7 | next;
+        found |= ((pairs[pair >> 6] >> (pair & 63)) & 1) << (index - from);
+        previous = next;
+    }
+    return found;
+}

@@ -75,6 +75,28 @@ extension Span where Element == UInt8 {
         }
     }
 
+    /// Whether every byte is printable ASCII, 0x20–0x7E (C kernel `printable_ascii`).
+    var isPrintableASCII: Bool {
+        unsafe withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return true }
+            return unsafe printable_ascii(base, buffer.count) != 0
+        }
+    }
+
+    /// The positions of `start..<min(start + 64, count - 1)` where the byte there and the next,
+    /// capitals lower-cased, are a pair set in `pairs`: bit `n` for position `start + n` (C kernel
+    /// `literal_pair_starts`). `pairs` holds 128 × 128 bits, bit `128 × first + second` for the
+    /// pair (`first`, `second`); bit 7 of a byte is ignored.
+    func pairStarts(from start: Int, in pairs: Span<UInt64>) -> UInt64 {
+        precondition(pairs.count == 256, "a bit for each pair of 7-bit bytes")
+        guard start >= 0, start < count - 1 else { return 0 }
+        return unsafe withUnsafeBufferPointer { bytes in
+            unsafe pairs.withUnsafeBufferPointer { pairs in
+                unsafe literal_pair_starts(bytes.baseAddress, bytes.count, start, pairs.baseAddress)
+            }
+        }
+    }
+
     /// The first position from `start` on, and before the last byte, where for some pair `k` set in
     /// `active` the byte with bit 5 set is `firsts[k]` and the next with bit 5 set is `seconds[k]`
     /// (not compared for a pair set in `withoutSecond`); nil when there is none (C kernel

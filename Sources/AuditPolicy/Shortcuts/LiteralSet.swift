@@ -1,21 +1,35 @@
 /// Literal strings searched for in a subject of printable ASCII all at once, without case: which
 /// of them occur.
 ///
-/// Each literal (two bytes or more, letters lower-case) is filed under its first two bytes; one
-/// pass over the subject looks each position's two bytes up in a table of the 95 × 95 printable
-/// pairs, and compares only the literals filed under the few pairs found there.
+/// Each literal (two bytes or more, letters lower-case) is filed under its first two bytes. A C
+/// kernel finds the positions where such a pair stands, 64 at a time and without a branch per
+/// position; at each, the literals filed under the pair are compared eight bytes at a time
+/// against the subject's bytes there, lower-cased.
 struct LiteralSet: Sendable {
+    /// One literal of a pair's group.
+    private struct Entry {
+        /// The literal's first eight bytes, the first lowest; zero past its end.
+        let head: UInt64
+        /// Ones over the bytes of ``head`` that are the literal's.
+        let headMask: UInt64
+        let number: Int32
+        let length: Int32
+        /// Where the literal's bytes past its eighth start in ``LiteralSet/tails``.
+        let tail: Int32
+    }
+
     /// Number of literals.
     let count: Int
-    /// Every literal's bytes, one after another; literal `n` is `bytes[starts[n]..<starts[n + 1]]`.
-    private let bytes: [UInt8]
-    private let starts: [Int32]
-    /// For the pair of printable bytes `first`, `second`: 1 + the number of its group of
-    /// literals, at `(first - 0x20) × 95 + second - 0x20`; 0 when no literal starts with it.
+    /// Bit `128 × first + second`: some literal starts with the pair (`first`, `second`).
+    private let pairs: [UInt64]
+    /// For the pair of printable bytes `first`, `second`: the number of its group of literals, at
+    /// `(first - 0x20) × 95 + second - 0x20`.
     private let pairGroups: [UInt16]
-    /// The literals of group `g` are `literalsByGroup[groupStarts[g]..<groupStarts[g + 1]]`.
+    /// The literals of group `g` are `entries[groupStarts[g]..<groupStarts[g + 1]]`.
     private let groupStarts: [Int32]
-    private let literalsByGroup: [Int32]
+    private let entries: [Entry]
+    /// The bytes of each literal longer than eight bytes past its eighth, one after another.
+    private let tails: [UInt8]
 
     private static let printableCount = 95
 
@@ -24,8 +38,6 @@ struct LiteralSet: Sendable {
     /// found.
     init(_ literals: [[UInt8]]) {
         count = literals.count
-        bytes = literals.flatMap { $0 }
-        starts = literals.reduce(into: [0]) { $0.append($0[$0.count - 1] + Int32($1.count)) }
         var byPair: [Int: [Int32]] = [:]
         for (number, literal) in literals.enumerated() {
             precondition(literal.count >= 2, "a literal of the set has two bytes or more")
@@ -33,17 +45,34 @@ struct LiteralSet: Sendable {
             byPair[Self.pairIndex(literal[0], literal[1]), default: []].append(Int32(number))
         }
         precondition(byPair.count < Int(UInt16.max), "fewer groups than a UInt16 numbers")
+        var pairs = [UInt64](repeating: 0, count: 128 * 128 / 64)
         var groups = [UInt16](repeating: 0, count: Self.printableCount * Self.printableCount)
         var groupStarts: [Int32] = [0]
-        var literalsByGroup: [Int32] = []
+        var entries: [Entry] = []
+        var tails: [UInt8] = []
         for pair in byPair.keys.sorted() {
-            groups[pair] = UInt16(groupStarts.count)
-            literalsByGroup += byPair[pair] ?? []
-            groupStarts.append(Int32(literalsByGroup.count))
+            groups[pair] = UInt16(groupStarts.count - 1)
+            for number in byPair[pair] ?? [] {
+                let literal = literals[Int(number)]
+                if entries.count == groupStarts[groupStarts.count - 1] {
+                    let bit = Int(literal[0]) << 7 | Int(literal[1])
+                    pairs[bit >> 6] |= 1 << UInt64(bit & 63)
+                }
+                var head: UInt64 = 0
+                for (offset, byte) in literal.prefix(8).enumerated() { head |= UInt64(byte) << UInt64(8 * offset) }
+                entries.append(
+                    Entry(
+                        head: head, headMask: literal.count >= 8 ? ~0 : (1 << UInt64(8 * literal.count)) - 1,
+                        number: number, length: Int32(literal.count), tail: Int32(tails.count)))
+                tails += literal.dropFirst(8)
+            }
+            groupStarts.append(Int32(entries.count))
         }
+        self.pairs = pairs
         pairGroups = groups
         self.groupStarts = groupStarts
-        self.literalsByGroup = literalsByGroup
+        self.entries = entries
+        self.tails = tails
     }
 
     @inline(__always)
@@ -55,36 +84,58 @@ struct LiteralSet: Sendable {
     /// `subject` is printable ASCII (0x20–0x7E).
     func search(_ subject: Span<UInt8>, found: inout FoundLiterals) {
         guard subject.count >= 2, count > 0 else { return }
-        let groups = pairGroups.span
-        var previous = ConditionAnalysis.lowercased(subject[0])
-        for position in 1..<subject.count {
-            let next = ConditionAnalysis.lowercased(subject[position])
-            let group = Int(groups[Self.pairIndex(previous, next)])
-            previous = next
-            guard group != 0 else { continue }
-            markLiterals(of: group &- 1, at: position &- 1, in: subject, found: &found)
+        let (pairs, groups, groupStarts, entries) = (self.pairs.span, pairGroups.span, groupStarts.span, entries.span)
+        var block = 0
+        while block < subject.count &- 1 {
+            var starts = subject.pairStarts(from: block, in: pairs)
+            while starts != 0 {
+                let start = block &+ starts.trailingZeroBitCount
+                starts &= starts &- 1
+                // The literals filed under the pair at `start`, against the eight bytes there.
+                let group = Int(
+                    groups[
+                        Self.pairIndex(
+                            ConditionAnalysis.lowercased(subject[start]),
+                            ConditionAnalysis.lowercased(subject[start &+ 1]))])
+                let word = Self.lowercased(
+                    start &+ 8 <= subject.count ? subject.word64(at: start) : Self.lastWord(subject, start))
+                for slot in Int(groupStarts[group])..<Int(groupStarts[group &+ 1]) {
+                    let entry = entries[slot]
+                    guard word & entry.headMask == entry.head, !found.contains(Int(entry.number)) else { continue }
+                    guard entry.length <= 8 || tailOccurs(entry, at: start, in: subject) else { continue }
+                    found.insert(Int(entry.number))
+                }
+            }
+            block &+= 64
         }
     }
 
-    private func markLiterals(of group: Int, at start: Int, in subject: Span<UInt8>, found: inout FoundLiterals) {
-        for slot in Int(groupStarts[group])..<Int(groupStarts[group + 1]) {
-            let number = Int(literalsByGroup[slot])
-            guard !found.contains(number), occurs(number, at: start, in: subject) else { continue }
-            found.insert(number)
-        }
-    }
-
-    /// Whether literal `number`, whose first two bytes are known to be there, occurs at `start`.
-    private func occurs(_ number: Int, at start: Int, in subject: Span<UInt8>) -> Bool {
-        let first = Int(starts[number])
-        let length = Int(starts[number + 1]) - first
-        guard start + length <= subject.count else { return false }
-        var offset = 2
-        while offset < length {
-            guard ConditionAnalysis.lowercased(subject[start + offset]) == bytes[first + offset] else { return false }
-            offset += 1
+    /// Whether the bytes of `entry`'s literal past its eighth occur in `subject` from `start + 8`.
+    private func tailOccurs(_ entry: Entry, at start: Int, in subject: Span<UInt8>) -> Bool {
+        let length = Int(entry.length)
+        guard start &+ length <= subject.count else { return false }
+        let tail = Int(entry.tail) &- 8
+        for offset in 8..<length where ConditionAnalysis.lowercased(subject[start &+ offset]) != tails[tail &+ offset] {
+            return false
         }
         return true
+    }
+
+    /// The bytes of `subject` from `start` to its end (fewer than eight), the first lowest, zero
+    /// past the end: no literal has a zero byte.
+    private static func lastWord(_ subject: Span<UInt8>, _ start: Int) -> UInt64 {
+        var word: UInt64 = 0
+        for offset in 0..<(subject.count &- start) { word |= UInt64(subject[start &+ offset]) << UInt64(8 * offset) }
+        return word
+    }
+
+    /// `word`'s capital letters lower-cased, all its bytes below 0x80: a byte gets its top bit
+    /// from adding 0x3F when it is `A` or above, and from adding 0x25 when it is above `Z`.
+    @inline(__always)
+    private static func lowercased(_ word: UInt64) -> UInt64 {
+        let fromA = word &+ 0x3F3F_3F3F_3F3F_3F3F
+        let pastZ = word &+ 0x2525_2525_2525_2525
+        return word | ((fromA & ~pastZ & 0x8080_8080_8080_8080) >> 2)
     }
 }
 

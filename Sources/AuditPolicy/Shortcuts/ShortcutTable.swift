@@ -50,7 +50,7 @@ struct ShortcutTable: Sendable {
         for (fieldSlot, field) in program.fields.enumerated() {
             guard let subject = subjects.subject(for: field.name, of: request) else { continue }
             subject.withSpan { bytes in
-                for index in bytes.indices where bytes[index] &- 0x20 >= 0x5F { return }
+                guard bytes.isPrintableASCII else { return }
                 var found = FoundLiterals(count: field.literals.count)
                 field.literals.search(bytes, found: &found)
                 candidates.compact { rule in

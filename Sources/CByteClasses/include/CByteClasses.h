@@ -3,7 +3,8 @@
 
 // Byte classes of up to 64 bytes at once, for the token scanner in AuditPolicy, and the places
 // where a few byte pairs start, for its search for a few inside keys; and the tokens of a subject
-// that pass the index's gates; and how far a URL's host is in normalized form.
+// that pass the index's gates; and how far a URL's host is in normalized form; and, for the
+// shortcuts, whether a subject is printable ASCII and where their literals' first pairs stand.
 //
 // Swift has no portable way to turn a vector comparison into a bit mask (SSE2's movemask), and
 // its SIMD types compile byte comparisons to a loop, so these kernels are C: the byte classes
@@ -121,5 +122,20 @@ long index_next_pair_start(const uint8_t *bytes, long count, long from, const ui
 ///
 /// Not inline (ByteClasses.c): for the check that a URL is already in normalized form.
 long url_host_span(const uint8_t *bytes, long count, long from);
+
+/// Whether every byte of `bytes[0..<count]` is printable ASCII (0x20–0x7E). Sixteen bytes at a
+/// time with SSE2.
+///
+/// Not inline (ByteClasses.c): the shortcuts' check that they may answer for a subject.
+int printable_ascii(const uint8_t *bytes, long count);
+
+/// The positions p of `from..<min(from + 64, count - 1)` where bytes p and p + 1, lower-cased
+/// (capital letters only), are a pair set in `pairs`: bit n of the result for position from + n.
+/// `pairs` holds 128 × 128 bits, bit 128 × first + second for the pair (first, second); a byte's
+/// bit 7 is ignored. Reads `bytes[from..<min(from + 65, count)]` only.
+///
+/// No branch per position: the pairs the shortcuts' literals start with are common in URLs
+/// (`.c`, `co`, `//`), and a branch on each was mispredicted about one time in five.
+uint64_t literal_pair_starts(const uint8_t *bytes, long count, long from, const uint64_t *pairs);
 
 #endif
