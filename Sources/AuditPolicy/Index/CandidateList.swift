@@ -11,8 +11,9 @@
 /// memory it allocates and frees itself, read and written only here, every position checked
 /// against ``count``.
 @safe struct CandidateList: ~Copyable {
-    /// At most this many rules are kept on the stack (128 bytes).
-    static let stackCapacity = 32
+    /// At most this many rules are kept on the stack (512 bytes): a policy with a few dozen rules
+    /// run for every request (regex filters) fills a list of 32 on every decision.
+    static let stackCapacity = 128
 
     private var storage: UnsafeMutableBufferPointer<Int32>
     /// Whether `storage` was allocated by the list (and is freed with it).
@@ -105,7 +106,8 @@
     mutating func sortWithoutRepeats() {
         guard count > 1 else { return }
         if count <= Self.stackCapacity {
-            // Insertion sort: usually a handful of rules.
+            // Insertion sort: usually a handful of rules, or the rules run for every request
+            // (ascending already) and a few more.
             for position in 1..<count {
                 let rule = unsafe storage[position]
                 var hole = position
