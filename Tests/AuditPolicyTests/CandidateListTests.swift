@@ -6,11 +6,14 @@ import Testing
 /// `CandidateList.stackCapacity`, in memory of its own beyond.
 @Suite struct CandidateListTests {
     /// What a list made by `fill` holds, as added and then sorted without repeats.
-    private static func contents(_ fill: (inout CandidateList) -> Void) -> (added: [Int32], sorted: [Int32]) {
+    /// With `ruleCount`, sorted as the index sorts a policy's candidates.
+    private static func contents(
+        ruleCount: Int? = nil, _ fill: (inout CandidateList) -> Void
+    ) -> (added: [Int32], sorted: [Int32]) {
         CandidateList.withEmptyList { list in
             fill(&list)
             let added = Array(list.rules)
-            list.sortWithoutRepeats()
+            if let ruleCount { list.sortWithoutRepeats(ruleCount: ruleCount) } else { list.sortWithoutRepeats() }
             return (added, Array(list.rules))
         }
     }
@@ -54,14 +57,16 @@ import Testing
         #expect(list.added == [5, 9, 1] + (100..<240).map(Int32.init) + [2])
     }
 
-    @Test("random lists of up to 400 rules sort as a sorted set of the same rules")
-    func randomLists() {
+    @Test(
+        "random lists of up to 400 rules sort as a sorted set of the same rules, for policies of every size",
+        arguments: [nil, 1, 60, 64, 65, CandidateList.bitSetRules, CandidateList.bitSetRules + 1])
+    func randomLists(ruleCount: Int?) {
         var random = SystemRandomNumberGenerator()
-        for _ in 0..<2_000 {
+        for _ in 0..<500 {
             let rules = (0..<Int.random(in: 0...400, using: &random)).map { _ in
-                Int32.random(in: 0..<60, using: &random)
+                Int32.random(in: 0..<Int32(ruleCount ?? 60), using: &random)
             }
-            let list = Self.contents { list in
+            let list = Self.contents(ruleCount: ruleCount) { list in
                 var position = 0
                 while position < rules.count {
                     // Some rules one by one, some as an array, as the index adds them.
@@ -76,6 +81,17 @@ import Testing
             }
             #expect(list.added == rules)
             #expect(list.sorted == Set(rules).sorted(), "rules \(rules)")
+        }
+    }
+
+    @Test("sorting a list holding a rule the policy does not have stops the process")
+    func ruleOutsideThePolicyTraps() async {
+        await #expect(processExitsWith: .failure) {
+            CandidateList.withEmptyList { list in
+                for rule in 0..<Int32(40) { list.append(rule) }
+                list.append(300)
+                list.sortWithoutRepeats(ruleCount: 300)
+            }
         }
     }
 }

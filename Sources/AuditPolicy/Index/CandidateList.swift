@@ -102,6 +102,41 @@
         isAllocated = true
     }
 
+    /// Sorts the list ascending and drops repeats; every rule is below `ruleCount`.
+    ///
+    /// More than ``fewRules`` rules of a policy of at most ``bitSetRules`` are sorted by marking
+    /// each in a bit set on the stack and reading the set back in order, with no comparison to
+    /// mispredict: an insertion sort of the 42 candidates of a regex-filter decision mispredicted
+    /// the end of nearly every insertion.
+    mutating func sortWithoutRepeats(ruleCount: Int) {
+        guard count > Self.fewRules, ruleCount <= Self.bitSetRules else { return sortWithoutRepeats() }
+        let words = (ruleCount + 63) >> 6
+        unsafe withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { bits in
+            unsafe bits.initialize(repeating: 0)
+            for position in 0..<count {
+                let rule = Int(unsafe storage[position])
+                precondition(rule >= 0 && rule < ruleCount, "a rule of the policy")
+                unsafe bits[rule &>> 6] |= 1 &<< UInt64(truncatingIfNeeded: rule & 63)
+            }
+            // No more rules come back than went in: each is written at or before its old place.
+            count = 0
+            for word in 0..<words {
+                var remaining = unsafe bits[word]
+                while remaining != 0 {
+                    unsafe storage[count] = Int32(truncatingIfNeeded: word &<< 6 | remaining.trailingZeroBitCount)
+                    count &+= 1
+                    remaining &= remaining &- 1
+                }
+            }
+        }
+    }
+
+    /// Lists of at most this many rules are sorted by insertion.
+    static let fewRules = 16
+    /// Policies of at most this many rules have their longer lists sorted through a bit set (512
+    /// bytes on the stack).
+    static let bitSetRules = 4_096
+
     /// Sorts the list ascending and drops repeats.
     mutating func sortWithoutRepeats() {
         guard count > 1 else { return }

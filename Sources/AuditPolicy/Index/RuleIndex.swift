@@ -11,6 +11,8 @@ import Dispatch
 /// match, and the rules it keeps are matched by PCRE2 exactly as before.
 struct RuleIndex: Sendable {
     let groups: [FieldGroup]
+    /// Number of rules of the policy.
+    let ruleCount: Int
     /// What the shapes of the rules the index finds for most requests tell without PCRE2.
     let shortcuts: ShortcutTable
 
@@ -21,6 +23,7 @@ struct RuleIndex: Sendable {
     static let shortcutCost = 0.9
 
     init(rules: [Rule]) {
+        ruleCount = rules.count
         var order: [RequestField] = []
         var members: [RequestField: [Int32]] = [:]
         for (index, rule) in rules.enumerated() {
@@ -96,7 +99,7 @@ struct RuleIndex: Sendable {
             guard let subject = subjects.subject(for: group.field, of: request) else { continue }
             subject.withSpan { _ = group.collect(in: $0, into: &candidates) }
         }
-        candidates.sortWithoutRepeats()
+        candidates.sortWithoutRepeats(ruleCount: ruleCount)
     }
 
     /// ``collectCandidates(for:subjects:into:)`` without building any subject, for the common case of
@@ -111,7 +114,7 @@ struct RuleIndex: Sendable {
         guard groups.count == 1, groups[0].field == .url else { return false }
         let group = groups[0]
         guard group.collect(in: request.url.utf8.span, into: &candidates, requiringASCII: true) else { return false }
-        candidates.sortWithoutRepeats()
+        candidates.sortWithoutRepeats(ruleCount: ruleCount)
         return true
     }
 }
