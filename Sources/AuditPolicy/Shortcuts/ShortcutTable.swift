@@ -315,13 +315,14 @@ private final class ShortcutProgram: Sendable {
                         operations[index].mask = Int32(masks.count)
                         masks.append(LiteralMask(numbers))
                     }
-                } else if let offset = sequence.firstIndex(where: { $0.count == 1 }),
-                    let byte = (0..<128).first(where: { sequence[offset].contains(UInt8($0)) })
-                {
-                    operations[index].scanByte = Int16(byte)
-                    operations[index].anchorOffset = Int32(offset)
                 } else if let narrowest = sequence.indices.min(by: { sequence[$0].count < sequence[$1].count }) {
                     operations[index].anchorOffset = Int32(narrowest)
+                }
+                // With or without an anchor found among the literals, the places to check are those
+                // of the sequence's rarest single byte, found with memchr.
+                if let (offset, byte) = Self.rarestSingleByte(of: sequence) {
+                    operations[index].scanByte = Int16(byte)
+                    operations[index].anchorOffset = Int32(offset)
                 }
             case .startsWith(let anchored), .endsWith(let anchored):
                 if case .startsWith = condition {
@@ -395,6 +396,21 @@ private final class ShortcutProgram: Sendable {
                 "jpg", "gif", "cdn", "static", "api", "img", "www.", "/wp-",
             ]
             .map { Array($0.utf8) })
+
+        /// The place in `sequence` of a set of one byte, and that byte, choosing the byte least
+        /// expected in URLs; nil when no set has one byte.
+        static func rarestSingleByte(of sequence: [ASCIISet]) -> (offset: Int, byte: UInt8)? {
+            func rank(_ byte: UInt8) -> Int {
+                if (byte | 0x20) &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10 { return 2 }
+                return Array("/.-_=&%".utf8).contains(byte) ? 1 : 0
+            }
+            var best: (offset: Int, byte: UInt8)?
+            for (offset, set) in sequence.enumerated() where set.count == 1 {
+                guard let byte = (0..<128).first(where: { set.contains(UInt8($0)) }).map(UInt8.init) else { continue }
+                if best.map({ rank(byte) < rank($0.byte) }) ?? true { best = (offset, byte) }
+            }
+            return best
+        }
 
         /// How rarely a literal is expected in URLs: longer is rarer, except for common URL text.
         static func rarity(_ literal: [UInt8]) -> Int {
