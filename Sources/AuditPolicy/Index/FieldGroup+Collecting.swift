@@ -28,7 +28,8 @@ extension RuleIndex.FieldGroup {
         }
     }
 
-    /// Looks up the tokens of the subject that pass some gate (with many infix keys, every token).
+    /// Looks up the tokens of the subject that pass some gate, and with many infix keys the places
+    /// where one may start.
     ///
     /// Which tokens pass is found first, for all of them at once, by a C kernel
     /// (`index_mark_tokens`) that reads the token gate and the byte-pair sets of the start and
@@ -40,7 +41,8 @@ extension RuleIndex.FieldGroup {
     ) {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
-        guard !checksInfixGate, tokens.count < Self.markableTokens else {
+        if checksInfixGate { collectInfixes(in: bytes, &tokens, into: &candidates) }
+        guard tokens.count < Self.markableTokens else {
             for index in 0..<tokens.count {
                 let token = tokens[index]
                 let (start, end) = (Int(token.start), Int(token.end))
@@ -73,8 +75,9 @@ extension RuleIndex.FieldGroup {
     private static let markableTokens = 1 << 27
 
     /// Looks up token `index`, with `marks` found by the marker: as a whole token, as the
-    /// start of a pair, as a token a prefix key starts or a suffix key ends, and at each position
-    /// for infix keys, as the group's keys require.
+    /// start of a pair, and as a token a prefix key starts or a suffix key ends, as the group's
+    /// keys require. (Many infix keys are looked up for the whole subject at once; see
+    /// ``collectInfixes(in:_:into:)``.)
     @inline(__always)
     private func collect(
         at index: Int, marks: UInt8, _ bytes: Span<UInt8>, _ tokens: inout TokenHashes,
@@ -101,7 +104,7 @@ extension RuleIndex.FieldGroup {
                     IndexKey.pairHash(token.hash, tokens[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
             }
         }
-        guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 || checksInfixGate else { return }
+        guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 else { return }
         let start = Int(token.start)
         let end = Int(token.end)
         // The byte-pair sets of all start (end) keys turned most tokens away; the affix gates judge
@@ -109,7 +112,7 @@ extension RuleIndex.FieldGroup {
         let mayHavePrefix =
             marks & Self.hasPrefixPair != 0 && prefixStarts.mayMatch(bytes, start, end, backwards: false)
         let mayHaveSuffix = marks & Self.hasSuffixPair != 0 && suffixEnds.mayMatch(bytes, start, end, backwards: true)
-        guard checksInfixGate || mayHavePrefix || mayHaveSuffix else { return }
+        guard mayHavePrefix || mayHaveSuffix else { return }
         collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
     }
 
@@ -232,21 +235,57 @@ extension RuleIndex.FieldGroup {
                 }
             }
         }
-        if checksInfixGate {
-            for offset in start..<end {
-                let lengths = infixGate.lengths(
-                    Self.loweredInToken(bytes[offset]),
-                    then: offset + 1 < end ? Self.loweredInToken(bytes[offset + 1]) : 0)
-                guard lengths != 0 else { continue }
-                var state = IndexKey.hashStart
-                for infixOffset in 0..<min(end - offset, 8 - lengths.leadingZeroBitCount) {
-                    state = IndexKey.hashStep(state, Self.loweredInToken(bytes[offset + infixOffset]))
-                    if lengths & (1 &<< UInt8(truncatingIfNeeded: infixOffset)) != 0 {
-                        table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
-                    }
-                }
+    }
+
+    /// Looks up the infix keys that start at each place of the subject where the first two bytes
+    /// of one stand, as far as the token there runs (an infix key is letters and digits only, so
+    /// wherever it occurs it lies inside a token). The places are found 64 at a time by the C
+    /// kernel `literal_pair_starts`, with no branch per byte: most bytes start no infix key's pair,
+    /// and a loop that asked the gate about every byte of every token spent most of its time on
+    /// them.
+    private func collectInfixes(
+        in bytes: Span<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        let infixPairs = self.infixPairs
+        let pairs = infixPairs.span
+        var block = 0
+        while block < bytes.count &- 1 {
+            var starts = bytes.pairStarts(from: block, in: pairs)
+            while starts != 0 {
+                collectInfixes(at: block &+ starts.trailingZeroBitCount, bytes, &tokens, into: &candidates)
+                starts &= starts &- 1
+            }
+            block &+= 64
+        }
+        // The last byte starts no pair, and no key a match needs: an infix key stands inside a
+        // token, with a byte of it after its last.
+    }
+
+    /// Looks up the infix keys that start at `offset` and end inside its token.
+    @inline(__always)
+    private func collectInfixes(
+        at offset: Int, _ bytes: Span<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
+    ) {
+        guard Self.isTokenByte(bytes[offset]) else { return }
+        let next = offset &+ 1 < bytes.count && Self.isTokenByte(bytes[offset &+ 1]) ? bytes[offset &+ 1] : 0
+        let lengths = infixGate.lengths(
+            Self.loweredInToken(bytes[offset]), then: next == 0 ? 0 : Self.loweredInToken(next))
+        guard lengths != 0 else { return }
+        var state = IndexKey.hashStart
+        for infixOffset in 0..<(8 &- lengths.leadingZeroBitCount) {
+            let position = offset &+ infixOffset
+            guard position < bytes.count, Self.isTokenByte(bytes[position]) else { return }
+            state = IndexKey.hashStep(state, Self.loweredInToken(bytes[position]))
+            if lengths & (1 &<< UInt8(truncatingIfNeeded: infixOffset)) != 0 {
+                table.collect(IndexKey.hashFinish(state, .infix), confirmedBy: &tokens, into: &candidates)
             }
         }
+    }
+
+    /// Whether `byte` is an ASCII letter or digit: a byte of a token.
+    @inline(__always)
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        (byte | 0x20) &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10
     }
 
     /// Looks for each of a few infix keys anywhere in the subject. An infix key is letters and

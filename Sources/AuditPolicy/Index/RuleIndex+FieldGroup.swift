@@ -45,6 +45,10 @@ extension RuleIndex {
         let prefixStarts: AffixGate
         let suffixEnds: AffixGate
         let infixGate: BytePairSet
+        /// With many infix keys: bit `128 × first + second` for each pair of lower-case bytes an
+        /// infix key starts with (a key of one byte: its byte then any), for the C kernel
+        /// `literal_pair_starts`.
+        let infixPairs: [UInt64]
         /// The infix keys when they are few: the subject is searched for each at once, rather than
         /// every position of every token being checked against the gate, which costs more when the
         /// keys are few.
@@ -80,6 +84,16 @@ extension RuleIndex {
             fewInfixKeys = FewKeys(builder.infixKeys)
             checksTokenGate = hasTokenKeys || hasPairKeys
             checksInfixGate = hasInfixKeys && fewInfixKeys == nil
+            var infixPairs = [UInt64](repeating: 0, count: checksInfixGate ? 128 * 128 / 64 : 0)
+            if checksInfixGate {
+                for key in builder.infixKeys {
+                    for second in key.count > 1 ? [Int(key[1])] : Array(0..<128) {
+                        let pair = Int(key[0]) << 7 | second
+                        infixPairs[pair >> 6] |= 1 << UInt64(pair & 63)
+                    }
+                }
+            }
+            self.infixPairs = infixPairs
             rulesByKind = builder.rulesByKind
             rulesInAuthority = builder.rulesInAuthority
             busiestKeys = builder.busiestKeys
