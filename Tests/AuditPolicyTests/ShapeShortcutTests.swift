@@ -32,7 +32,7 @@ import Testing
                 + random.pick(["", "", "?", "+"])
         }
         func backtracking() -> String { random.pick(["*", "+", "{2,}", "{1,3}", "?", "*?"]) }
-        switch random.below(22) {
+        switch random.below(25) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -66,6 +66,15 @@ import Testing
                 + random.pick(["", literal()])
             return random.pick(["", "^https?:\\/\\/"]) + "(\(body)){\(random.below(3)),}" + random.pick(classes)
                 + random.pick(["+$", "+", literal()])
+        case 21:
+            return "\(literal())\\/(?!\(alternation()))\(random.pick(classes))\(quantifier())\\.\(literal())"
+                + random.pick(["", "$"])
+        case 22:
+            return "^https?:\\/\\/\(random.pick(classes)){2,8}\\.(?=\(random.pick(classes)){0,5}"
+                + random.pick(["\\d", "[A-Z]", "\\.", literal()]) + ")\(random.pick(classes))+\\/"
+        case 23:
+            return random.pick(["\\b", "(?<=\\/)", "(?<!\\.)", "(?=\(literal()))"]) + literal()
+                + random.pick(["\\b", "(?!\(literal()))", ""]) + random.pick(classes) + random.pick(["+", "{2}"])
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }

@@ -57,6 +57,9 @@ struct PatternSyntaxReader {
     /// which the nodes do not tell from their backtracking forms: they match no more than those,
     /// but may match less.
     private(set) var hasAtomicParts = false
+    /// The alternatives inside each lookahead `(?=…)` and lookbehind `(?<=…)`, `(?<!…)`, which
+    /// the nodes leave out (``PatternNode/zeroWidth``): what PCRE2 tries at each place one stands.
+    private(set) var lookaroundBodies: [[[PatternNode]]] = []
 
     init(_ pattern: String, caseless: Bool) {
         self.bytes = Array(pattern.utf8)
@@ -406,7 +409,9 @@ struct PatternSyntaxReader {
         let alternatives = try readAlternatives()
         guard current == UInt8(ascii: ")") else { throw GiveUp() }
         position += 1
-        return isZeroWidth ? .zeroWidth : .group(alternatives)
+        guard isZeroWidth else { return .group(alternatives) }
+        lookaroundBodies.append(alternatives)
+        return .zeroWidth
     }
 
     private mutating func skipName(until terminator: UInt8) throws(GiveUp) {

@@ -54,7 +54,14 @@ struct PositionAutomaton: Sendable {
 
     /// The automaton of a pattern read as `alternatives` (see ``PatternSyntaxReader``), or nil
     /// when it has no exact one.
-    init?(_ alternatives: [[PatternNode]], caseless: Bool) {
+    ///
+    /// `lookaroundCost` is what the lookarounds left out of `alternatives` cost PCRE2 each time it
+    /// tries them (see ``lookaroundCost(_:caseless:)``): repetitions added to the pattern's
+    /// ambiguous ones, and a factor, in the backtracking bound.
+    init?(
+        _ alternatives: [[PatternNode]], caseless: Bool,
+        lookaroundCost: (repetitions: Int, factor: Double) = (0, 1)
+    ) {
         var builder = Builder(caseless: caseless)
         var anchoring: (start: Bool, end: Bool)?
         var sequences: [[PatternNode]] = []
@@ -98,7 +105,8 @@ struct PositionAutomaton: Sendable {
         guard
             let repetitions = Self.ambiguousRepetitions(alternatives.map(PatternNode.flatten), caseless: caseless)
         else { return nil }
-        longestSubject = Self.longestSubject(ambiguousRepetitions: repetitions)
+        longestSubject = Self.longestSubject(
+            ambiguousRepetitions: repetitions + lookaroundCost.repetitions, factor: lookaroundCost.factor)
         let whole = builder.union(fragments)
         // Empty matches, which end wherever they start, are not followed by the lookahead check.
         if whole.isNullable, !forbiddenAfter.isEmpty { return nil }
@@ -138,11 +146,11 @@ struct PositionAutomaton: Sendable {
         self.forbiddenAfter = forbiddenAfter
     }
 
-    /// The longest subject `n` for which `(n + 1)^(repetitions + 1)` stays within
+    /// The longest subject `n` for which `factor × (n + 1)^(repetitions + 1)` stays within
     /// ``backtrackingBound``.
-    private static func longestSubject(ambiguousRepetitions repetitions: Int) -> Int {
+    private static func longestSubject(ambiguousRepetitions repetitions: Int, factor: Double = 1) -> Int {
         func fits(_ length: Int) -> Bool {
-            var work = 1.0
+            var work = factor
             for _ in 0...repetitions { work *= Double(length + 1) }
             return work <= backtrackingBound
         }
@@ -152,6 +160,17 @@ struct PositionAutomaton: Sendable {
             if fits(middle) { low = middle } else { high = middle - 1 }
         }
         return low
+    }
+
+    /// What PCRE2 spends on a lookaround whose inside is `body` each time it tries it: for fixed
+    /// characters (`(?!aniqit|kodikapi)`), a step per character, a factor on the pattern's work;
+    /// otherwise a cost that grows with the subject's length one power more than the inside's own
+    /// ambiguous repetitions. Nil when its backtracking can grow exponentially.
+    static func lookaroundCost(_ body: [[PatternNode]], caseless: Bool) -> (repetitions: Int, factor: Double)? {
+        let alternatives = body.map(PatternNode.flatten)
+        let fixed = alternatives.compactMap { ConditionAnalysis.fixedSequence($0, caseless: caseless) }
+        if fixed.count == alternatives.count { return (0, Double(max(1, fixed.map(\.count).reduce(0, +)))) }
+        return ambiguousRepetitions(alternatives, caseless: caseless, followedBy: .all).map { ($0 + 1, 1) }
     }
 
     /// How many repetitions of `alternatives` can end in more than one place in one attempt,

@@ -8,7 +8,10 @@
 ///   each a fixed number of characters, the condition is exact (``isExactUnless``): a subject that
 ///   meets it does not match either.
 /// - ``automaton``: for a subject that meets ``condition``, whether the pattern matches, in one
-///   pass (a pattern without lookarounds, back-references or atomic parts).
+///   pass (a pattern without lookarounds, back-references or atomic parts). For a pattern with
+///   lookarounds, the automaton of the pattern without them (``isRelaxedAutomaton``), which
+///   matches wherever the pattern does and perhaps elsewhere: where it finds no match, the
+///   pattern has none.
 ///
 /// Built only for rules the index cannot rule out well (those run for every request, or filed
 /// under a key most requests carry), where a PCRE2 call per request is what a decision costs.
@@ -19,6 +22,13 @@ struct RuleShortcut {
     let matchesUnless: MatchCondition?
     let isExactUnless: Bool
     let automaton: PositionAutomaton?
+    /// Whether ``automaton`` is the pattern's without its lookarounds.
+    let isRelaxedAutomaton: Bool
+    /// For a relaxed automaton whose pattern's lookarounds are all negative lookaheads over fixed
+    /// characters (`(?!aniqit|kodikapi)`): whether the subject contains one of those texts. Where
+    /// it contains none, every such lookahead succeeds, and the pattern matches exactly where the
+    /// automaton does.
+    let relaxedUnless: MatchCondition?
 
     /// The shortcut of a pattern, or nil when its shape tells nothing (or it cannot be read).
     ///
@@ -36,17 +46,77 @@ struct RuleShortcut {
             self.matchesUnless = nil
             self.isExactUnless = false
             self.automaton = nil
+            self.isRelaxedAutomaton = false
+            self.relaxedUnless = nil
             return
         }
         let unless = answersMatches ? Self.lookaheadCondition(alternatives, caseless: caseless) : nil
-        let automaton =
+        let exactAutomaton =
             answersMatches && !reader.hasAtomicParts ? PositionAutomaton(alternatives, caseless: caseless) : nil
+        // "Contains none of" lookaheads have their own answer (matchesUnless); without them, their
+        // pattern matches nearly everything.
+        let relaxed =
+            exactAutomaton == nil && answersMatches && !reader.hasAtomicParts && unless == nil
+            ? Self.relaxedAutomaton(alternatives, lookaroundBodies: reader.lookaroundBodies, caseless: caseless)
+            : nil
+        let automaton = exactAutomaton ?? relaxed?.automaton
         guard condition != .always || unless != nil || automaton != nil else { return nil }
         self.condition = condition
         self.isExact = false
         self.matchesUnless = unless?.condition
         self.isExactUnless = unless?.isExact ?? false
         self.automaton = automaton
+        self.isRelaxedAutomaton = exactAutomaton == nil && relaxed != nil
+        self.relaxedUnless = exactAutomaton == nil ? relaxed?.unless : nil
+    }
+
+    /// The automaton of `alternatives` with their lookarounds left out, and, when those are all
+    /// negative lookaheads over fixed characters, the condition that the subject contains one of
+    /// their texts; nil when the pattern has no lookaround, or no automaton without them.
+    ///
+    /// PCRE2 still tries each lookaround where the pattern reaches it: its cost counts in the
+    /// automaton's backtracking bound (`lookaroundBodies`: those of the lookarounds other than
+    /// negative lookaheads, which the nodes leave out).
+    private static func relaxedAutomaton(
+        _ alternatives: [[PatternNode]], lookaroundBodies: [[[PatternNode]]], caseless: Bool
+    ) -> (automaton: PositionAutomaton, unless: MatchCondition?)? {
+        var negativeBodies: [[[PatternNode]]] = []
+        var hasOtherZeroWidth = false
+        func strip(_ nodes: [PatternNode]) -> [PatternNode] {
+            nodes.compactMap { node in
+                switch node {
+                case .zeroWidth:
+                    hasOtherZeroWidth = true
+                    return nil
+                case .negativeLookahead(let body):
+                    negativeBodies.append(body)
+                    return nil
+                case .group(let choices): return .group(choices.map(strip))
+                case .repeated(let inner, let minimum, let maximum):
+                    // A repeated lookaround consumes nothing however often it is tried.
+                    return strip([inner]).first.map { .repeated($0, min: minimum, max: maximum) }
+                default: return node
+                }
+            }
+        }
+        let relaxed = alternatives.map(strip)
+        guard !negativeBodies.isEmpty || hasOtherZeroWidth else { return nil }
+        var cost: (repetitions: Int, factor: Double) = (0, 1)
+        for body in lookaroundBodies + negativeBodies {
+            guard let each = PositionAutomaton.lookaroundCost(body, caseless: caseless) else { return nil }
+            cost = (cost.repetitions + each.repetitions, cost.factor * each.factor)
+        }
+        guard let automaton = PositionAutomaton(relaxed, caseless: caseless, lookaroundCost: cost) else { return nil }
+        // `\b`, other lookarounds and comments all count as other zero-width nodes.
+        guard !hasOtherZeroWidth else { return (automaton, nil) }
+        var texts: [MatchCondition] = []
+        for choice in negativeBodies.joined() {
+            guard let sequence = ConditionAnalysis.fixedSequence(PatternNode.flatten(choice), caseless: caseless),
+                !sequence.isEmpty
+            else { return (automaton, nil) }
+            texts.append(.containsSequence(sequence))
+        }
+        return (automaton, .any(of: texts))
     }
 
     /// Most fixed sequences a pattern's groups of alternatives may spell out.

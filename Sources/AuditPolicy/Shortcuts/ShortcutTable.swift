@@ -114,6 +114,11 @@ private final class ShortcutProgram: Sendable {
         let isExact: Bool
         /// -1: none.
         let automaton: Int32
+        /// Whether the automaton is the pattern's without its lookarounds (see
+        /// ``RuleShortcut/isRelaxedAutomaton``), and the condition under which its matches are
+        /// left to PCRE2 (-1: all of them).
+        let isRelaxed: Bool
+        let relaxedUnless: Int32
     }
 
     /// A field's literals, searched for at once in its subject.
@@ -137,10 +142,12 @@ private final class ShortcutProgram: Sendable {
             let slot = compiler.slot(of: field)
             let condition = compiler.compile(shortcut.condition, field: slot)
             let unless = shortcut.matchesUnless.map { compiler.compile($0, field: slot) } ?? -1
+            let relaxedUnless = shortcut.relaxedUnless.map { compiler.compile($0, field: slot) } ?? -1
             rules.append(
                 Rule(
                     field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless,
-                    isExact: shortcut.isExact, automaton: shortcut.automaton == nil ? -1 : Int32(automata.count)))
+                    isExact: shortcut.isExact, automaton: shortcut.automaton == nil ? -1 : Int32(automata.count),
+                    isRelaxed: shortcut.isRelaxedAutomaton, relaxedUnless: relaxedUnless))
             if let automaton = shortcut.automaton { automata.append(automaton) }
         }
         self.automata = automata
@@ -165,7 +172,12 @@ private final class ShortcutProgram: Sendable {
             if rule.isExactUnless { return false }
         }
         guard holds(Int(rule.condition), bytes, found) else { return false }
-        return rule.automaton >= 0 ? automata[Int(rule.automaton)].matches(bytes) : nil
+        guard rule.automaton >= 0 else { return nil }
+        let matches = automata[Int(rule.automaton)].matches(bytes)
+        guard rule.isRelaxed, matches == true else { return matches }
+        // The pattern without its lookarounds matches: so does the pattern, when they are
+        // negative lookaheads whose texts the subject lacks.
+        return rule.relaxedUnless >= 0 && !holds(Int(rule.relaxedUnless), bytes, found) ? true : nil
     }
 
     /// Whether condition `index` holds for the subject `bytes`, in which the literals in `found`
