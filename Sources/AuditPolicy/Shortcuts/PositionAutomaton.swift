@@ -258,7 +258,7 @@ struct PositionAutomaton: Sendable {
     }
 
     /// Whether `node` is `.*` or the like: any number of any printable characters.
-    private static func takesAnyRest(_ node: PatternNode) -> Bool {
+    static func takesAnyRest(_ node: PatternNode) -> Bool {
         guard case .repeated(let inner, 0, nil) = node,
             let set = ConditionAnalysis.singleCharacterSet(inner, caseless: false, exactOnly: true)
         else { return false }

@@ -7,6 +7,9 @@
 ///   the condition of the lookahead's inside: a subject that fails it matches. When a, b and c are
 ///   each a fixed number of characters, the condition is exact (``isExactUnless``): a subject that
 ///   meets it does not match either.
+/// - ``exactUnless``: for a pattern of fixed characters closed by a negative lookahead over fixed
+///   text (`(?:buzz|com)\/(?!shrinker).*`), whether the subject contains one of the lookahead's
+///   texts; where it contains none, ``condition`` (the pattern's without the lookahead) is exact.
 /// - ``automaton``: for a subject that meets ``condition``, whether the pattern matches, in one
 ///   pass (a pattern without lookarounds, back-references or atomic parts). For a pattern with
 ///   lookarounds, the automaton of the pattern without them (``isRelaxedAutomaton``), which
@@ -21,6 +24,7 @@ struct RuleShortcut {
     let isExact: Bool
     let matchesUnless: MatchCondition?
     let isExactUnless: Bool
+    let exactUnless: MatchCondition?
     let automaton: PositionAutomaton?
     /// Whether ``automaton`` is the pattern's without its lookarounds.
     let isRelaxedAutomaton: Bool
@@ -45,6 +49,7 @@ struct RuleShortcut {
             self.isExact = true
             self.matchesUnless = nil
             self.isExactUnless = false
+            self.exactUnless = nil
             self.automaton = nil
             self.isRelaxedAutomaton = false
             self.relaxedUnless = nil
@@ -61,13 +66,46 @@ struct RuleShortcut {
             : nil
         let automaton = exactAutomaton ?? relaxed?.automaton
         guard condition != .always || unless != nil || automaton != nil else { return nil }
-        self.condition = condition
+        let closing =
+            answersMatches && !reader.hasAtomicParts ? Self.closingLookahead(alternatives, caseless: caseless) : nil
+        // The pattern without its closing lookahead matches wherever the pattern does: its exact
+        // condition is a condition of the pattern.
+        self.condition = closing?.exact ?? condition
         self.isExact = false
         self.matchesUnless = unless?.condition
         self.isExactUnless = unless?.isExact ?? false
+        self.exactUnless = closing?.texts
         self.automaton = automaton
         self.isRelaxedAutomaton = exactAutomaton == nil && relaxed != nil
         self.relaxedUnless = exactAutomaton == nil ? relaxed?.unless : nil
+    }
+
+    /// For one alternative of fixed characters closed by a negative lookahead over fixed text,
+    /// perhaps followed by `.*` or `.*$`: the exact condition of the pattern without the
+    /// lookahead, and the condition that the subject contains one of the lookahead's texts; nil
+    /// for any other shape. Where the subject contains none of the texts, the lookahead succeeds
+    /// wherever it is tried, and the pattern matches exactly where it would without it.
+    private static func closingLookahead(_ alternatives: [[PatternNode]], caseless: Bool) -> (
+        exact: MatchCondition, texts: MatchCondition
+    )? {
+        guard alternatives.count == 1 else { return nil }
+        var nodes = PatternNode.flatten(alternatives[0])
+        if nodes.last == .end, nodes.count >= 2, PositionAutomaton.takesAnyRest(nodes[nodes.count - 2]) {
+            nodes.removeLast(2)
+        } else if let last = nodes.last, PositionAutomaton.takesAnyRest(last) {
+            nodes.removeLast()
+        }
+        guard case .negativeLookahead(let inside) = nodes.last else { return nil }
+        nodes.removeLast()
+        guard let exact = fixedCondition([nodes], caseless: caseless) else { return nil }
+        var texts: [MatchCondition] = []
+        for choice in inside {
+            guard let sequence = ConditionAnalysis.fixedSequence(PatternNode.flatten(choice), caseless: caseless),
+                !sequence.isEmpty
+            else { return nil }
+            texts.append(.containsSequence(sequence))
+        }
+        return (exact, .any(of: texts))
     }
 
     /// The automaton of `alternatives` with their lookarounds left out, and, when those are all

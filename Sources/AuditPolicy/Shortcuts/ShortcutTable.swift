@@ -112,6 +112,9 @@ private final class ShortcutProgram: Sendable {
         let matchesUnless: Int32
         let isExactUnless: Bool
         let isExact: Bool
+        /// The condition under which ``condition`` is not exact (see ``RuleShortcut/exactUnless``;
+        /// -1: none).
+        let exactUnless: Int32
         /// -1: none.
         let automaton: Int32
         /// Whether the automaton is the pattern's without its lookarounds (see
@@ -143,10 +146,12 @@ private final class ShortcutProgram: Sendable {
             let condition = compiler.compile(shortcut.condition, field: slot)
             let unless = shortcut.matchesUnless.map { compiler.compile($0, field: slot) } ?? -1
             let relaxedUnless = shortcut.relaxedUnless.map { compiler.compile($0, field: slot) } ?? -1
+            let exactUnless = shortcut.exactUnless.map { compiler.compile($0, field: slot) } ?? -1
             rules.append(
                 Rule(
                     field: slot, condition: condition, matchesUnless: unless, isExactUnless: shortcut.isExactUnless,
-                    isExact: shortcut.isExact, automaton: shortcut.automaton == nil ? -1 : Int32(automata.count),
+                    isExact: shortcut.isExact, exactUnless: exactUnless,
+                    automaton: shortcut.automaton == nil ? -1 : Int32(automata.count),
                     isRelaxed: shortcut.isRelaxedAutomaton, relaxedUnless: relaxedUnless))
             if let automaton = shortcut.automaton { automata.append(automaton) }
         }
@@ -172,6 +177,7 @@ private final class ShortcutProgram: Sendable {
             if rule.isExactUnless { return false }
         }
         guard holds(Int(rule.condition), bytes, found) else { return false }
+        if rule.exactUnless >= 0, !holds(Int(rule.exactUnless), bytes, found) { return true }
         guard rule.automaton >= 0 else { return nil }
         let matches = automata[Int(rule.automaton)].matches(bytes)
         guard rule.isRelaxed, matches == true else { return matches }

@@ -2,11 +2,12 @@ import Testing
 
 @testable import AuditPolicy
 
-/// A pattern with lookarounds inside it is answered by the automaton of the pattern without them,
-/// whose matches are the pattern's and more: where it finds none, the pattern has none; where it
-/// finds one, PCRE2 decides, unless the lookarounds are negative lookaheads over fixed text the
-/// URL does not contain.
-@Suite struct RelaxedAutomatonTests {
+/// Lookarounds in a shortcut's pattern. A pattern with lookarounds inside it is answered by the
+/// automaton of the pattern without them, whose matches are the pattern's and more: where it finds
+/// none, the pattern has none; where it finds one, PCRE2 decides, unless the lookarounds are
+/// negative lookaheads over fixed text the URL does not contain. A pattern of fixed characters
+/// closed by such a lookahead is exact where the URL lacks its text.
+@Suite struct LookaroundShortcutTests {
     /// The verdict of a policy of the one rule `pattern` (run for every request) for `url`, checked
     /// against matching the rule with PCRE2.
     private static func verdict(of pattern: String, url: String) throws -> Verdict {
@@ -90,5 +91,24 @@ import Testing
         #expect(without == 999)
         #expect(fixedText == 446)
         #expect(growing == 99)
+    }
+
+    static let closing = "(?:buzz|com|icu)\\/(?!shrinker|cut\\/).*"
+
+    @Test(
+        "fixed characters closed by a negative lookahead over fixed text: exact where the text is absent",
+        arguments: [
+            ("https://a.com/x", true),
+            ("https://a.org/x", false),
+            // The text is there: where it follows every `com/`, no match; elsewhere, a match.
+            ("https://a.com/shrinker/x", false),
+            ("https://a.com/cut/x", false),
+            ("https://a.com/shrinker/b.icu/x", true),
+            ("https://a.net/shrinker?u=buzz/", true),
+        ])
+    func closingLookahead(url: String, matches: Bool) throws {
+        let shortcut = try #require(RuleShortcut(pattern: Self.closing, caseInsensitive: false))
+        #expect(shortcut.exactUnless != nil)
+        #expect(try Self.verdict(of: Self.closing, url: url).action == (matches ? .block : .pass))
     }
 }
