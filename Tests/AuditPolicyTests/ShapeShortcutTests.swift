@@ -271,6 +271,23 @@ import Testing
         #expect(policy.evaluate(request) == policy.evaluateEveryRule(request))
     }
 
+    @Test(
+        "a run of letters and digits longer than the URL's longest is ruled out, and one as long is found",
+        arguments: [
+            ("[a-z0-9]{12,}", "https://a.test/abcdef123456/x", true),
+            ("[a-z0-9]{12,}", "https://a.test/abcdef12345/x", false),
+            // The URL's longest run of letters and digits is long enough; the class's is not.
+            ("[0-9a-f]{12,}", "https://a.test/0123456789gh/x", false),
+            ("[0-9a-f]{12,}", "https://a.test/0123456789ab/x", true),
+            ("\\/[0-9a-f]{8}\\.js", "https://a.test/x/0123abcd.js", true),
+            ("\\/[0-9a-f]{8}\\.js", "https://a.test/x/0123abc.js", false),
+            ("^https:\\/\\/[a-z]{6}\\.", "https://abcdef.test/", true),
+            ("^https:\\/\\/[a-z]{6}\\.", "https://abcde.test/abcdefgh", false),
+        ])
+    func alphanumericRuns(pattern: String, url: String, matches: Bool) throws {
+        try Self.expectVerdict(of: pattern, url: url, matches: matches)
+    }
+
     @Test("a shape that needs a character outside ASCII never matches an ASCII URL")
     func nonASCIINeeded() throws {
         let policy = try Policy(parsing: "[block]\naccent [éü]{2,}\n", file: "accent.rules")

@@ -53,11 +53,12 @@ struct ShortcutTable: Sendable {
                 guard bytes.isPrintableASCII else { return }
                 var found = FoundLiterals(count: field.literals.count)
                 field.literals.search(bytes, found: &found)
+                let longestRun = program.readsRuns ? Self.longestAlphanumericRun(in: bytes) : 0
                 candidates.compact { rule in
                     guard covers(rule) else { return rule }
                     let slot = self.slot(of: rule)
                     guard program.rules[slot].field == fieldSlot else { return rule }
-                    switch program.answer(slot, bytes, found: found) {
+                    switch program.answer(slot, bytes, found: found, longestRun: longestRun) {
                     case nil: return rule
                     case true?: return rule | CandidateList.matchesForSure
                     case false?: return nil
@@ -65,6 +66,15 @@ struct ShortcutTable: Sendable {
                 }
             }
         }
+    }
+
+    /// The length of the longest run of ASCII letters and digits in `bytes`: its longest token.
+    private static func longestAlphanumericRun(in bytes: Span<UInt8>) -> Int {
+        var longest = 0
+        var isASCII = true
+        _ = TokenScanner.forEachToken(in: bytes, isASCII: &isASCII) { start, end in longest = max(longest, end - start)
+        }
+        return longest
     }
 
     /// The shortcut number of rule `index`, which has one.
@@ -98,6 +108,10 @@ private struct ShortcutOperation {
     var mask: Int32 = -1
     /// A literal that occurs in every subject this operation holds for (-1: none known).
     var witness: Int32 = -1
+    /// run, startsWith, endsWith, containsSequence: how many letters and digits in a row every
+    /// subject it holds for has (0: none known). A subject whose longest such run is shorter
+    /// fails it without being read.
+    var alphanumericRun: Int32 = 0
     /// The index just past this operation's subtree (its children follow it).
     var end: Int32
 }
@@ -136,6 +150,8 @@ private final class ShortcutProgram: Sendable {
     let fields: [Field]
     let masks: [LiteralMask]
     let automata: [PositionAutomaton]
+    /// Whether some operation needs a run of letters and digits (``ShortcutOperation/alphanumericRun``).
+    let readsRuns: Bool
 
     init(_ shortcuts: [(shortcut: RuleShortcut, field: RequestField)]) {
         var compiler = Compiler()
@@ -158,6 +174,7 @@ private final class ShortcutProgram: Sendable {
         self.automata = automata
         self.rules = rules
         self.operations = compiler.operations
+        readsRuns = compiler.operations.contains { $0.alphanumericRun > 0 }
         self.sets = compiler.sets
         self.masks = compiler.masks
         self.fields = compiler.fields.indices.map { slot in
@@ -169,26 +186,28 @@ private final class ShortcutProgram: Sendable {
 
     /// Rule shortcut `slot`'s answer for a printable subject `bytes`, in which the literals of its
     /// field marked in `found` occur: true (matches), false (cannot match) or nil (PCRE2 decides).
-    func answer(_ slot: Int, _ bytes: Span<UInt8>, found: borrowing FoundLiterals) -> Bool? {
+    func answer(_ slot: Int, _ bytes: Span<UInt8>, found: borrowing FoundLiterals, longestRun: Int) -> Bool? {
         let rule = rules[slot]
-        if rule.isExact { return holds(Int(rule.condition), bytes, found) }
+        if rule.isExact { return holds(Int(rule.condition), bytes, found, longestRun) }
         if rule.matchesUnless >= 0 {
-            if !holds(Int(rule.matchesUnless), bytes, found) { return true }
+            if !holds(Int(rule.matchesUnless), bytes, found, longestRun) { return true }
             if rule.isExactUnless { return false }
         }
-        guard holds(Int(rule.condition), bytes, found) else { return false }
-        if rule.exactUnless >= 0, !holds(Int(rule.exactUnless), bytes, found) { return true }
+        guard holds(Int(rule.condition), bytes, found, longestRun) else { return false }
+        if rule.exactUnless >= 0, !holds(Int(rule.exactUnless), bytes, found, longestRun) { return true }
         guard rule.automaton >= 0 else { return nil }
         let matches = automata[Int(rule.automaton)].matches(bytes)
         guard rule.isRelaxed, matches == true else { return matches }
         // The pattern without its lookarounds matches: so does the pattern, when they are
         // negative lookaheads whose texts the subject lacks.
-        return rule.relaxedUnless >= 0 && !holds(Int(rule.relaxedUnless), bytes, found) ? true : nil
+        return rule.relaxedUnless >= 0 && !holds(Int(rule.relaxedUnless), bytes, found, longestRun) ? true : nil
     }
 
     /// Whether condition `index` holds for the subject `bytes`, in which the literals in `found`
     /// occur.
-    private func holds(_ index: Int, _ bytes: Span<UInt8>, _ found: borrowing FoundLiterals) -> Bool {
+    private func holds(
+        _ index: Int, _ bytes: Span<UInt8>, _ found: borrowing FoundLiterals, _ longestRun: Int
+    ) -> Bool {
         let operation = operations[index]
         switch operation.kind {
         case .always: return true
@@ -198,8 +217,10 @@ private final class ShortcutProgram: Sendable {
         case .anyLiteral:
             return found.intersects(masks[Int(operation.first)])
         case .run:
+            guard operation.alphanumericRun <= longestRun else { return false }
             return hasRun(of: sets[Int(operation.first)], minimum: Int(operation.second), in: bytes)
         case .startsWith, .endsWith:
+            guard operation.alphanumericRun <= longestRun else { return false }
             let count = Int(operation.second)
             guard bytes.count >= count else { return false }
             let start = operation.kind == .startsWith ? 0 : bytes.count - count
@@ -207,6 +228,7 @@ private final class ShortcutProgram: Sendable {
             for offset in 0..<count where !sets[first + offset].contains(bytes[start + offset]) { return false }
             return true
         case .containsSequence:
+            guard operation.alphanumericRun <= longestRun else { return false }
             let anchor = Int(operation.anchor)
             if anchor >= 0, !found.contains(anchor) { return false }
             if operation.mask >= 0, !found.containsAll(masks[Int(operation.mask)]) { return false }
@@ -225,7 +247,7 @@ private final class ShortcutProgram: Sendable {
                 let witness = Int(operations[child].witness)
                 // A child whose witness is missing does not hold, without reading it.
                 if witness < 0 || found.contains(witness) {
-                    if holds(child, bytes, found) == wanted { return wanted }
+                    if holds(child, bytes, found, longestRun) == wanted { return wanted }
                 } else if !wanted {
                     return false
                 }
@@ -371,6 +393,7 @@ private final class ShortcutProgram: Sendable {
             if let witnesses = witnesses(of: index), witnesses.count == 1 {
                 operations[index].witness = Int32(witnesses[0])
             }
+            operations[index].alphanumericRun = Int32(Self.alphanumericRun(of: condition))
             return Int32(index)
         }
 
@@ -405,6 +428,33 @@ private final class ShortcutProgram: Sendable {
                 child = Int(operations[child].end)
             }
             return all
+        }
+
+        /// ASCII letters and digits.
+        static let alphanumerics: ASCIISet = {
+            var set = ASCIISet()
+            set.insert(UInt8(ascii: "0")...UInt8(ascii: "9"))
+            set.insert(UInt8(ascii: "a")...UInt8(ascii: "z"))
+            set.insert(UInt8(ascii: "A")...UInt8(ascii: "Z"))
+            return set
+        }()
+
+        /// How many letters and digits in a row every subject a run or sequence condition holds
+        /// for has: its longest stretch of sets of letters and digits only; 0 for other conditions.
+        static func alphanumericRun(of condition: MatchCondition) -> Int {
+            let sequence: [ASCIISet]
+            switch condition {
+            case .run(let set, let minimum): sequence = Array(repeating: set, count: minimum)
+            case .containsSequence(let sets), .startsWith(let sets), .endsWith(let sets): sequence = sets
+            default: return 0
+            }
+            var longest = 0
+            var current = 0
+            for set in sequence {
+                current = !set.isEmpty && alphanumerics.isSuperset(of: set) ? current + 1 : 0
+                longest = max(longest, current)
+            }
+            return longest
         }
 
         /// Text that nearly every URL has, and so a poor anchor however long it is.
