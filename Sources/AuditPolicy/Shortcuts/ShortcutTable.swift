@@ -13,7 +13,14 @@ struct ShortcutTable: Sendable {
     private let ruleBits: [UInt64]
     /// For each word of ``ruleBits``, the number of rules with a shortcut before it.
     private let ranks: [Int32]
+    /// For a policy of at most ``directSlotRules`` rules, each rule's shortcut number (-1: none):
+    /// one load, where the bits and their ranks take two and a popcount (a software one on
+    /// baseline x86-64). Empty for larger policies, whose table would not stay in the cache.
+    private let directSlots: [Int32]
     private let program: ShortcutProgram
+
+    /// Policies of at most this many rules find a rule's shortcut in ``directSlots`` (16 KiB).
+    static let directSlotRules = 4_096
 
     /// Number of rules with a shortcut.
     var count: Int { program.rules.count }
@@ -32,7 +39,13 @@ struct ShortcutTable: Sendable {
         }
         ruleBits = bits
         self.ranks = ranks
-        program = ShortcutProgram(byRule.keys.sorted().compactMap { byRule[$0] })
+        let sortedRules = byRule.keys.sorted()
+        var directSlots = [Int32](repeating: -1, count: ruleCount <= Self.directSlotRules ? ruleCount : 0)
+        if !directSlots.isEmpty {
+            for (slot, rule) in sortedRules.enumerated() { directSlots[Int(rule)] = Int32(slot) }
+        }
+        self.directSlots = directSlots
+        program = ShortcutProgram(sortedRules.compactMap { byRule[$0] })
     }
 
     /// Whether rule `index` has a shortcut.
@@ -55,9 +68,8 @@ struct ShortcutTable: Sendable {
                 field.literals.search(bytes, found: &found)
                 let longestRun = program.readsRuns ? Self.longestAlphanumericRun(in: bytes) : 0
                 candidates.compact { rule in
-                    guard covers(rule) else { return rule }
                     let slot = self.slot(of: rule)
-                    guard program.rules[slot].field == fieldSlot else { return rule }
+                    guard slot >= 0, program.rules[slot].field == fieldSlot else { return rule }
                     switch program.answer(slot, bytes, found: found, longestRun: longestRun) {
                     case nil: return rule
                     case true?: return rule | CandidateList.matchesForSure
@@ -77,9 +89,12 @@ struct ShortcutTable: Sendable {
         return longest
     }
 
-    /// The shortcut number of rule `index`, which has one.
+    /// The shortcut number of rule `index` (perhaps marked ``CandidateList/matchesForSure``, which
+    /// has none), or -1 when it has none.
     @inline(__always)
     private func slot(of index: Int32) -> Int {
+        if !directSlots.isEmpty { return index < directSlots.count ? Int(directSlots[Int(index)]) : -1 }
+        guard covers(index) else { return -1 }
         let word = Int(index >> 6)
         let bit = UInt64(1) << UInt64(index & 63)
         return Int(ranks[word]) + (ruleBits[word] & (bit - 1)).nonzeroBitCount
