@@ -179,19 +179,13 @@ int printable_ascii(const uint8_t *bytes, long count) {
     return 1;
 }
 
-/// A byte lower-cased when it is a capital letter, its bit 7 cleared.
-static inline uint32_t lowered_ascii(uint8_t byte) {
-    uint32_t low = byte & 0x7F;
-    return low | (((low - 'A') < 26) << 5);
-}
-
 uint64_t literal_pair_starts(const uint8_t *bytes, long count, long from, const uint64_t *pairs) {
     long end = count - 1 < from + 64 ? count - 1 : from + 64;
     if (from < 0 || from >= end) return 0;
     uint64_t found = 0;
-    uint32_t previous = lowered_ascii(bytes[from]);
+    uint32_t previous = bytes[from] & 0x7F;
     for (long index = from; index < end; index++) {
-        uint32_t next = lowered_ascii(bytes[index + 1]);
+        uint32_t next = bytes[index + 1] & 0x7F;
         uint32_t pair = previous << 7 | next;
         found |= ((pairs[pair >> 6] >> (pair & 63)) & 1) << (index - from);
         previous = next;

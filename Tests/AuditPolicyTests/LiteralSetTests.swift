@@ -54,18 +54,19 @@ import Testing
         }
     }
 
-    @Test("the pair kernel marks the places of the pairs asked for, capitals lower-cased, 64 at most a call")
+    @Test(
+        "the pair kernel marks the places of the pairs set in either case, 64 at most a call, from every start"
+    )
     func pairStartsAgreeWithByteByByte() {
         var random = SystemRandomNumberGenerator()
         let bytes = Array("aAbB/.%0".utf8) + [0x7E, 0x20]
         for _ in 0..<2_000 {
-            var pairs = [UInt64](repeating: 0, count: 256)
+            var pairs = PairBits()
             var wanted: Set<[UInt8]> = []
             for _ in 0..<Int.random(in: 1...6, using: &random) {
                 let pair = (0..<2).map { _ in ConditionAnalysis.lowercased(bytes.randomElement(using: &random) ?? 0) }
                 wanted.insert(pair)
-                let bit = Int(pair[0]) << 7 | Int(pair[1])
-                pairs[bit >> 6] |= 1 << UInt64(bit & 63)
+                pairs.insertInEitherCase(pair[0], then: pair[1])
             }
             let subject = (0..<Int.random(in: 0...140, using: &random)).map { _ in
                 bytes.randomElement(using: &random) ?? 0
@@ -78,8 +79,16 @@ import Testing
                     if wanted.contains(pair) { expected |= 1 << UInt64(position - start) }
                 }
             }
-            #expect(subject.span.pairStarts(from: start, in: pairs.span) == expected, "\(subject) from \(start)")
+            #expect(subject.span.pairStarts(from: start, in: pairs.words.span) == expected, "\(subject) from \(start)")
         }
+    }
+
+    @Test("a pair set with a byte then any byte is found before every byte, the last pair included")
+    func pairThenAnyByte() {
+        var pairs = PairBits()
+        pairs.insertInEitherCase(UInt8(ascii: "q"), then: nil)
+        let subject = Array("xQ/qa~Qz".utf8)
+        #expect(subject.span.pairStarts(from: 0, in: pairs.words.span) == 0b0100_1010)
     }
 
     @Test("a subject is printable ASCII when every byte is from space to tilde, at any place in it")

@@ -246,7 +246,7 @@ extension RuleIndex.FieldGroup {
     private func collectInfixes(
         in bytes: Span<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
-        let infixPairs = self.infixPairs
+        let infixPairs = self.infixPairs.words
         let pairs = infixPairs.span
         var block = 0
         while block < bytes.count &- 1 {

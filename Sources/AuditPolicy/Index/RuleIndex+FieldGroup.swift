@@ -45,10 +45,9 @@ extension RuleIndex {
         let prefixStarts: AffixGate
         let suffixEnds: AffixGate
         let infixGate: BytePairSet
-        /// With many infix keys: bit `128 × first + second` for each pair of lower-case bytes an
-        /// infix key starts with (a key of one byte: its byte then any), for the C kernel
-        /// `literal_pair_starts`.
-        let infixPairs: [UInt64]
+        /// With many infix keys: the pairs an infix key starts with, in either case (a key of one
+        /// byte: its byte then any), for the C kernel `literal_pair_starts`.
+        let infixPairs: PairBits
         /// The infix keys when they are few: the subject is searched for each at once, rather than
         /// every position of every token being checked against the gate, which costs more when the
         /// keys are few.
@@ -84,13 +83,10 @@ extension RuleIndex {
             fewInfixKeys = FewKeys(builder.infixKeys)
             checksTokenGate = hasTokenKeys || hasPairKeys
             checksInfixGate = hasInfixKeys && fewInfixKeys == nil
-            var infixPairs = [UInt64](repeating: 0, count: checksInfixGate ? 128 * 128 / 64 : 0)
+            var infixPairs = PairBits()
             if checksInfixGate {
                 for key in builder.infixKeys {
-                    for second in key.count > 1 ? [Int(key[1])] : Array(0..<128) {
-                        let pair = Int(key[0]) << 7 | second
-                        infixPairs[pair >> 6] |= 1 << UInt64(pair & 63)
-                    }
+                    infixPairs.insertInEitherCase(key[0], then: key.count > 1 ? key[1] : nil)
                 }
             }
             self.infixPairs = infixPairs

@@ -83,10 +83,11 @@ extension Span where Element == UInt8 {
         }
     }
 
-    /// The positions of `start..<min(start + 64, count - 1)` where the byte there and the next,
-    /// capitals lower-cased, are a pair set in `pairs`: bit `n` for position `start + n` (C kernel
+    /// The positions of `start..<min(start + 64, count - 1)` where the byte there and the next
+    /// are a pair set in `pairs`: bit `n` for position `start + n` (C kernel
     /// `literal_pair_starts`). `pairs` holds 128 × 128 bits, bit `128 × first + second` for the
-    /// pair (`first`, `second`); bit 7 of a byte is ignored.
+    /// pair (`first`, `second`); bit 7 of a byte is ignored. See ``PairBits`` for pairs in either
+    /// case.
     func pairStarts(from start: Int, in pairs: Span<UInt64>) -> UInt64 {
         precondition(pairs.count == 256, "a bit for each pair of 7-bit bytes")
         guard start >= 0, start < count - 1 else { return 0 }

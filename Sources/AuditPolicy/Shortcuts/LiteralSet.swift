@@ -2,9 +2,9 @@
 /// of them occur.
 ///
 /// Each literal (two bytes or more, letters lower-case) is filed under its first two bytes. A C
-/// kernel finds the positions where such a pair stands, 64 at a time and without a branch per
-/// position; at each, the literals filed under the pair are compared eight bytes at a time
-/// against the subject's bytes there, lower-cased.
+/// kernel finds the positions where such a pair stands, in either case, 64 at a time and without
+/// a branch per position; at each, the literals filed under the pair are compared eight bytes at
+/// a time against the subject's bytes there, lower-cased.
 struct LiteralSet: Sendable {
     /// One literal of a pair's group.
     private struct Entry {
@@ -20,8 +20,8 @@ struct LiteralSet: Sendable {
 
     /// Number of literals.
     let count: Int
-    /// Bit `128 × first + second`: some literal starts with the pair (`first`, `second`).
-    private let pairs: [UInt64]
+    /// The pairs the literals start with, in either case.
+    private let pairs: PairBits
     /// For the pair of printable bytes `first`, `second`: the number of its group of literals, at
     /// `(first - 0x20) × 95 + second - 0x20`.
     private let pairGroups: [UInt16]
@@ -45,7 +45,7 @@ struct LiteralSet: Sendable {
             byPair[Self.pairIndex(literal[0], literal[1]), default: []].append(Int32(number))
         }
         precondition(byPair.count < Int(UInt16.max), "fewer groups than a UInt16 numbers")
-        var pairs = [UInt64](repeating: 0, count: 128 * 128 / 64)
+        var pairs = PairBits()
         var groups = [UInt16](repeating: 0, count: Self.printableCount * Self.printableCount)
         var groupStarts: [Int32] = [0]
         var entries: [Entry] = []
@@ -55,8 +55,7 @@ struct LiteralSet: Sendable {
             for number in byPair[pair] ?? [] {
                 let literal = literals[Int(number)]
                 if entries.count == groupStarts[groupStarts.count - 1] {
-                    let bit = Int(literal[0]) << 7 | Int(literal[1])
-                    pairs[bit >> 6] |= 1 << UInt64(bit & 63)
+                    pairs.insertInEitherCase(literal[0], then: literal[1])
                 }
                 var head: UInt64 = 0
                 for (offset, byte) in literal.prefix(8).enumerated() { head |= UInt64(byte) << UInt64(8 * offset) }
@@ -84,7 +83,9 @@ struct LiteralSet: Sendable {
     /// `subject` is printable ASCII (0x20–0x7E).
     func search(_ subject: Span<UInt8>, found: inout FoundLiterals) {
         guard subject.count >= 2, count > 0 else { return }
-        let (pairs, groups, groupStarts, entries) = (self.pairs.span, pairGroups.span, groupStarts.span, entries.span)
+        let (pairs, groups, groupStarts, entries) = (
+            self.pairs.words.span, pairGroups.span, groupStarts.span, entries.span
+        )
         var block = 0
         while block < subject.count &- 1 {
             var starts = subject.pairStarts(from: block, in: pairs)

@@ -129,10 +129,11 @@ long url_host_span(const uint8_t *bytes, long count, long from);
 /// Not inline (ByteClasses.c): the shortcuts' check that they may answer for a subject.
 int printable_ascii(const uint8_t *bytes, long count);
 
-/// The positions p of `from..<min(from + 64, count - 1)` where bytes p and p + 1, lower-cased
-/// (capital letters only), are a pair set in `pairs`: bit n of the result for position from + n.
-/// `pairs` holds 128 × 128 bits, bit 128 × first + second for the pair (first, second); a byte's
-/// bit 7 is ignored. Reads `bytes[from..<min(from + 65, count)]` only.
+/// The positions p of `from..<min(from + 64, count - 1)` where bytes p and p + 1 are a pair set
+/// in `pairs`: bit n of the result for position from + n. `pairs` holds 128 × 128 bits, bit
+/// 128 × first + second for the pair (first, second); a byte's bit 7 is ignored. The bytes are
+/// compared as they are: a caller that searches without case sets each pair in every case.
+/// Reads `bytes[from..<min(from + 65, count)]` only.
 ///
 /// No branch per position: the pairs the shortcuts' literals start with are common in URLs
 /// (`.c`, `co`, `//`), and a branch on each was mispredicted about one time in five.
