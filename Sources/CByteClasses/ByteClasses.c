@@ -1,5 +1,5 @@
-// The byte-class kernels are static inline in include/CByteClasses.h; the token marker, the
-// search for a few byte pairs and the span of host bytes are here.
+// The byte-class kernels are static inline in include/CByteClasses.h; the token hasher, the token
+// marker, the search for a few byte pairs and the span of host bytes are here.
 #include "CByteClasses.h"
 
 /// Whether the pair `pair` (first byte high) is in a set of 65,536 bits (1,024 words).
@@ -190,5 +190,93 @@ uint64_t literal_pair_starts(const uint8_t *bytes, long count, long from, const 
         found |= ((pairs[pair >> 6] >> (pair & 63)) & 1) << (index - from);
         previous = next;
     }
+    return found;
+}
+
+/// The eight bytes at `bytes`, the first lowest.
+static inline uint64_t load64(const uint8_t *bytes) {
+    uint64_t word;
+    memcpy(&word, bytes, 8);
+    return word;
+}
+
+/// The high and low halves of the 128-bit product of `a` and `b`, XORed.
+static inline uint64_t folded_multiply(uint64_t a, uint64_t b) {
+    unsigned __int128 product = (unsigned __int128)a * b;
+    return (uint64_t)(product >> 64) ^ (uint64_t)product;
+}
+
+/// IndexKey.tokenHash for the token `bytes[start..<end]` of a buffer that starts at `bytes`; `head`
+/// holds eight zero bytes, then the buffer's first eight (zero where it is shorter), so that a
+/// token ending before byte 8 is read from it with the same load as any other.
+///
+/// The common token of up to eight bytes takes no branch: its last eight bytes are loaded (from
+/// `head` or the buffer, a conditional move), lower-cased and shifted down so that only its own
+/// remain, as the Swift hash does when it loads them byte by byte.
+static inline uint64_t token_hash(const uint8_t *bytes, const uint8_t *head, long start, long end) {
+    const uint64_t lower_case_bits = 0x2020202020202020ull;
+    uint64_t state = 0x94d049bb13311115ull;
+    long offset = start;
+    while (__builtin_expect(end - offset > 8, 0)) {
+        state = folded_multiply(state ^ (load64(bytes + offset) | lower_case_bits), 0xbf58476d1ce4e5b9ull);
+        offset += 8;
+    }
+    long rest = end - offset;
+    const uint8_t *last = end >= 8 ? bytes + end - 8 : head + end;
+    uint64_t word = (load64(last) | lower_case_bits) >> ((8 - rest) * 8);
+    uint64_t hash = folded_multiply(state ^ word, 0x9e3779b97f4a7c15ull);
+    return hash == 0 ? 1 : hash;
+}
+
+/// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end` of
+/// `bytes[0..<count]`.
+static int has_ascii_folding_character(const uint8_t *bytes, long count, long start, long end) {
+    for (long index = start; index < end; index++) {
+        if (bytes[index] == 0xC5 && index + 1 < count && bytes[index + 1] == 0xBF) return 1;
+        if (bytes[index] == 0xE2 && index + 2 < count && bytes[index + 1] == 0x84 && bytes[index + 2] == 0xAA)
+            return 1;
+    }
+    return 0;
+}
+
+long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags) {
+    uint8_t head[16] = {0};
+    if (count > 0) memcpy(head + 8, bytes, count < 8 ? (size_t)count : 8);
+    long found = 0;
+    // The start of a token that began in an earlier block and runs on, or -1.
+    long carried_start = -1;
+    for (long block_start = 0; block_start < count;) {
+        long length = count - block_start < 64 ? count - block_start : 64;
+        ByteClassMasks masks = byte_classes(bytes, (size_t)count, (size_t)block_start, (size_t)length);
+        if (masks.nonASCII != 0) {
+            *flags |= INDEX_TOKENS_NON_ASCII;
+            if (has_ascii_folding_character(bytes, count, block_start, block_start + length)) {
+                *flags |= INDEX_TOKENS_UNTOKENIZABLE;
+                return found;
+            }
+        }
+        // Where a token starts, and where one ends (the first byte after it); bits past a short
+        // block's end are clear, so a token running to the end of the block ends there.
+        uint64_t before = masks.alnum << 1 | (carried_start >= 0 ? 1 : 0);
+        uint64_t starts = masks.alnum & ~before;
+        uint64_t ends = ~masks.alnum & before;
+        if (carried_start >= 0 && ends != 0) {
+            long end = block_start + __builtin_ctzll(ends);
+            tokens[found++] = (IndexToken){token_hash(bytes, head, carried_start, end), (int32_t)carried_start, (int32_t)end};
+            ends &= ends - 1;
+            carried_start = -1;
+        }
+        while (ends != 0) {
+            long start = block_start + __builtin_ctzll(starts);
+            long end = block_start + __builtin_ctzll(ends);
+            tokens[found++] = (IndexToken){token_hash(bytes, head, start, end), (int32_t)start, (int32_t)end};
+            starts &= starts - 1;
+            ends &= ends - 1;
+        }
+        // A start left without an end runs into the next block.
+        if (starts != 0) carried_start = block_start + __builtin_ctzll(starts);
+        block_start += length;
+    }
+    if (carried_start >= 0) tokens[found++] = (IndexToken){token_hash(bytes, head, carried_start, count), (int32_t)carried_start, (int32_t)count};
     return found;
 }

@@ -123,6 +123,35 @@ private func scan(_ bytes: [UInt8]) -> (tokens: [Range<Int>]?, isASCII: Bool) {
         #expect(seen.count == texts.count)
     }
 
+    @Test("the C token hasher gives the Swift scanner's tokens, their Swift hashes and the same flags")
+    func kernelMatchesScannerAndHash() {
+        // Long tokens (hashed eight bytes at a time, across block edges), short ones near the
+        // start (hashed byte by byte), high bytes, and the Kelvin sign and long s.
+        let pieces: [[UInt8]] =
+            [
+                "a", "Zq", "doubleclick", "ABCDEFGH", "abcdefghi", String(repeating: "x9", count: 40), "/", "?", "=",
+                "..",
+            ]
+            .map { Array($0.utf8) } + [[0xE9], [0xC3, 0xA9], [0xE2, 0x84, 0xAA], [0xC5, 0xBF], [0x00], [0x10]]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<3_000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...30, using: &random) {
+                bytes += pieces.randomElement(using: &random) ?? []
+            }
+            let expected = scan(bytes)
+            let hashed = TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
+                let result = tokens.append(tokensOf: bytes.span)
+                return (result, tokens.tokens)
+            }
+            #expect(hashed.0.isTokenizable == (expected.tokens != nil), "\(bytes)")
+            #expect(hashed.0.isASCII == expected.isASCII, "\(bytes)")
+            guard let ranges = expected.tokens else { continue }
+            #expect(hashed.1.map { Int($0.start)..<Int($0.end) } == ranges, "\(bytes)")
+            #expect(hashed.1.map(\.hash) == ranges.map { IndexKey.tokenHash(bytes.span, $0.lowerBound, $0.upperBound) })
+        }
+    }
+
     @Test("up to 64 tokens answer membership exactly, by search for a few and by hash set for more")
     func tokenMembership() {
         var random = SystemRandomNumberGenerator()

@@ -94,27 +94,26 @@ internal import CByteClasses
         hasSummary = false
     }
 
-    /// Appends every token of `bytes` (see ``TokenScanner``) with its hash. `isTokenizable` is false,
-    /// the scan having stopped, when `bytes` cannot be tokenized (see
-    /// ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says whether every byte read is below 0x80.
+    /// Appends every token of `bytes` (see ``TokenScanner``) with its hash (see
+    /// ``IndexKey/tokenHash(_:_:_:)``). `isTokenizable` is false, the scan having stopped, when
+    /// `bytes` cannot be tokenized (see ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says
+    /// whether every byte read is below 0x80.
+    ///
+    /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
+    /// without a bounds check on each load.
     mutating func append(tokensOf bytes: Span<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
         // A subject of `n` bytes has at most `n / 2 + 1` tokens, the room made for it.
         precondition(unsafe bytes.count / 2 + 1 <= storage.count - count, "room for every token of the subject")
-        // The storage and the count in locals, so that they stay in registers rather than being
-        // loaded and stored for each token.
-        let storage = unsafe storage
-        var count = self.count
-        var isASCII = true
-        let isTokenizable = TokenScanner.forEachToken(in: bytes, isASCII: &isASCII) { start, end in
-            unsafe storage[count] = Token(
-                hash: IndexKey.tokenHash(bytes, start, end), start: Int32(truncatingIfNeeded: start),
-                end: Int32(truncatingIfNeeded: end))
-            count &+= 1
+        let room = unsafe UnsafeMutableBufferPointer(rebasing: storage[count...])
+        var flags: Int32 = 0
+        let found = unsafe bytes.withUnsafeBufferPointer { bytes in
+            unsafe index_hash_tokens(bytes.baseAddress, bytes.count, room.baseAddress, &flags)
         }
-        self.count = count
+        precondition(found >= 0 && found <= bytes.count / 2 + 1, "the kernel wrote into the room it had")
+        count += found
         furthestEnd = max(furthestEnd, bytes.count)
         hasSummary = false
-        return (isTokenizable, isASCII)
+        return (flags & INDEX_TOKENS_UNTOKENIZABLE == 0, flags & INDEX_TOKENS_NON_ASCII == 0)
     }
 
     /// Marks the tokens (tokens of `bytes`, fewer than 2^27) for which `gate` has a flag set, whose

@@ -89,6 +89,23 @@ typedef struct {
     int32_t end;
 } IndexToken;
 
+/// `index_hash_tokens` found a byte of 0x80 or more.
+#define INDEX_TOKENS_NON_ASCII 1
+/// `index_hash_tokens` stopped at U+212A (Kelvin sign, E2 84 AA) or U+017F (long s, C5 BF).
+#define INDEX_TOKENS_UNTOKENIZABLE 2
+
+/// Writes the tokens of `bytes[0..<count]` (runs of ASCII letters and digits) to `tokens`, in
+/// order, each with its hash, and returns how many; `tokens` has room for `count / 2 + 1`. The
+/// hash is AuditPolicy's `IndexKey.tokenHash`, bit for bit: the token lower-cased, read eight
+/// bytes at a time into a folded multiply. Sets `INDEX_TOKENS_NON_ASCII` in `*flags` once a block
+/// of 64 bytes holding a byte of 0x80 or more is read, and stops, setting
+/// `INDEX_TOKENS_UNTOKENIZABLE`, at a block where U+212A or U+017F starts (PCRE2 matches them
+/// caselessly against `k` and `s`, which tokens cannot express); the tokens written before then
+/// are those of the blocks before it. Reads `bytes[0..<count]` only.
+///
+/// Not inline (ByteClasses.c): the token scanner's loop and the hash's, with no bounds checks.
+long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags);
+
 /// Writes to `marked` the tokens that pass some gate, in order, and returns how many: those whose
 /// slot of `gate` (two bits per slot, 32 slots a word; bits 40 and up of the hash pick it under
 /// `gate_mask`) is not clear, whose first two bytes lower-cased are in `prefix_pairs`, or whose
