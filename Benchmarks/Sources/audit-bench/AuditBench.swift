@@ -253,10 +253,17 @@ struct Interception: AsyncParsableCommand {
     @Option(help: "Requests per session and concurrency (see InterceptionBenchmark.defaultRequests).")
     var interceptionRequests = InterceptionBenchmark.defaultRequests
     @Option(help: "Only this session (direct or audited), for profiling one path.") var only: String?
+    @Option(help: "The audited session's rule set (1k, 10k, all, regex, mix), or none: an empty policy.")
+    var rules = "10k"
 
     func run() async throws {
-        let (_, sources, _) = try Decisions.ruleSet("10k", data: BenchData(directory: options.data))
-        let policy = try Policy(sources: sources)
+        let policy: Policy
+        if rules == "none" {
+            policy = try Policy(parsing: "")
+        } else {
+            let (_, sources, _) = try Decisions.ruleSet(rules, data: BenchData(directory: options.data))
+            policy = try Policy(sources: sources)
+        }
         printInterceptionTable(
             try await InterceptionBenchmark(policy: policy, requests: interceptionRequests, only: only).run())
     }
