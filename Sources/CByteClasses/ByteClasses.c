@@ -1,58 +1,10 @@
-// The byte-class kernels are static inline in include/CByteClasses.h; the token hasher, the token
-// marker, the search for a few byte pairs and the span of host bytes are here.
+// The byte-class kernels are static inline in include/CByteClasses.h; the token hasher and marker,
+// the search for a few byte pairs and the span of host bytes are here.
 #include "CByteClasses.h"
 
 /// Whether the pair `pair` (first byte high) is in a set of 65,536 bits (1,024 words).
 static inline uint64_t pair_bit(const uint64_t *words, uint32_t pair) {
     return (words[(pair >> 6) & 1023] >> (pair & 63)) & 1;
-}
-
-/// index_mark_tokens for one choice of the gates read: with the choice constant, each copy is one
-/// loop with no branch per token but the loop's. Every byte of a token is a letter or digit:
-/// setting bit 5 lower-cases it.
-static inline __attribute__((always_inline)) long mark_tokens(
-    const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate, uint64_t gate_mask,
-    const uint64_t *prefix_pairs, const uint64_t *suffix_pairs, int32_t *marked, int reads_gate,
-    int reads_prefixes, int reads_suffixes) {
-    long found = 0;
-    for (long index = 0; index < count; index++) {
-        IndexToken token = tokens[index];
-        uint64_t marks = 0;
-        if (reads_gate) {
-            uint64_t slot = (token.hash >> 40) & gate_mask;
-            marks |= (gate[slot >> 5] >> (2 * (slot & 31))) & 3;
-        }
-        int is_long = token.end - token.start > 1;
-        if (reads_prefixes) {
-            uint32_t first = bytes[token.start] | 0x20;
-            uint32_t second = is_long ? bytes[token.start + 1] | 0x20 : 0;
-            marks |= pair_bit(prefix_pairs, first << 8 | second) << 2;
-        }
-        if (reads_suffixes) {
-            uint32_t last = bytes[token.end - 1] | 0x20;
-            uint32_t before = is_long ? bytes[token.end - 2] | 0x20 : 0;
-            marks |= pair_bit(suffix_pairs, last << 8 | before) << 3;
-        }
-        marked[found] = (int32_t)(index << 4 | (long)marks);
-        found += marks != 0;
-    }
-    return found;
-}
-
-long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate,
-                       uint64_t gate_mask, const uint64_t *prefix_pairs, const uint64_t *suffix_pairs,
-                       int32_t *marked) {
-    int choice = (gate != 0) << 2 | (prefix_pairs != 0) << 1 | (suffix_pairs != 0);
-    switch (choice) {
-    case 7: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 1, 1, 1);
-    case 6: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 1, 1, 0);
-    case 5: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 1, 0, 1);
-    case 4: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 1, 0, 0);
-    case 3: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 0, 1, 1);
-    case 2: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 0, 1, 0);
-    case 1: return mark_tokens(tokens, count, bytes, gate, gate_mask, prefix_pairs, suffix_pairs, marked, 0, 0, 1);
-    default: return 0;
-    }
 }
 
 /// index_next_pair_start for `pair_count` pairs, their vectors built: with the count constant,
@@ -239,10 +191,52 @@ static int has_ascii_folding_character(const uint8_t *bytes, long count, long st
     return 0;
 }
 
-long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags) {
+/// Where the scan writes its tokens and marks, and how many of each so far.
+typedef struct {
+    IndexToken *tokens;
+    long count;
+    int32_t *marked;
+    long marked_count;
+} TokenOutput;
+
+/// Hashes the token `bytes[start..<end]`, appends it, and marks it when a gate read lets it
+/// through: every byte of a token is a letter or digit, so setting bit 5 lower-cases it. With the
+/// gates read constant, the marking takes no branch.
+static inline __attribute__((always_inline)) void emit_token(const uint8_t *bytes, const uint8_t *head, long start,
+                                                             long end, const IndexTokenGates *gates, TokenOutput *out,
+                                                             int reads_gate, int reads_prefixes, int reads_suffixes) {
+    uint64_t hash = token_hash(bytes, head, start, end);
+    long index = out->count;
+    out->tokens[index] = (IndexToken){hash, (int32_t)start, (int32_t)end};
+    out->count = index + 1;
+    if (!(reads_gate | reads_prefixes | reads_suffixes)) return;
+    uint64_t marks = 0;
+    if (reads_gate) {
+        uint64_t slot = (hash >> 40) & gates->gate_mask;
+        marks |= (gates->gate[slot >> 5] >> (2 * (slot & 31))) & 3;
+    }
+    int is_long = end - start > 1;
+    if (reads_prefixes) {
+        uint32_t first = bytes[start] | 0x20;
+        uint32_t second = is_long ? bytes[start + 1] | 0x20 : 0;
+        marks |= pair_bit(gates->prefix_pairs, first << 8 | second) << 2;
+    }
+    if (reads_suffixes) {
+        uint32_t last = bytes[end - 1] | 0x20;
+        uint32_t before = is_long ? bytes[end - 2] | 0x20 : 0;
+        marks |= pair_bit(gates->suffix_pairs, last << 8 | before) << 3;
+    }
+    out->marked[out->marked_count] = (int32_t)(index << 4 | (long)marks);
+    out->marked_count += marks != 0;
+}
+
+/// index_hash_tokens for one choice of the gates read.
+static inline __attribute__((always_inline)) void hash_tokens(const uint8_t *bytes, long count, int *flags,
+                                                              const IndexTokenGates *gates, TokenOutput *out,
+                                                              int reads_gate, int reads_prefixes,
+                                                              int reads_suffixes) {
     uint8_t head[16] = {0};
     if (count > 0) memcpy(head + 8, bytes, count < 8 ? (size_t)count : 8);
-    long found = 0;
     // The start of a token that began in an earlier block and runs on, or -1.
     long carried_start = -1;
     for (long block_start = 0; block_start < count;) {
@@ -252,7 +246,7 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
             *flags |= INDEX_TOKENS_NON_ASCII;
             if (has_ascii_folding_character(bytes, count, block_start, block_start + length)) {
                 *flags |= INDEX_TOKENS_UNTOKENIZABLE;
-                return found;
+                return;
             }
         }
         // Where a token starts, and where one ends (the first byte after it); bits past a short
@@ -262,14 +256,14 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
         uint64_t ends = ~masks.alnum & before;
         if (carried_start >= 0 && ends != 0) {
             long end = block_start + __builtin_ctzll(ends);
-            tokens[found++] = (IndexToken){token_hash(bytes, head, carried_start, end), (int32_t)carried_start, (int32_t)end};
+            emit_token(bytes, head, carried_start, end, gates, out, reads_gate, reads_prefixes, reads_suffixes);
             ends &= ends - 1;
             carried_start = -1;
         }
         while (ends != 0) {
             long start = block_start + __builtin_ctzll(starts);
             long end = block_start + __builtin_ctzll(ends);
-            tokens[found++] = (IndexToken){token_hash(bytes, head, start, end), (int32_t)start, (int32_t)end};
+            emit_token(bytes, head, start, end, gates, out, reads_gate, reads_prefixes, reads_suffixes);
             starts &= starts - 1;
             ends &= ends - 1;
         }
@@ -277,6 +271,26 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
         if (starts != 0) carried_start = block_start + __builtin_ctzll(starts);
         block_start += length;
     }
-    if (carried_start >= 0) tokens[found++] = (IndexToken){token_hash(bytes, head, carried_start, count), (int32_t)carried_start, (int32_t)count};
-    return found;
+    if (carried_start >= 0) {
+        emit_token(bytes, head, carried_start, count, gates, out, reads_gate, reads_prefixes, reads_suffixes);
+    }
+}
+
+long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags,
+                       const IndexTokenGates *gates, int32_t *marked, long *marked_count) {
+    TokenOutput out = {tokens, 0, marked, 0};
+    int choice = gates == 0 ? 0
+                            : (gates->gate != 0) << 2 | (gates->prefix_pairs != 0) << 1 | (gates->suffix_pairs != 0);
+    switch (choice) {
+    case 7: hash_tokens(bytes, count, flags, gates, &out, 1, 1, 1); break;
+    case 6: hash_tokens(bytes, count, flags, gates, &out, 1, 1, 0); break;
+    case 5: hash_tokens(bytes, count, flags, gates, &out, 1, 0, 1); break;
+    case 4: hash_tokens(bytes, count, flags, gates, &out, 1, 0, 0); break;
+    case 3: hash_tokens(bytes, count, flags, gates, &out, 0, 1, 1); break;
+    case 2: hash_tokens(bytes, count, flags, gates, &out, 0, 1, 0); break;
+    case 1: hash_tokens(bytes, count, flags, gates, &out, 0, 0, 1); break;
+    default: hash_tokens(bytes, count, flags, gates, &out, 0, 0, 0); break;
+    }
+    if (marked_count) *marked_count = out.marked_count;
+    return out.count;
 }

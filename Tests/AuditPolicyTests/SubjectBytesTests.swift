@@ -57,20 +57,6 @@ import Testing
         }
     }
 
-    @Test("marking tokens that lie past the end of the subject given stops the process")
-    func markingAnotherSubjectsTokensTraps() async {
-        await #expect(processExitsWith: .failure) {
-            let long: [UInt8] = Array("https://example.test/some/long/path".utf8)
-            let short: [UInt8] = Array("x".utf8)
-            TokenHashes.withTokens(ofSubjectLength: long.count) { tokens in
-                _ = tokens.append(tokensOf: long.span)
-                _ = tokens.markTokens(
-                    of: short.span, gate: TokenGate(keys: [], pairStarts: []), readsGate: true,
-                    prefixes: BytePairSet(), readsPrefixes: false, suffixes: BytePairSet(), readsSuffixes: false)
-            }
-        }
-    }
-
     @Test("reading a candidate past the list's end stops the process")
     func candidatePastTheEndTraps() async {
         await #expect(processExitsWith: .failure) {

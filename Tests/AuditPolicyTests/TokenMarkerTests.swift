@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test(
-        "the C marker marks exactly the tokens the token gate or a byte-pair set lets through, in order, with what let them"
+        "the C hasher marks exactly the tokens the token gate or a byte-pair set lets through, in order, with what let them"
     )
     func markerAgreesWithTheGates() {
         var random = SystemRandomNumberGenerator()
@@ -58,10 +58,14 @@ import Testing
                                 ? 8 : 0)
                         return marks == 0 ? nil : index << 4 | marks
                     }
-                    let count = tokens.markTokens(
-                        of: buffer, gate: gate, readsGate: readsGate, prefixes: prefixes,
-                        readsPrefixes: readsPrefixes, suffixes: suffixes, readsSuffixes: readsSuffixes)
-                    let marked = (0..<count).map { Int(tokens.marked($0)) }
+                    let marking = TokenMarking(
+                        gate: gate, readsGate: readsGate, prefixes: prefixes, readsPrefixes: readsPrefixes,
+                        suffixes: suffixes, readsSuffixes: readsSuffixes)
+                    let marked = TokenHashes.withTokens(ofSubjectLength: buffer.count) { markedTokens in
+                        _ = markedTokens.append(tokensOf: buffer, marking: marking)
+                        #expect(markedTokens.tokens.map(\.hash) == all.map(\.hash))
+                        return (0..<markedTokens.markedCount).map { Int(markedTokens.marked($0)) }
+                    }
                     #expect(marked == expected, "\(String(decoding: bytes, as: UTF8.self))")
                 }
             }

@@ -28,7 +28,7 @@ struct BytePairSet: Sendable {
     var hasPairs: Bool { !lengthMasks.isEmpty }
 
     /// Calls `body` with the set's 1,024 words (pair `p`: bit `p % 64` of word `p / 64`), for the C
-    /// kernel `index_mark_tokens`.
+    /// kernel `index_hash_tokens`, which marks tokens by it.
     func withWords<Result>(_ body: (Span<UInt64>) -> Result) -> Result {
         body(words.span)
     }

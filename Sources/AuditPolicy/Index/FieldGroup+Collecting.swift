@@ -14,9 +14,11 @@ extension RuleIndex.FieldGroup {
         -> Bool
     {
         // First every token's hash (rules filed with a second token are checked against these),
-        // then the lookups.
+        // marking those that pass a gate, then the lookups.
         TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
-            let scan = tokens.append(tokensOf: bytes)
+            let scan =
+                bytes.count < TokenHashes.markableSubject
+                ? tokens.append(tokensOf: bytes, marking: marking) : tokens.append(tokensOf: bytes)
             if requiringASCII, !scan.isASCII { return false }
             if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
             guard scan.isTokenizable else {
@@ -31,8 +33,8 @@ extension RuleIndex.FieldGroup {
     /// Looks up the tokens of the subject that pass some gate, and with many infix keys the places
     /// where one may start.
     ///
-    /// Which tokens pass is found first, for all of them at once, by a C kernel
-    /// (`index_mark_tokens`) that reads the token gate and the byte-pair sets of the start and
+    /// Which tokens pass was found with the tokens themselves, by the C kernel that hashes them
+    /// (`index_hash_tokens`), which reads the token gate and the byte-pair sets of the start and
     /// end keys with no branch per token; only the few that pass are looked at again. A loop that
     /// asked each token every question in turn spent more on branches and on moving its state
     /// between registers and the stack than on the questions.
@@ -42,7 +44,7 @@ extension RuleIndex.FieldGroup {
         if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
         if checksInfixGate { collectInfixes(in: bytes, &tokens, into: &candidates) }
-        guard tokens.count < Self.markableTokens else {
+        guard tokens.isMarked else {
             for index in 0..<tokens.count {
                 let token = tokens[index]
                 let (start, end) = (Int(token.start), Int(token.end))
@@ -56,10 +58,7 @@ extension RuleIndex.FieldGroup {
             }
             return
         }
-        let markedCount = tokens.markTokens(
-            of: bytes, gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate, readsPrefixes: hasPrefixKeys,
-            suffixes: suffixGate, readsSuffixes: hasSuffixKeys)
-        for position in 0..<markedCount {
+        for position in 0..<tokens.markedCount {
             let entry = tokens.marked(position)
             collect(
                 at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), bytes, &tokens, into: &candidates)
@@ -71,9 +70,6 @@ extension RuleIndex.FieldGroup {
     /// starts (ends) with.
     static let hasPrefixPair: UInt8 = 4
     static let hasSuffixPair: UInt8 = 8
-    /// The marker keeps a token's index in the 27 bits of an entry above its marks.
-    private static let markableTokens = 1 << 27
-
     /// Looks up token `index`, with `marks` found by the marker: as a whole token, as the
     /// start of a pair, and as a token a prefix key starts or a suffix key ends, as the group's
     /// keys require. (Many infix keys are looked up for the whole subject at once; see

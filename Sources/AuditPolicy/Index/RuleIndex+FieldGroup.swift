@@ -45,6 +45,9 @@ extension RuleIndex {
         let prefixStarts: AffixGate
         let suffixEnds: AffixGate
         let infixGate: BytePairSet
+        /// What a subject's tokens are marked by as they are found: the token gate and the
+        /// byte-pair sets of the start and end keys, as the group's keys require.
+        let marking: TokenMarking
         /// With many infix keys: the pairs an infix key starts with, in either case (a key of one
         /// byte: its byte then any), for the C kernel `literal_pair_starts`.
         let infixPairs: PairBits
@@ -83,6 +86,9 @@ extension RuleIndex {
             fewInfixKeys = FewKeys(builder.infixKeys)
             checksTokenGate = hasTokenKeys || hasPairKeys
             checksInfixGate = hasInfixKeys && fewInfixKeys == nil
+            marking = TokenMarking(
+                gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate, readsPrefixes: hasPrefixKeys,
+                suffixes: suffixGate, readsSuffixes: hasSuffixKeys)
             var infixPairs = PairBits()
             if checksInfixGate {
                 for key in builder.infixKeys {

@@ -27,7 +27,7 @@ struct TokenGate: Sendable {
         Int(truncatingIfNeeded: hash &>> 40) & mask
     }
 
-    /// Calls `body` with the gate's words and slot mask, for the C kernel `index_mark_tokens`.
+    /// Calls `body` with the gate's words and slot mask, for the C kernel `index_hash_tokens`, which marks tokens by it.
     func withWords<Result>(_ body: (Span<UInt64>, UInt64) -> Result) -> Result {
         body(words.span, UInt64(mask))
     }

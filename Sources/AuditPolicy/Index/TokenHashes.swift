@@ -14,7 +14,7 @@ internal import CByteClasses
 /// the stack, so most evaluations allocate nothing for them.
 ///
 /// One of AuditPolicy's two owners of raw memory (with ``CandidateList``): the tokens, and the
-/// marks of ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``, are
+/// marks of ``append(tokensOf:marking:)``, are
 /// kept in memory it allocates and frees itself, read and written only here, every index checked
 /// against how many there are.
 @safe struct TokenHashes: ~Copyable {
@@ -26,14 +26,14 @@ internal import CByteClasses
     private static let stackCapacity = 64
 
     private let storage: UnsafeMutableBufferPointer<Token>
-    /// The marker's entries (see ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``).
+    /// The marker's entries (see ``append(tokensOf:marking:)``).
     private let marks: UnsafeMutableBufferPointer<Int32>
     /// How many tokens there are.
     private(set) var count = 0
     /// How many entries the marker wrote.
     private(set) var markedCount = 0
-    /// The largest end of any token: the marker reads the subject's bytes up to it.
-    private var furthestEnd = 0
+    /// Whether the tokens were marked as they were found.
+    private(set) var isMarked = false
     /// One bit per token (bits 55 and up of its hash pick it): a clear bit means no such token.
     private var summary = InlineArray<8, UInt64>(repeating: 0)
     private var hasSummary = false
@@ -52,7 +52,7 @@ internal import CByteClasses
     }
 
     /// Calls `body` with room for every token of a subject of `length` bytes (a token and the
-    /// separator after it take two bytes at least).
+    /// separator after it take two bytes at least), and for a mark per token.
     static func withTokens<Result>(ofSubjectLength length: Int, _ body: (inout TokenHashes) -> Result) -> Result {
         let capacity = length / 2 + 1
         if capacity <= stackCapacity {
@@ -90,7 +90,7 @@ internal import CByteClasses
         unsafe storage[count] = Token(
             hash: hash, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end))
         count &+= 1
-        furthestEnd = max(furthestEnd, end)
+        isMarked = false
         hasSummary = false
     }
 
@@ -99,64 +99,75 @@ internal import CByteClasses
     /// `bytes` cannot be tokenized (see ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says
     /// whether every byte read is below 0x80.
     ///
-    /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
-    /// without a bounds check on each load.
-    mutating func append(tokensOf bytes: Span<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
-        // A subject of `n` bytes has at most `n / 2 + 1` tokens, the room made for it.
-        precondition(unsafe bytes.count / 2 + 1 <= storage.count - count, "room for every token of the subject")
-        let room = unsafe UnsafeMutableBufferPointer(rebasing: storage[count...])
-        var flags: Int32 = 0
-        let found = unsafe bytes.withUnsafeBufferPointer { bytes in
-            unsafe index_hash_tokens(bytes.baseAddress, bytes.count, room.baseAddress, &flags)
-        }
-        precondition(found >= 0 && found <= bytes.count / 2 + 1, "the kernel wrote into the room it had")
-        count += found
-        furthestEnd = max(furthestEnd, bytes.count)
-        hasSummary = false
-        return (flags & INDEX_TOKENS_UNTOKENIZABLE == 0, flags & INDEX_TOKENS_NON_ASCII == 0)
-    }
-
-    /// Marks the tokens (tokens of `bytes`, fewer than 2^27) for which `gate` has a flag set, whose
-    /// first two bytes are in `prefixes`, or whose last two are in `suffixes` (see
+    /// With `marking` (the first tokens kept here, of a subject of fewer than 2^27 bytes), the
+    /// tokens are also marked as they are found: those for which its gate has a flag set, whose first two bytes
+    /// are in its prefix set, or whose last two are in its suffix set (see
     /// ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, each only when it
-    /// `reads` it, and returns how many; ``marked(_:)`` reads them. An entry is the token's index
-    /// times 16, plus the gate's flags, plus ``RuleIndex/FieldGroup/hasPrefixPair`` and
-    /// ``RuleIndex/FieldGroup/hasSuffixPair`` when they apply.
+    /// reads it. ``marked(_:)`` reads the entries: a token's index times 16, plus the gate's
+    /// flags, plus ``RuleIndex/FieldGroup/hasPrefixPair`` and ``RuleIndex/FieldGroup/hasSuffixPair``
+    /// when they apply.
     ///
-    /// The C kernel `index_mark_tokens` does the work, with no branch per token.
-    mutating func markTokens(
-        of bytes: Span<UInt8>, gate: TokenGate, readsGate: Bool, prefixes: BytePairSet, readsPrefixes: Bool,
-        suffixes: BytePairSet, readsSuffixes: Bool
-    ) -> Int {
-        precondition(furthestEnd <= bytes.count && count < 1 << 27, "the tokens are the subject's")
-        let storage = unsafe storage
-        let marks = unsafe marks
-        let count = count
-        markedCount = gate.withWords { gateWords, gateMask in
+    /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
+    /// without a bounds check on each load, and the marks with no branch per token. Marking in the
+    /// same loop costs less than a second pass over the tokens.
+    mutating func append(tokensOf bytes: Span<UInt8>, marking: borrowing TokenMarking) -> (
+        isTokenizable: Bool, isASCII: Bool
+    ) {
+        precondition(count == 0 && bytes.count < Self.markableSubject, "a subject whose token indices fit an entry")
+        return marking.gate.withWords { gateWords, gateMask in
             precondition(gateWords.count * 32 == Int(gateMask) + 1, "the gate holds 32 slots a word")
-            return prefixes.withWords { prefixPairs in
-                suffixes.withWords { suffixPairs in
+            return marking.prefixes.withWords { prefixPairs in
+                marking.suffixes.withWords { suffixPairs in
                     precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
-                    return unsafe bytes.withUnsafeBufferPointer { bytes in
-                        unsafe gateWords.withUnsafeBufferPointer { gateWords in
-                            unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
-                                unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
-                                    unsafe index_mark_tokens(
-                                        storage.baseAddress, count, bytes.baseAddress,
-                                        readsGate ? gateWords.baseAddress : nil, gateMask,
-                                        readsPrefixes ? prefixPairs.baseAddress : nil,
-                                        readsSuffixes ? suffixPairs.baseAddress : nil, marks.baseAddress)
-                                }
+                    return unsafe gateWords.withUnsafeBufferPointer { gateWords in
+                        unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
+                            unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
+                                var gates = unsafe IndexTokenGates(
+                                    gate: marking.readsGate ? gateWords.baseAddress : nil, gate_mask: gateMask,
+                                    prefix_pairs: marking.readsPrefixes ? prefixPairs.baseAddress : nil,
+                                    suffix_pairs: marking.readsSuffixes ? suffixPairs.baseAddress : nil)
+                                return unsafe append(tokensOf: bytes, gates: &gates)
                             }
                         }
                     }
                 }
             }
         }
-        return markedCount
     }
 
-    /// Entry `position` of the last ``markTokens(of:gate:readsGate:prefixes:readsPrefixes:suffixes:readsSuffixes:)``.
+    /// Appends every token of `bytes`, unmarked (see ``append(tokensOf:marking:)``).
+    mutating func append(tokensOf bytes: Span<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
+        unsafe append(tokensOf: bytes, gates: nil)
+    }
+
+    /// Calls the C kernel with `gates` (nil: no marks) and checks what it wrote.
+    private mutating func append(tokensOf bytes: Span<UInt8>, gates: UnsafePointer<IndexTokenGates>?) -> (
+        isTokenizable: Bool, isASCII: Bool
+    ) {
+        // A subject of `n` bytes has at most `n / 2 + 1` tokens, the room made for it.
+        precondition(unsafe bytes.count / 2 + 1 <= storage.count - count, "room for every token of the subject")
+        let room = unsafe UnsafeMutableBufferPointer(rebasing: storage[count...])
+        let marks = unsafe marks
+        var flags: Int32 = 0
+        var marked = 0
+        let found = unsafe bytes.withUnsafeBufferPointer { bytes in
+            unsafe index_hash_tokens(
+                bytes.baseAddress, bytes.count, room.baseAddress, &flags, gates, marks.baseAddress, &marked)
+        }
+        precondition(found >= 0 && found <= bytes.count / 2 + 1, "the kernel wrote into the room it had")
+        precondition(marked >= 0 && marked <= found, "the kernel marked tokens it found")
+        count += found
+        markedCount = marked
+        isMarked = unsafe gates != nil
+        hasSummary = false
+        return (flags & INDEX_TOKENS_UNTOKENIZABLE == 0, flags & INDEX_TOKENS_NON_ASCII == 0)
+    }
+
+    /// The largest subject whose tokens ``append(tokensOf:marking:)`` marks, plus one: a token's
+    /// index, times 16, must fit an entry.
+    static let markableSubject = 1 << 27
+
+    /// Entry `position` of the marks ``append(tokensOf:marking:)`` made.
     @inline(__always)
     func marked(_ position: Int) -> Int32 {
         precondition(position >= 0 && position < markedCount, "an entry the marker wrote")
@@ -230,4 +241,15 @@ internal import CByteClasses
             set[slot] = token.hash
         }
     }
+}
+
+/// What ``TokenHashes/append(tokensOf:marking:)`` marks a subject's tokens by: the token gate, and
+/// the byte-pair sets of the start and end keys, each only when it reads it.
+struct TokenMarking: Sendable {
+    let gate: TokenGate
+    let readsGate: Bool
+    let prefixes: BytePairSet
+    let readsPrefixes: Bool
+    let suffixes: BytePairSet
+    let readsSuffixes: Bool
 }

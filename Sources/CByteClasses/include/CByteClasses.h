@@ -94,6 +94,18 @@ typedef struct {
 /// `index_hash_tokens` stopped at U+212A (Kelvin sign, E2 84 AA) or U+017F (long s, C5 BF).
 #define INDEX_TOKENS_UNTOKENIZABLE 2
 
+/// The gates `index_hash_tokens` marks tokens by; a null gate or set is not read.
+typedef struct {
+    /// Two bits per slot, 32 slots a word; bits 40 and up of a token's hash pick its slot under
+    /// `gate_mask`.
+    const uint64_t *gate;
+    uint64_t gate_mask;
+    /// Sets of 65,536 byte pairs (1,024 words, the first byte high): a token's first two bytes,
+    /// and its last two (last first), lower-cased; a one-byte token is its byte then 0.
+    const uint64_t *prefix_pairs;
+    const uint64_t *suffix_pairs;
+} IndexTokenGates;
+
 /// Writes the tokens of `bytes[0..<count]` (runs of ASCII letters and digits) to `tokens`, in
 /// order, each with its hash, and returns how many; `tokens` has room for `count / 2 + 1`. The
 /// hash is AuditPolicy's `IndexKey.tokenHash`, bit for bit: the token lower-cased, read eight
@@ -103,21 +115,17 @@ typedef struct {
 /// caselessly against `k` and `s`, which tokens cannot express); the tokens written before then
 /// are those of the blocks before it. Reads `bytes[0..<count]` only.
 ///
-/// Not inline (ByteClasses.c): the token scanner's loop and the hash's, with no bounds checks.
-long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags);
-
-/// Writes to `marked` the tokens that pass some gate, in order, and returns how many: those whose
-/// slot of `gate` (two bits per slot, 32 slots a word; bits 40 and up of the hash pick it under
-/// `gate_mask`) is not clear, whose first two bytes lower-cased are in `prefix_pairs`, or whose
-/// last two (last first) are in `suffix_pairs` (sets of 65,536 bits, the first byte high); a
-/// one-byte token is its byte then 0. A null gate or set is not read. Each entry is the token's
-/// index times 16, plus its slot's two bits, plus 4 when its start pair is in `prefix_pairs`,
-/// plus 8 when its end pair is in `suffix_pairs`; `count` is below 2^27.
+/// With `gates`, also marks the tokens that pass one as it finds them: writes to `marked` (room
+/// for as many entries as tokens) an entry for each token whose slot of the gate is not clear,
+/// whose first two bytes are in `prefix_pairs`, or whose last two are in `suffix_pairs`, in
+/// order, and their number to `*marked_count`. An entry is the token's index times 16, plus its
+/// slot's two bits, plus 4 when its start pair is in `prefix_pairs`, plus 8 when its end pair is
+/// in `suffix_pairs`; `count` must then be below 2^27, so that an index fits.
 ///
-/// Not inline (ByteClasses.c): compiled on its own, its loop keeps its state in registers.
-long index_mark_tokens(const IndexToken *tokens, long count, const uint8_t *bytes, const uint64_t *gate,
-                       uint64_t gate_mask, const uint64_t *prefix_pairs, const uint64_t *suffix_pairs,
-                       int32_t *marked);
+/// Not inline (ByteClasses.c): one copy of the loop per choice of gates, with no bounds check and
+/// no branch per token for the marks.
+long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags,
+                       const IndexTokenGates *gates, int32_t *marked, long *marked_count);
 
 /// The first position p from `from` up, and before the last byte, where for some pair k set in
 /// `active` (at most 32) byte p of `bytes` with bit 5 set is `firsts[k]` and byte p + 1 with bit
