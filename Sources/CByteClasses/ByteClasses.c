@@ -199,42 +199,49 @@ typedef struct {
     long marked_count;
 } TokenOutput;
 
-/// Hashes the token `bytes[start..<end]`, appends it, and marks it when a gate read lets it
-/// through: every byte of a token is a letter or digit, so setting bit 5 lower-cases it. With the
-/// gates read constant, the marking takes no branch.
+/// What `hash_tokens` reads to mark a token, as bits of a constant (one copy of its loop each).
+enum { READS_GATE = 1, READS_PREFIXES = 2, READS_SUFFIXES = 4, READS_AUTHORITY = 8 };
+
+/// Hashes the token `bytes[start..<end]`, appends it, and marks it when a gate in `reads` lets it
+/// through: every byte of a token is a letter or digit, so setting bit 5 lower-cases it. With
+/// `reads` constant, the marking takes no branch but the authority's, whose outcome changes once
+/// or twice a subject.
 static inline __attribute__((always_inline)) void emit_token(const uint8_t *bytes, const uint8_t *head, long start,
                                                              long end, const IndexTokenGates *gates, TokenOutput *out,
-                                                             int reads_gate, int reads_prefixes, int reads_suffixes) {
+                                                             int reads) {
     uint64_t hash = token_hash(bytes, head, start, end);
     long index = out->count;
     out->tokens[index] = (IndexToken){hash, (int32_t)start, (int32_t)end};
     out->count = index + 1;
-    if (!(reads_gate | reads_prefixes | reads_suffixes)) return;
+    if (reads == 0) return;
     uint64_t marks = 0;
-    if (reads_gate) {
+    if (reads & READS_GATE) {
         uint64_t slot = (hash >> 40) & gates->gate_mask;
         marks |= (gates->gate[slot >> 5] >> (2 * (slot & 31))) & 3;
     }
     int is_long = end - start > 1;
-    if (reads_prefixes) {
+    if (reads & READS_PREFIXES) {
         uint32_t first = bytes[start] | 0x20;
         uint32_t second = is_long ? bytes[start + 1] | 0x20 : 0;
         marks |= pair_bit(gates->prefix_pairs, first << 8 | second) << 2;
     }
-    if (reads_suffixes) {
+    if (reads & READS_SUFFIXES) {
         uint32_t last = bytes[end - 1] | 0x20;
         uint32_t before = is_long ? bytes[end - 2] | 0x20 : 0;
         marks |= pair_bit(gates->suffix_pairs, last << 8 | before) << 3;
     }
-    out->marked[out->marked_count] = (int32_t)(index << 4 | (long)marks);
+    if ((reads & READS_AUTHORITY) && start >= gates->authority_start && start < gates->authority_end) {
+        uint64_t slot = (hash >> 40) & gates->authority_gate_mask;
+        marks |= ((gates->authority_gate[slot >> 5] >> (2 * (slot & 31))) & 3) << 4;
+    }
+    out->marked[out->marked_count] = (int32_t)(index << 6 | (long)marks);
     out->marked_count += marks != 0;
 }
 
 /// index_hash_tokens for one choice of the gates read.
 static inline __attribute__((always_inline)) void hash_tokens(const uint8_t *bytes, long count, int *flags,
                                                               const IndexTokenGates *gates, TokenOutput *out,
-                                                              int reads_gate, int reads_prefixes,
-                                                              int reads_suffixes) {
+                                                              int reads) {
     uint8_t head[16] = {0};
     if (count > 0) memcpy(head + 8, bytes, count < 8 ? (size_t)count : 8);
     // The start of a token that began in an earlier block and runs on, or -1.
@@ -256,14 +263,14 @@ static inline __attribute__((always_inline)) void hash_tokens(const uint8_t *byt
         uint64_t ends = ~masks.alnum & before;
         if (carried_start >= 0 && ends != 0) {
             long end = block_start + __builtin_ctzll(ends);
-            emit_token(bytes, head, carried_start, end, gates, out, reads_gate, reads_prefixes, reads_suffixes);
+            emit_token(bytes, head, carried_start, end, gates, out, reads);
             ends &= ends - 1;
             carried_start = -1;
         }
         while (ends != 0) {
             long start = block_start + __builtin_ctzll(starts);
             long end = block_start + __builtin_ctzll(ends);
-            emit_token(bytes, head, start, end, gates, out, reads_gate, reads_prefixes, reads_suffixes);
+            emit_token(bytes, head, start, end, gates, out, reads);
             starts &= starts - 1;
             ends &= ends - 1;
         }
@@ -271,26 +278,55 @@ static inline __attribute__((always_inline)) void hash_tokens(const uint8_t *byt
         if (starts != 0) carried_start = block_start + __builtin_ctzll(starts);
         block_start += length;
     }
-    if (carried_start >= 0) {
-        emit_token(bytes, head, carried_start, count, gates, out, reads_gate, reads_prefixes, reads_suffixes);
-    }
+    if (carried_start >= 0) emit_token(bytes, head, carried_start, count, gates, out, reads);
 }
+
+#define HASH_TOKENS_CASE(reads)                                                                                        \
+    case reads: hash_tokens(bytes, count, flags, gates, &out, reads); break;
 
 long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags,
                        const IndexTokenGates *gates, int32_t *marked, long *marked_count) {
     TokenOutput out = {tokens, 0, marked, 0};
-    int choice = gates == 0 ? 0
-                            : (gates->gate != 0) << 2 | (gates->prefix_pairs != 0) << 1 | (gates->suffix_pairs != 0);
-    switch (choice) {
-    case 7: hash_tokens(bytes, count, flags, gates, &out, 1, 1, 1); break;
-    case 6: hash_tokens(bytes, count, flags, gates, &out, 1, 1, 0); break;
-    case 5: hash_tokens(bytes, count, flags, gates, &out, 1, 0, 1); break;
-    case 4: hash_tokens(bytes, count, flags, gates, &out, 1, 0, 0); break;
-    case 3: hash_tokens(bytes, count, flags, gates, &out, 0, 1, 1); break;
-    case 2: hash_tokens(bytes, count, flags, gates, &out, 0, 1, 0); break;
-    case 1: hash_tokens(bytes, count, flags, gates, &out, 0, 0, 1); break;
-    default: hash_tokens(bytes, count, flags, gates, &out, 0, 0, 0); break;
+    int reads = gates == 0 ? 0
+                           : (gates->gate != 0 ? READS_GATE : 0) | (gates->prefix_pairs != 0 ? READS_PREFIXES : 0) |
+                                 (gates->suffix_pairs != 0 ? READS_SUFFIXES : 0) |
+                                 (gates->authority_gate != 0 ? READS_AUTHORITY : 0);
+    switch (reads) {
+        HASH_TOKENS_CASE(1)
+        HASH_TOKENS_CASE(2)
+        HASH_TOKENS_CASE(3)
+        HASH_TOKENS_CASE(4)
+        HASH_TOKENS_CASE(5)
+        HASH_TOKENS_CASE(6)
+        HASH_TOKENS_CASE(7)
+        HASH_TOKENS_CASE(8)
+        HASH_TOKENS_CASE(9)
+        HASH_TOKENS_CASE(10)
+        HASH_TOKENS_CASE(11)
+        HASH_TOKENS_CASE(12)
+        HASH_TOKENS_CASE(13)
+        HASH_TOKENS_CASE(14)
+        HASH_TOKENS_CASE(15)
+    default: hash_tokens(bytes, count, flags, gates, &out, 0); break;
     }
     if (marked_count) *marked_count = out.marked_count;
     return out.count;
+}
+
+long url_authority_end(const uint8_t *bytes, long count, long from) {
+    long index = from < 0 ? 0 : from;
+#if defined(__SSE2__)
+    __m128i slash = _mm_set1_epi8('/'), question = _mm_set1_epi8('?'), hash = _mm_set1_epi8('#');
+    for (; index + 16 <= count; index += 16) {
+        __m128i block = _mm_loadu_si128((const __m128i *)(bytes + index));
+        __m128i found = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, slash), _mm_cmpeq_epi8(block, question)),
+                                     _mm_cmpeq_epi8(block, hash));
+        uint32_t mask = (uint32_t)_mm_movemask_epi8(found);
+        if (mask != 0) return index + __builtin_ctz(mask);
+    }
+#endif
+    for (; index < count; index++) {
+        if (bytes[index] == '/' || bytes[index] == '?' || bytes[index] == '#') return index;
+    }
+    return count;
 }

@@ -79,6 +79,11 @@ import Testing
                 let inPath = AuditRequest(url: "https://a.other/x\(first).y\(second).test/p")
                 #expect(policy.candidateRules(for: inPath).isEmpty)
                 #expect(policy.evaluate(inPath) == policy.evaluateEveryRule(inPath))
+                // The pair's first token ends the authority, its second begins the path or query.
+                for end in ["/", "?", "#"] {
+                    let across = AuditRequest(url: "https://a.x\(first)\(end)y\(second).test")
+                    #expect(policy.candidateRules(for: across).isEmpty, "\(across.url)")
+                }
             }
         }
     }

@@ -38,6 +38,26 @@ import Testing
         #expect(bytes.span.firstIndex(of: hash, from: 9, to: 99) == nil)
     }
 
+    @Test("the authority ends at the first slash, question mark or number sign from where it starts")
+    func authorityEnd() {
+        var random = SystemRandomNumberGenerator()
+        let alphabet = Array("ab.:@-%/?#".utf8)
+        for _ in 0..<2_000 {
+            let bytes = (0..<Int.random(in: 0...70, using: &random)).map { _ in
+                alphabet[Int.random(in: alphabet.indices, using: &random)]
+            }
+            let from = Int.random(in: 0...bytes.count + 1, using: &random)
+            let expected =
+                from < bytes.count
+                ? (bytes[from...].firstIndex {
+                    $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+                }
+                    ?? bytes.count) : bytes.count
+            #expect(
+                bytes.span.authorityEnd(from: from) == expected, "\(String(decoding: bytes, as: UTF8.self)) \(from)")
+        }
+    }
+
     @Test("a block of byte classes that does not lie inside the subject stops the process")
     func byteClassesOutsideTraps() async {
         await #expect(processExitsWith: .failure) {

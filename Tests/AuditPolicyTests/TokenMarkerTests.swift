@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test(
-        "the C hasher marks exactly the tokens the token gate or a byte-pair set lets through, in order, with what let them"
+        "the C hasher marks exactly the tokens a gate or a byte-pair set lets through, in order, with what let them"
     )
     func markerAgreesWithTheGates() {
         var random = SystemRandomNumberGenerator()
@@ -36,6 +36,10 @@ import Testing
                 let half = some.count / 2
                 let gate = TokenGate(
                     keys: some.prefix(half).map(\.hash), pairStarts: some.dropFirst(half).map(\.hash))
+                let authorityGate = TokenGate(
+                    keys: some.dropFirst(half).map(\.hash), pairStarts: some.prefix(half).map(\.hash))
+                let authorityStart = Int.random(in: 0...bytes.count, using: &random)
+                let authority = authorityStart..<Int.random(in: authorityStart...bytes.count, using: &random)
                 var prefixes = BytePairSet()
                 var suffixes = BytePairSet()
                 for token in all where Int.random(in: 0..<6, using: &random) == 0 {
@@ -44,8 +48,9 @@ import Testing
                     prefixes.insert(bytes[start] | 0x20, then: one ? nil : bytes[start + 1] | 0x20, length: 3)
                     suffixes.insert(bytes[end - 1] | 0x20, then: one ? nil : bytes[end - 2] | 0x20, length: 3)
                 }
-                for reads in 0..<8 {
+                for reads in 0..<16 {
                     let (readsGate, readsPrefixes, readsSuffixes) = (reads & 4 != 0, reads & 2 != 0, reads & 1 != 0)
+                    let readsAuthority = reads & 8 != 0
                     let expected = all.indices.compactMap { index -> Int? in
                         let (token, start, end) = (all[index], Int(all[index].start), Int(all[index].end))
                         let marks =
@@ -56,13 +61,16 @@ import Testing
                             | (readsSuffixes
                                 && suffixes.containsPair(startingToken: bytes.span, start, end, backwards: true)
                                 ? 8 : 0)
-                        return marks == 0 ? nil : index << 4 | marks
+                            | (readsAuthority && authority.contains(start)
+                                ? Int(authorityGate.flags(token.hash)) << 4 : 0)
+                        return marks == 0 ? nil : index << 6 | marks
                     }
                     let marking = TokenMarking(
                         gate: gate, readsGate: readsGate, prefixes: prefixes, readsPrefixes: readsPrefixes,
-                        suffixes: suffixes, readsSuffixes: readsSuffixes)
+                        suffixes: suffixes, readsSuffixes: readsSuffixes, authorityGate: authorityGate,
+                        readsAuthority: readsAuthority)
                     let marked = TokenHashes.withTokens(ofSubjectLength: buffer.count) { markedTokens in
-                        _ = markedTokens.append(tokensOf: buffer, marking: marking)
+                        _ = markedTokens.append(tokensOf: buffer, marking: marking, authority: authority)
                         #expect(markedTokens.tokens.map(\.hash) == all.map(\.hash))
                         return (0..<markedTokens.markedCount).map { Int(markedTokens.marked($0)) }
                     }

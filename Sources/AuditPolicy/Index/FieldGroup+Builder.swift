@@ -7,7 +7,8 @@ extension RuleIndex.FieldGroup {
         let members: [Int32]
         private(set) var entries: [KeyTable.Entry] = []
         private(set) var authorityEntries: [KeyTable.Entry] = []
-        private(set) var authorityPairStarts = TokenHashFilter()
+        /// The first tokens of the authority entries' pair keys.
+        private(set) var authorityPairStarts: [UInt64] = []
         private(set) var rulesInAuthority = 0
         private(set) var alwaysRun: [Int32] = []
         private(set) var hasPrefixKeys = false
@@ -51,7 +52,7 @@ extension RuleIndex.FieldGroup {
                     secondConfirmation: isSingle && confirmations.count > 1 ? confirmations[1] : 0)
                 if key.isInAuthority {
                     authorityEntries.append(entry)
-                    if key.kind == .tokenPair { authorityPairStarts.insert(key.pairTokens.0.hashValue64) }
+                    if key.kind == .tokenPair { authorityPairStarts.append(key.pairTokens.0.hashValue64) }
                     continue
                 }
                 entries.append(entry)

@@ -15,17 +15,19 @@ extension RuleIndex.FieldGroup {
     {
         // First every token's hash (rules filed with a second token are checked against these),
         // marking those that pass a gate, then the lookups.
-        TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
+        let authority = hasAuthorityKeys ? Self.authority(in: bytes) : 0..<0
+        return TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
             let scan =
                 bytes.count < TokenHashes.markableSubject
-                ? tokens.append(tokensOf: bytes, marking: marking) : tokens.append(tokensOf: bytes)
+                ? tokens.append(tokensOf: bytes, marking: marking, authority: authority)
+                : tokens.append(tokensOf: bytes)
             if requiringASCII, !scan.isASCII { return false }
             if !alwaysRun.isEmpty { candidates.append(contentsOf: alwaysRun) }
             guard scan.isTokenizable else {
                 candidates.append(contentsOf: all)
                 return true
             }
-            collect(in: bytes, tokens: &tokens, into: &candidates)
+            collect(in: bytes, authority: authority, tokens: &tokens, into: &candidates)
             return true
         }
     }
@@ -34,14 +36,14 @@ extension RuleIndex.FieldGroup {
     /// where one may start.
     ///
     /// Which tokens pass was found with the tokens themselves, by the C kernel that hashes them
-    /// (`index_hash_tokens`), which reads the token gate and the byte-pair sets of the start and
-    /// end keys with no branch per token; only the few that pass are looked at again. A loop that
-    /// asked each token every question in turn spent more on branches and on moving its state
-    /// between registers and the stack than on the questions.
+    /// (`index_hash_tokens`), which reads the token gate, the byte-pair sets of the start and end
+    /// keys and, for the tokens of the authority, the authority gate, with no branch per token;
+    /// only the few that pass are looked at again. A loop that asked each token every question in
+    /// turn spent more on branches and on moving its state between registers and the stack than
+    /// on the questions.
     private func collect(
-        in bytes: Span<UInt8>, tokens: inout TokenHashes, into candidates: inout CandidateList
+        in bytes: Span<UInt8>, authority: Range<Int>, tokens: inout TokenHashes, into candidates: inout CandidateList
     ) {
-        if hasAuthorityKeys { collectInAuthority(bytes, &tokens, into: &candidates) }
         if let fewInfixKeys { collect(fewInfixKeys, in: bytes, &tokens, into: &candidates) }
         if checksInfixGate { collectInfixes(in: bytes, &tokens, into: &candidates) }
         guard tokens.isMarked else {
@@ -54,32 +56,41 @@ extension RuleIndex.FieldGroup {
                         ? Self.hasPrefixPair : 0)
                     | (hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
                         ? Self.hasSuffixPair : 0)
-                collect(at: index, marks: marks, bytes, &tokens, into: &candidates)
+                    | (authority.contains(start) ? authorityGate.flags(token.hash) &<< 4 : 0)
+                collect(at: index, marks: marks, bytes, authority: authority, &tokens, into: &candidates)
             }
             return
         }
         for position in 0..<tokens.markedCount {
             let entry = tokens.marked(position)
             collect(
-                at: Int(entry &>> 4), marks: UInt8(truncatingIfNeeded: entry & 15), bytes, &tokens, into: &candidates)
+                at: Int(entry &>> 6), marks: UInt8(truncatingIfNeeded: entry & 63), bytes, authority: authority,
+                &tokens, into: &candidates)
         }
     }
 
     /// What the marker found of a token, besides the token gate's ``TokenGate/mayBeKey`` and
     /// ``TokenGate/mayStartPair``: its first (last) two bytes are a pair some prefix (suffix) key
-    /// starts (ends) with.
+    /// starts (ends) with; it lies in the authority, and the authority gate's
+    /// ``TokenGate/mayBeKey`` (``TokenGate/mayStartPair``) is set for it.
     static let hasPrefixPair: UInt8 = 4
     static let hasSuffixPair: UInt8 = 8
+    static let mayBeAuthorityKey: UInt8 = TokenGate.mayBeKey << 4
+    static let mayStartAuthorityPair: UInt8 = TokenGate.mayStartPair << 4
+
     /// Looks up token `index`, with `marks` found by the marker: as a whole token, as the
-    /// start of a pair, and as a token a prefix key starts or a suffix key ends, as the group's
-    /// keys require. (Many infix keys are looked up for the whole subject at once; see
-    /// ``collectInfixes(in:_:into:)``.)
+    /// start of a pair, as a token a prefix key starts or a suffix key ends, and as a token or pair
+    /// start of the authority, as the group's keys require. (Many infix keys are looked up for the
+    /// whole subject at once; see ``collectInfixes(in:_:into:)``.)
     @inline(__always)
     private func collect(
-        at index: Int, marks: UInt8, _ bytes: Span<UInt8>, _ tokens: inout TokenHashes,
+        at index: Int, marks: UInt8, _ bytes: Span<UInt8>, authority: Range<Int>, _ tokens: inout TokenHashes,
         into candidates: inout CandidateList
     ) {
         let token = tokens[index]
+        if marks & (Self.mayBeAuthorityKey | Self.mayStartAuthorityPair) != 0 {
+            collectInAuthority(at: index, marks: marks, bytes, authority: authority, &tokens, into: &candidates)
+        }
         if marks & TokenGate.mayBeKey != 0 {
             table.collect(
                 token.hash, before: bytes.byteOrZero(at: Int(token.start) &- 1),
@@ -112,42 +123,39 @@ extension RuleIndex.FieldGroup {
         collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
     }
 
-    /// Looks up the tokens of the subject's authority, and each two neighbours there, in the
-    /// authority table.
+    /// Looks up token `index` of the authority (see ``authority(in:)``) in the authority table, as a
+    /// whole token and as the start of a pair with the next token when that one is in the authority
+    /// too, as `marks` allow.
     ///
     /// The authority is where a match of the host opening (see ``PatternNode/authority``) can find
-    /// its host: after `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`. A
-    /// subject that does not start that way has none. Its end is found among the separators
-    /// between tokens (a token never holds `/`, `?` or `#`), which are few in a host name.
+    /// its host: a host rule's tokens are not looked up for each token of a long path or query.
+    private func collectInAuthority(
+        at index: Int, marks: UInt8, _ bytes: Span<UInt8>, authority: Range<Int>, _ tokens: inout TokenHashes,
+        into candidates: inout CandidateList
+    ) {
+        let token = tokens[index]
+        if marks & Self.mayBeAuthorityKey != 0 {
+            authorityTable.collect(
+                token.hash, before: bytes.byteOrZero(at: Int(token.start) &- 1),
+                after: bytes.byteOrZero(at: Int(token.end)), confirmedBy: &tokens, into: &candidates, isGated: true)
+        }
+        if marks & Self.mayStartAuthorityPair != 0, index &+ 1 < tokens.count {
+            let next = tokens[index &+ 1]
+            guard authority.contains(Int(next.start)) else { return }
+            authorityTable.collect(IndexKey.pairHash(token.hash, next.hash), confirmedBy: &tokens, into: &candidates)
+        }
+    }
+
+    /// The bytes of the subject's authority, where its tokens are looked up in the authority
+    /// table: after `^[a-z][a-z0-9+.-]*:/+` (either case), up to the first `/`, `?` or `#`. A
+    /// subject that does not start that way has none (an empty range).
     ///
     /// The raw URL's authority holds the normalized URL's (normalizing only lower-cases it and
     /// drops a default port). A non-ASCII byte where the scheme would be makes the whole subject
     /// count, which is never wrong.
-    private func collectInAuthority(
-        _ bytes: Span<UInt8>, _ tokens: inout TokenHashes, into candidates: inout CandidateList
-    ) {
-        guard let (start, isBounded) = Self.authorityStart(in: bytes) else { return }
-        var separatorStart = start
-        var previous: UInt64 = 0
-        for index in 0..<tokens.count {
-            let token = tokens[index]
-            guard token.start >= start else { continue }
-            if isBounded {
-                var hasEnded = false
-                for index in separatorStart..<Int(token.start) where Self.endsAuthority(bytes[index]) {
-                    hasEnded = true
-                }
-                if hasEnded { break }
-            }
-            authorityTable.collect(
-                token.hash, before: bytes.byteOrZero(at: Int(token.start) &- 1),
-                after: bytes.byteOrZero(at: Int(token.end)), confirmedBy: &tokens, into: &candidates)
-            if previous != 0, authorityPairStarts.contains(previous) {
-                authorityTable.collect(IndexKey.pairHash(previous, token.hash), confirmedBy: &tokens, into: &candidates)
-            }
-            previous = token.hash
-            separatorStart = Int(token.end)
-        }
+    static func authority(in bytes: Span<UInt8>) -> Range<Int> {
+        guard let (start, isBounded) = authorityStart(in: bytes) else { return 0..<0 }
+        return start..<(isBounded ? bytes.authorityEnd(from: start) : bytes.count)
     }
 
     /// Where the authority starts (after `scheme:` and its slashes), and whether it ends at the
@@ -186,11 +194,6 @@ extension RuleIndex.FieldGroup {
     /// is 68 74 74 70 73 3A 2F 2F.
     private static let httpsSlashes: UInt64 = 0x2F2F_3A73_7074_7468
     private static let httpSlashes: UInt64 = 0x002F_2F3A_7074_7468
-
-    @inline(__always)
-    private static func endsAuthority(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
-    }
 
     @inline(__always)
     private static func isSchemeByte(_ byte: UInt8, first: Bool) -> Bool {

@@ -13,8 +13,9 @@ extension RuleIndex {
         /// long path or query.
         let authorityTable: KeyTable
         let hasAuthorityKeys: Bool
-        /// The first tokens of the authority table's pair keys.
-        let authorityPairStarts: TokenHashFilter
+        /// Whether a token of the authority may be a key of `authorityTable`, and whether it may
+        /// start a pair key there.
+        let authorityGate: TokenGate
         /// Rules with no usable requirement: matched for every request.
         let alwaysRun: [Int32]
         /// Every rule of the field, for subjects the index cannot reason about.
@@ -69,7 +70,8 @@ extension RuleIndex {
             table = KeyTable(entries: builder.entries)
             authorityTable = KeyTable(entries: builder.authorityEntries)
             hasAuthorityKeys = authorityTable.keyCount > 0
-            authorityPairStarts = builder.authorityPairStarts
+            authorityGate = TokenGate(
+                keys: Array(Set(builder.authorityEntries.map(\.hash))), pairStarts: builder.authorityPairStarts)
             alwaysRun = builder.alwaysRun
             all = builder.members
             hasPrefixKeys = builder.hasPrefixKeys
@@ -88,7 +90,8 @@ extension RuleIndex {
             checksInfixGate = hasInfixKeys && fewInfixKeys == nil
             marking = TokenMarking(
                 gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate, readsPrefixes: hasPrefixKeys,
-                suffixes: suffixGate, readsSuffixes: hasSuffixKeys)
+                suffixes: suffixGate, readsSuffixes: hasSuffixKeys, authorityGate: authorityGate,
+                readsAuthority: hasAuthorityKeys)
             var infixPairs = PairBits()
             if checksInfixGate {
                 for key in builder.infixKeys {

@@ -59,6 +59,16 @@ extension Span where Element == UInt8 {
         }
     }
 
+    /// The index of the first `/`, `?` or `#` at or after `from`, or ``count`` (C kernel
+    /// `url_authority_end`).
+    func authorityEnd(from start: Int) -> Int {
+        guard start >= 0, start < count else { return count }
+        return unsafe withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            return unsafe url_authority_end(base, buffer.count, start)
+        }
+    }
+
     /// The letters and digits (bit `n`: byte `start + n`) and the bytes of 0x80 or more of
     /// `start..<start + length`, `length` from 1 to 64 (C kernel `byte_classes`). When `length`
     /// is under 64, the block must end the span.

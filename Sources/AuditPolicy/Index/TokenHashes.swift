@@ -14,7 +14,7 @@ internal import CByteClasses
 /// the stack, so most evaluations allocate nothing for them.
 ///
 /// One of AuditPolicy's two owners of raw memory (with ``CandidateList``): the tokens, and the
-/// marks of ``append(tokensOf:marking:)``, are
+/// marks of ``append(tokensOf:marking:authority:)``, are
 /// kept in memory it allocates and frees itself, read and written only here, every index checked
 /// against how many there are.
 @safe struct TokenHashes: ~Copyable {
@@ -26,7 +26,7 @@ internal import CByteClasses
     private static let stackCapacity = 64
 
     private let storage: UnsafeMutableBufferPointer<Token>
-    /// The marker's entries (see ``append(tokensOf:marking:)``).
+    /// The marker's entries (see ``append(tokensOf:marking:authority:)``).
     private let marks: UnsafeMutableBufferPointer<Int32>
     /// How many tokens there are.
     private(set) var count = 0
@@ -99,34 +99,45 @@ internal import CByteClasses
     /// `bytes` cannot be tokenized (see ``TokenScanner/forEachToken(in:isASCII:_:)``); `isASCII` says
     /// whether every byte read is below 0x80.
     ///
-    /// With `marking` (the first tokens kept here, of a subject of fewer than 2^27 bytes), the
-    /// tokens are also marked as they are found: those for which its gate has a flag set, whose first two bytes
-    /// are in its prefix set, or whose last two are in its suffix set (see
-    /// ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), in order, each only when it
-    /// reads it. ``marked(_:)`` reads the entries: a token's index times 16, plus the gate's
-    /// flags, plus ``RuleIndex/FieldGroup/hasPrefixPair`` and ``RuleIndex/FieldGroup/hasSuffixPair``
-    /// when they apply.
+    /// With `marking` (the first tokens kept here, of a subject of fewer than 2^25 bytes), the
+    /// tokens are also marked as they are found: those for which its gate has a flag set, whose
+    /// first two bytes are in its prefix set, whose last two are in its suffix set (see
+    /// ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), or that start in `authority`
+    /// and for which its authority gate has a flag set, in order, each only when it reads it.
+    /// ``marked(_:)`` reads the entries: a token's index times 64, plus the gate's flags, plus
+    /// ``RuleIndex/FieldGroup/hasPrefixPair`` and ``RuleIndex/FieldGroup/hasSuffixPair`` when they
+    /// apply, plus the authority gate's flags times 16.
     ///
     /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
     /// without a bounds check on each load, and the marks with no branch per token. Marking in the
     /// same loop costs less than a second pass over the tokens.
-    mutating func append(tokensOf bytes: Span<UInt8>, marking: borrowing TokenMarking) -> (
-        isTokenizable: Bool, isASCII: Bool
-    ) {
+    mutating func append(
+        tokensOf bytes: Span<UInt8>, marking: borrowing TokenMarking, authority: Range<Int>
+    ) -> (isTokenizable: Bool, isASCII: Bool) {
         precondition(count == 0 && bytes.count < Self.markableSubject, "a subject whose token indices fit an entry")
         return marking.gate.withWords { gateWords, gateMask in
-            precondition(gateWords.count * 32 == Int(gateMask) + 1, "the gate holds 32 slots a word")
-            return marking.prefixes.withWords { prefixPairs in
-                marking.suffixes.withWords { suffixPairs in
-                    precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
-                    return unsafe gateWords.withUnsafeBufferPointer { gateWords in
-                        unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
-                            unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
-                                var gates = unsafe IndexTokenGates(
-                                    gate: marking.readsGate ? gateWords.baseAddress : nil, gate_mask: gateMask,
-                                    prefix_pairs: marking.readsPrefixes ? prefixPairs.baseAddress : nil,
-                                    suffix_pairs: marking.readsSuffixes ? suffixPairs.baseAddress : nil)
-                                return unsafe append(tokensOf: bytes, gates: &gates)
+            marking.authorityGate.withWords { authorityWords, authorityMask in
+                precondition(
+                    gateWords.count * 32 == Int(gateMask) + 1 && authorityWords.count * 32 == Int(authorityMask) + 1,
+                    "a gate holds 32 slots a word")
+                return marking.prefixes.withWords { prefixPairs in
+                    marking.suffixes.withWords { suffixPairs in
+                        precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
+                        return unsafe gateWords.withUnsafeBufferPointer { gateWords in
+                            unsafe authorityWords.withUnsafeBufferPointer { authorityWords in
+                                unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
+                                    unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
+                                        var gates = unsafe IndexTokenGates(
+                                            gate: marking.readsGate ? gateWords.baseAddress : nil,
+                                            gate_mask: gateMask,
+                                            prefix_pairs: marking.readsPrefixes ? prefixPairs.baseAddress : nil,
+                                            suffix_pairs: marking.readsSuffixes ? suffixPairs.baseAddress : nil,
+                                            authority_gate: marking.readsAuthority ? authorityWords.baseAddress : nil,
+                                            authority_gate_mask: authorityMask, authority_start: authority.lowerBound,
+                                            authority_end: authority.upperBound)
+                                        return unsafe append(tokensOf: bytes, gates: &gates)
+                                    }
+                                }
                             }
                         }
                     }
@@ -135,7 +146,7 @@ internal import CByteClasses
         }
     }
 
-    /// Appends every token of `bytes`, unmarked (see ``append(tokensOf:marking:)``).
+    /// Appends every token of `bytes`, unmarked (see ``append(tokensOf:marking:authority:)``).
     mutating func append(tokensOf bytes: Span<UInt8>) -> (isTokenizable: Bool, isASCII: Bool) {
         unsafe append(tokensOf: bytes, gates: nil)
     }
@@ -163,11 +174,11 @@ internal import CByteClasses
         return (flags & INDEX_TOKENS_UNTOKENIZABLE == 0, flags & INDEX_TOKENS_NON_ASCII == 0)
     }
 
-    /// The largest subject whose tokens ``append(tokensOf:marking:)`` marks, plus one: a token's
-    /// index, times 16, must fit an entry.
-    static let markableSubject = 1 << 27
+    /// The largest subject whose tokens ``append(tokensOf:marking:authority:)`` marks, plus one: a
+    /// token's index, times 64, must fit an entry.
+    static let markableSubject = 1 << 25
 
-    /// Entry `position` of the marks ``append(tokensOf:marking:)`` made.
+    /// Entry `position` of the marks ``append(tokensOf:marking:authority:)`` made.
     @inline(__always)
     func marked(_ position: Int) -> Int32 {
         precondition(position >= 0 && position < markedCount, "an entry the marker wrote")
@@ -243,8 +254,9 @@ internal import CByteClasses
     }
 }
 
-/// What ``TokenHashes/append(tokensOf:marking:)`` marks a subject's tokens by: the token gate, and
-/// the byte-pair sets of the start and end keys, each only when it reads it.
+/// What ``TokenHashes/append(tokensOf:marking:authority:)`` marks a subject's tokens by: the token
+/// gate, the byte-pair sets of the start and end keys, and the gate of the keys looked up in the
+/// authority, each only when it reads it.
 struct TokenMarking: Sendable {
     let gate: TokenGate
     let readsGate: Bool
@@ -252,4 +264,6 @@ struct TokenMarking: Sendable {
     let readsPrefixes: Bool
     let suffixes: BytePairSet
     let readsSuffixes: Bool
+    let authorityGate: TokenGate
+    let readsAuthority: Bool
 }

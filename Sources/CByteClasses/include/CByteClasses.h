@@ -104,6 +104,11 @@ typedef struct {
     /// and its last two (last first), lower-cased; a one-byte token is its byte then 0.
     const uint64_t *prefix_pairs;
     const uint64_t *suffix_pairs;
+    /// Read as `gate` is, for the tokens that start in `authority_start..<authority_end` only.
+    const uint64_t *authority_gate;
+    uint64_t authority_gate_mask;
+    long authority_start;
+    long authority_end;
 } IndexTokenGates;
 
 /// Writes the tokens of `bytes[0..<count]` (runs of ASCII letters and digits) to `tokens`, in
@@ -117,10 +122,12 @@ typedef struct {
 ///
 /// With `gates`, also marks the tokens that pass one as it finds them: writes to `marked` (room
 /// for as many entries as tokens) an entry for each token whose slot of the gate is not clear,
-/// whose first two bytes are in `prefix_pairs`, or whose last two are in `suffix_pairs`, in
-/// order, and their number to `*marked_count`. An entry is the token's index times 16, plus its
-/// slot's two bits, plus 4 when its start pair is in `prefix_pairs`, plus 8 when its end pair is
-/// in `suffix_pairs`; `count` must then be below 2^27, so that an index fits.
+/// whose first two bytes are in `prefix_pairs`, whose last two are in `suffix_pairs`, or that
+/// starts in the authority range and whose slot of the authority gate is not clear, in order, and
+/// their number to `*marked_count`. An entry is the token's index times 64, plus its slot's two
+/// bits, plus 4 when its start pair is in `prefix_pairs`, plus 8 when its end pair is in
+/// `suffix_pairs`, plus its authority slot's two bits times 16; `count` must then be below 2^25,
+/// so that an index fits.
 ///
 /// Not inline (ByteClasses.c): one copy of the loop per choice of gates, with no bounds check and
 /// no branch per token for the marks.
@@ -147,6 +154,10 @@ long index_next_pair_start(const uint8_t *bytes, long count, long from, const ui
 ///
 /// Not inline (ByteClasses.c): for the check that a URL is already in normalized form.
 long url_host_span(const uint8_t *bytes, long count, long from);
+
+/// The index of the first `/`, `?` or `#` at or after `from` of `bytes[0..<count]` (where a URL's
+/// authority ends), or `count` if there is none. Sixteen bytes at a time with SSE2.
+long url_authority_end(const uint8_t *bytes, long count, long from);
 
 /// Whether every byte of `bytes[0..<count]` is printable ASCII (0x20–0x7E). Sixteen bytes at a
 /// time with SSE2.
