@@ -1,6 +1,7 @@
 /// Two one-hash Bloom filters of token hashes in one array, two bits per slot: whether a token
-/// may be a whole-token key, and whether it may start a pair key. About 16 slots per hash, between
-/// 1 KiB and 512 KiB; one read answers both questions for a token that is neither, as most are.
+/// may be a whole-token key, and whether it may start a pair key. About 64 slots per hash while
+/// that fits 16 KiB, about 16 beyond, up to 512 KiB; one read answers both questions for a token
+/// that is neither, as most are.
 struct TokenGate: Sendable {
     static let mayBeKey: UInt8 = 1
     static let mayStartPair: UInt8 = 2
@@ -9,8 +10,12 @@ struct TokenGate: Sendable {
     private let mask: Int
 
     init(keys: [UInt64], pairStarts: [UInt64]) {
+        let hashes = keys.count + pairStarts.count
         var slots = 4_096
-        while slots < (keys.count + pairStarts.count) * 16, slots < 1 << 21 { slots *= 2 }
+        // A gate of 16 KiB stays in the first-level cache: up to that size, a quarter as many
+        // tokens pass by chance at 64 slots per hash as at 16.
+        while slots < hashes * 64, slots < 1 << 16 { slots *= 2 }
+        while slots < hashes * 16, slots < 1 << 21 { slots *= 2 }
         var words = [UInt64](repeating: 0, count: slots / 32)
         for (hashes, flag) in [(keys, Self.mayBeKey), (pairStarts, Self.mayStartPair)] {
             for hash in hashes {
