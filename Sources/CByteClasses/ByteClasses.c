@@ -158,6 +158,16 @@ static inline uint64_t folded_multiply(uint64_t a, uint64_t b) {
     return (uint64_t)(product >> 64) ^ (uint64_t)product;
 }
 
+/// A token's hash, and its first and last eight bytes lower-cased.
+typedef struct {
+    uint64_t hash;
+    /// The token's first eight bytes, the first lowest; zero past the end of a shorter token.
+    uint64_t first_bytes;
+    /// The eight bytes that end with the token's last, the last highest; those before the token
+    /// are not the token's.
+    uint64_t last_bytes;
+} TokenWords;
+
 /// IndexKey.tokenHash for the token `bytes[start..<end]` of a buffer that starts at `bytes`; `head`
 /// holds eight zero bytes, then the buffer's first eight (zero where it is shorter), so that a
 /// token ending before byte 8 is read from it with the same load as any other.
@@ -165,7 +175,7 @@ static inline uint64_t folded_multiply(uint64_t a, uint64_t b) {
 /// The common token of up to eight bytes takes no branch: its last eight bytes are loaded (from
 /// `head` or the buffer, a conditional move), lower-cased and shifted down so that only its own
 /// remain, as the Swift hash does when it loads them byte by byte.
-static inline uint64_t token_hash(const uint8_t *bytes, const uint8_t *head, long start, long end) {
+static inline TokenWords token_words(const uint8_t *bytes, const uint8_t *head, long start, long end) {
     const uint64_t lower_case_bits = 0x2020202020202020ull;
     uint64_t state = 0x94d049bb13311115ull;
     long offset = start;
@@ -175,9 +185,19 @@ static inline uint64_t token_hash(const uint8_t *bytes, const uint8_t *head, lon
     }
     long rest = end - offset;
     const uint8_t *last = end >= 8 ? bytes + end - 8 : head + end;
-    uint64_t word = (load64(last) | lower_case_bits) >> ((8 - rest) * 8);
+    uint64_t last_bytes = load64(last) | lower_case_bits;
+    uint64_t word = last_bytes >> ((8 - rest) * 8);
     uint64_t hash = folded_multiply(state ^ word, 0x9e3779b97f4a7c15ull);
-    return hash == 0 ? 1 : hash;
+    uint64_t first_bytes = end - start <= 8 ? word : load64(bytes + start) | lower_case_bits;
+    return (TokenWords){hash == 0 ? 1 : hash, first_bytes, last_bytes};
+}
+
+/// AuditPolicy's AffixGate.mayMatch for a token whose first (last) two bytes are `pair` and whose
+/// first (last) four are `quad`, read only when `is_quad` (the token has four bytes or more).
+static inline uint64_t affix_may_match(const IndexAffixGate *gate, uint32_t pair, uint32_t quad, int is_quad) {
+    uint32_t bit = (quad * 0x9E3779B1u) >> gate->quad_shift;
+    uint64_t in_quads = (gate->quads[bit >> 6] >> (bit & 63)) & (uint64_t)(is_quad != 0);
+    return in_quads | pair_bit(gate->short_pairs, pair);
 }
 
 /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end` of
@@ -203,13 +223,13 @@ typedef struct {
 enum { READS_GATE = 1, READS_PREFIXES = 2, READS_SUFFIXES = 4, READS_AUTHORITY = 8 };
 
 /// Hashes the token `bytes[start..<end]`, appends it, and marks it when a gate in `reads` lets it
-/// through: every byte of a token is a letter or digit, so setting bit 5 lower-cases it. With
-/// `reads` constant, the marking takes no branch but the authority's, whose outcome changes once
-/// or twice a subject.
+/// through. With `reads` constant, the marking takes no branch but the authority's, whose outcome
+/// changes once or twice a subject.
 static inline __attribute__((always_inline)) void emit_token(const uint8_t *bytes, const uint8_t *head, long start,
                                                              long end, const IndexTokenGates *gates, TokenOutput *out,
                                                              int reads) {
-    uint64_t hash = token_hash(bytes, head, start, end);
+    TokenWords words = token_words(bytes, head, start, end);
+    uint64_t hash = words.hash;
     long index = out->count;
     out->tokens[index] = (IndexToken){hash, (int32_t)start, (int32_t)end};
     out->count = index + 1;
@@ -219,16 +239,16 @@ static inline __attribute__((always_inline)) void emit_token(const uint8_t *byte
         uint64_t slot = (hash >> 40) & gates->gate_mask;
         marks |= (gates->gate[slot >> 5] >> (2 * (slot & 31))) & 3;
     }
-    int is_long = end - start > 1;
+    long length = end - start;
     if (reads & READS_PREFIXES) {
-        uint32_t first = bytes[start] | 0x20;
-        uint32_t second = is_long ? bytes[start + 1] | 0x20 : 0;
-        marks |= pair_bit(gates->prefix_pairs, first << 8 | second) << 2;
+        uint32_t pair = (uint32_t)(words.first_bytes & 0xFF) << 8 | (uint32_t)((words.first_bytes >> 8) & 0xFF);
+        marks |= affix_may_match(&gates->prefixes, pair, (uint32_t)words.first_bytes, length >= 4) << 2;
     }
     if (reads & READS_SUFFIXES) {
-        uint32_t last = bytes[end - 1] | 0x20;
-        uint32_t before = is_long ? bytes[end - 2] | 0x20 : 0;
-        marks |= pair_bit(gates->suffix_pairs, last << 8 | before) << 3;
+        uint32_t before = length > 1 ? (uint32_t)((words.last_bytes >> 48) & 0xFF) : 0;
+        uint32_t pair = (uint32_t)(words.last_bytes >> 56) << 8 | before;
+        uint32_t quad = __builtin_bswap32((uint32_t)(words.last_bytes >> 32));
+        marks |= affix_may_match(&gates->suffixes, pair, quad, length >= 4) << 3;
     }
     if ((reads & READS_AUTHORITY) && start >= gates->authority_start && start < gates->authority_end) {
         uint64_t slot = (hash >> 40) & gates->authority_gate_mask;
@@ -288,8 +308,9 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
                        const IndexTokenGates *gates, int32_t *marked, long *marked_count) {
     TokenOutput out = {tokens, 0, marked, 0};
     int reads = gates == 0 ? 0
-                           : (gates->gate != 0 ? READS_GATE : 0) | (gates->prefix_pairs != 0 ? READS_PREFIXES : 0) |
-                                 (gates->suffix_pairs != 0 ? READS_SUFFIXES : 0) |
+                           : (gates->gate != 0 ? READS_GATE : 0) |
+                                 (gates->prefixes.short_pairs != 0 ? READS_PREFIXES : 0) |
+                                 (gates->suffixes.short_pairs != 0 ? READS_SUFFIXES : 0) |
                                  (gates->authority_gate != 0 ? READS_AUTHORITY : 0);
     switch (reads) {
         HASH_TOKENS_CASE(1)

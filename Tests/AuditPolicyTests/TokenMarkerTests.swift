@@ -3,13 +3,14 @@ import Testing
 @testable import AuditPolicy
 
 @Suite struct TokenMarkerTests {
-    /// Random subjects: tokens of one to six letters and digits in either case, between separators.
+    /// Random subjects: tokens of one to twelve letters and digits in either case, between
+    /// separators.
     private static func subject(using random: inout SystemRandomNumberGenerator) -> [UInt8] {
         let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
         let separators = Array("/.:?&=_-%".utf8)
         var bytes: [UInt8] = []
         for _ in 0..<Int.random(in: 0...90, using: &random) {
-            for _ in 0..<Int.random(in: 1...6, using: &random) {
+            for _ in 0..<Int.random(in: 1...12, using: &random) {
                 bytes.append(letters[Int.random(in: letters.indices, using: &random)])
             }
             bytes.append(separators[Int.random(in: separators.indices, using: &random)])
@@ -20,7 +21,7 @@ import Testing
     }
 
     @Test(
-        "the C hasher marks exactly the tokens a gate or a byte-pair set lets through, in order, with what let them"
+        "the C hasher marks exactly the tokens a gate lets through, in order, with what let them"
     )
     func markerAgreesWithTheGates() {
         var random = SystemRandomNumberGenerator()
@@ -30,8 +31,7 @@ import Testing
             TokenHashes.withTokens(ofSubjectLength: buffer.count) { tokens in
                 _ = tokens.append(tokensOf: buffer)
                 let all = tokens.tokens
-                // Some of the subject's own tokens are keys and pair starts, so that some pass;
-                // the byte pairs of some of its tokens' starts and ends are in the sets.
+                // Some of the subject's own tokens are keys and pair starts, so that some pass.
                 let some = all.filter { _ in Int.random(in: 0..<5, using: &random) == 0 }
                 let half = some.count / 2
                 let gate = TokenGate(
@@ -40,14 +40,16 @@ import Testing
                     keys: some.dropFirst(half).map(\.hash), pairStarts: some.prefix(half).map(\.hash))
                 let authorityStart = Int.random(in: 0...bytes.count, using: &random)
                 let authority = authorityStart..<Int.random(in: authorityStart...bytes.count, using: &random)
-                var prefixes = BytePairSet()
-                var suffixes = BytePairSet()
+                // Start and end keys of one to six bytes: some are the starts and ends of the
+                // subject's own tokens, so that some tokens may have them.
+                var prefixes = AffixGate.Builder()
+                var suffixes = AffixGate.Builder()
                 for token in all where Int.random(in: 0..<6, using: &random) == 0 {
-                    let (start, end) = (Int(token.start), Int(token.end))
-                    let one = end - start == 1
-                    prefixes.insert(bytes[start] | 0x20, then: one ? nil : bytes[start + 1] | 0x20, length: 3)
-                    suffixes.insert(bytes[end - 1] | 0x20, then: one ? nil : bytes[end - 2] | 0x20, length: 3)
+                    let lowered = bytes[Int(token.start)..<Int(token.end)].map { $0 | 0x20 }
+                    prefixes.insert(lowered.prefix(Int.random(in: 1...6, using: &random)))
+                    suffixes.insert(lowered.reversed().prefix(Int.random(in: 1...6, using: &random)))
                 }
+                let (prefixGate, suffixGate) = (prefixes.gate, suffixes.gate)
                 for reads in 0..<16 {
                     let (readsGate, readsPrefixes, readsSuffixes) = (reads & 4 != 0, reads & 2 != 0, reads & 1 != 0)
                     let readsAuthority = reads & 8 != 0
@@ -55,19 +57,15 @@ import Testing
                         let (token, start, end) = (all[index], Int(all[index].start), Int(all[index].end))
                         let marks =
                             (readsGate ? Int(gate.flags(token.hash)) : 0)
-                            | (readsPrefixes
-                                && prefixes.containsPair(startingToken: bytes.span, start, end, backwards: false)
-                                ? 4 : 0)
-                            | (readsSuffixes
-                                && suffixes.containsPair(startingToken: bytes.span, start, end, backwards: true)
-                                ? 8 : 0)
+                            | (readsPrefixes && prefixGate.mayMatch(bytes.span, start, end, backwards: false) ? 4 : 0)
+                            | (readsSuffixes && suffixGate.mayMatch(bytes.span, start, end, backwards: true) ? 8 : 0)
                             | (readsAuthority && authority.contains(start)
                                 ? Int(authorityGate.flags(token.hash)) << 4 : 0)
                         return marks == 0 ? nil : index << 6 | marks
                     }
                     let marking = TokenMarking(
-                        gate: gate, readsGate: readsGate, prefixes: prefixes, readsPrefixes: readsPrefixes,
-                        suffixes: suffixes, readsSuffixes: readsSuffixes, authorityGate: authorityGate,
+                        gate: gate, readsGate: readsGate, prefixes: prefixGate, readsPrefixes: readsPrefixes,
+                        suffixes: suffixGate, readsSuffixes: readsSuffixes, authorityGate: authorityGate,
                         readsAuthority: readsAuthority)
                     let marked = TokenHashes.withTokens(ofSubjectLength: buffer.count) { markedTokens in
                         _ = markedTokens.append(tokensOf: buffer, marking: marking, authority: authority)

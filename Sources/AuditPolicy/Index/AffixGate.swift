@@ -44,6 +44,12 @@ struct AffixGate: Sendable {
         Int(truncatingIfNeeded: (quad &* 0x9E37_79B1) &>> shift)
     }
 
+    /// Calls `body` with the short keys' pair set, the Bloom filter's words and its shift, for the C
+    /// kernel `index_hash_tokens`, which marks tokens by the gate.
+    func withWords<Result>(_ body: (Span<UInt64>, Span<UInt64>, UInt32) -> Result) -> Result {
+        short.withWords { shortPairs in body(shortPairs, words.span, shift) }
+    }
+
     /// Whether the token `bytes[start..<end]` may start with a key (`backwards`: end with one);
     /// never false when it does.
     @inline(__always)

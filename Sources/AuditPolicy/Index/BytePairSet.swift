@@ -39,20 +39,6 @@ struct BytePairSet: Sendable {
         contains(pair: Int(first) << 8 | Int(second))
     }
 
-    /// Whether the first two bytes of the token `bytes[start..<end]` (`backwards`: its last two,
-    /// last first), lower-cased, were added; a token of one byte is that byte then 0.
-    @inline(__always)
-    func containsPair(startingToken bytes: Span<UInt8>, _ start: Int, _ end: Int, backwards: Bool)
-        -> Bool
-    {
-        guard end &- start > 1 else { return contains(pair: Int(truncatingIfNeeded: bytes[start] | 0x20) &<< 8) }
-        // One load of two bytes, lower-cased by setting bit 5 (a token holds letters and digits
-        // only). Little-endian, the first two bytes load with the first low, and the last two
-        // with the last high, which is where a pair keeps its first byte.
-        let lowered = bytes.word16(at: backwards ? end &- 2 : start) | 0x2020
-        return contains(pair: Int(truncatingIfNeeded: backwards ? lowered : lowered.byteSwapped))
-    }
-
     /// Whether the pair `pair` (its first byte high, the second low) was added.
     @inline(__always)
     private func contains(pair: Int) -> Bool {

@@ -36,7 +36,7 @@ extension RuleIndex.FieldGroup {
     /// where one may start.
     ///
     /// Which tokens pass was found with the tokens themselves, by the C kernel that hashes them
-    /// (`index_hash_tokens`), which reads the token gate, the byte-pair sets of the start and end
+    /// (`index_hash_tokens`), which reads the token gate, the gates of the start and end
     /// keys and, for the tokens of the authority, the authority gate, with no branch per token;
     /// only the few that pass are looked at again. A loop that asked each token every question in
     /// turn spent more on branches and on moving its state between registers and the stack than
@@ -52,10 +52,10 @@ extension RuleIndex.FieldGroup {
                 let (start, end) = (Int(token.start), Int(token.end))
                 let marks =
                     (checksTokenGate ? tokenGate.flags(token.hash) : 0)
-                    | (hasPrefixKeys && prefixGate.containsPair(startingToken: bytes, start, end, backwards: false)
-                        ? Self.hasPrefixPair : 0)
-                    | (hasSuffixKeys && suffixGate.containsPair(startingToken: bytes, start, end, backwards: true)
-                        ? Self.hasSuffixPair : 0)
+                    | (hasPrefixKeys && prefixStarts.mayMatch(bytes, start, end, backwards: false)
+                        ? Self.mayHavePrefix : 0)
+                    | (hasSuffixKeys && suffixEnds.mayMatch(bytes, start, end, backwards: true)
+                        ? Self.mayHaveSuffix : 0)
                     | (authority.contains(start) ? authorityGate.flags(token.hash) &<< 4 : 0)
                 collect(at: index, marks: marks, bytes, authority: authority, &tokens, into: &candidates)
             }
@@ -70,11 +70,11 @@ extension RuleIndex.FieldGroup {
     }
 
     /// What the marker found of a token, besides the token gate's ``TokenGate/mayBeKey`` and
-    /// ``TokenGate/mayStartPair``: its first (last) two bytes are a pair some prefix (suffix) key
-    /// starts (ends) with; it lies in the authority, and the authority gate's
-    /// ``TokenGate/mayBeKey`` (``TokenGate/mayStartPair``) is set for it.
-    static let hasPrefixPair: UInt8 = 4
-    static let hasSuffixPair: UInt8 = 8
+    /// ``TokenGate/mayStartPair``: it may start with a prefix key, or end with a suffix key (see
+    /// ``AffixGate/mayMatch(_:_:_:backwards:)``); it lies in the authority, and the authority
+    /// gate's ``TokenGate/mayBeKey`` (``TokenGate/mayStartPair``) is set for it.
+    static let mayHavePrefix: UInt8 = 4
+    static let mayHaveSuffix: UInt8 = 8
     static let mayBeAuthorityKey: UInt8 = TokenGate.mayBeKey << 4
     static let mayStartAuthorityPair: UInt8 = TokenGate.mayStartPair << 4
 
@@ -111,16 +111,10 @@ extension RuleIndex.FieldGroup {
                     IndexKey.pairHash(token.hash, tokens[index &+ 2].hash), confirmedBy: &tokens, into: &candidates)
             }
         }
-        guard marks & (Self.hasPrefixPair | Self.hasSuffixPair) != 0 else { return }
-        let start = Int(token.start)
-        let end = Int(token.end)
-        // The byte-pair sets of all start (end) keys turned most tokens away; the affix gates judge
-        // the rest more closely.
-        let mayHavePrefix =
-            marks & Self.hasPrefixPair != 0 && prefixStarts.mayMatch(bytes, start, end, backwards: false)
-        let mayHaveSuffix = marks & Self.hasSuffixPair != 0 && suffixEnds.mayMatch(bytes, start, end, backwards: true)
-        guard mayHavePrefix || mayHaveSuffix else { return }
-        collectAffixes(bytes, start, end, prefixes: mayHavePrefix, suffixes: mayHaveSuffix, &tokens, into: &candidates)
+        guard marks & (Self.mayHavePrefix | Self.mayHaveSuffix) != 0 else { return }
+        collectAffixes(
+            bytes, Int(token.start), Int(token.end), prefixes: marks & Self.mayHavePrefix != 0,
+            suffixes: marks & Self.mayHaveSuffix != 0, &tokens, into: &candidates)
     }
 
     /// Looks up token `index` of the authority (see ``authority(in:)``) in the authority table, as a

@@ -46,8 +46,8 @@ extension RuleIndex {
         let prefixStarts: AffixGate
         let suffixEnds: AffixGate
         let infixGate: BytePairSet
-        /// What a subject's tokens are marked by as they are found: the token gate and the
-        /// byte-pair sets of the start and end keys, as the group's keys require.
+        /// What a subject's tokens are marked by as they are found: the token gate, the gates of
+        /// the start and end keys and the authority gate, as the group's keys require.
         let marking: TokenMarking
         /// With many infix keys: the pairs an infix key starts with, in either case (a key of one
         /// byte: its byte then any), for the C kernel `literal_pair_starts`.
@@ -89,8 +89,8 @@ extension RuleIndex {
             checksTokenGate = hasTokenKeys || hasPairKeys
             checksInfixGate = hasInfixKeys && fewInfixKeys == nil
             marking = TokenMarking(
-                gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixGate, readsPrefixes: hasPrefixKeys,
-                suffixes: suffixGate, readsSuffixes: hasSuffixKeys, authorityGate: authorityGate,
+                gate: tokenGate, readsGate: checksTokenGate, prefixes: prefixStarts, readsPrefixes: hasPrefixKeys,
+                suffixes: suffixEnds, readsSuffixes: hasSuffixKeys, authorityGate: authorityGate,
                 readsAuthority: hasAuthorityKeys)
             var infixPairs = PairBits()
             if checksInfixGate {

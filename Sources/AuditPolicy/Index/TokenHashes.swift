@@ -100,12 +100,12 @@ internal import CByteClasses
     /// whether every byte read is below 0x80.
     ///
     /// With `marking` (the first tokens kept here, of a subject of fewer than 2^25 bytes), the
-    /// tokens are also marked as they are found: those for which its gate has a flag set, whose
-    /// first two bytes are in its prefix set, whose last two are in its suffix set (see
-    /// ``BytePairSet/containsPair(startingToken:_:_:backwards:)``), or that start in `authority`
-    /// and for which its authority gate has a flag set, in order, each only when it reads it.
-    /// ``marked(_:)`` reads the entries: a token's index times 64, plus the gate's flags, plus
-    /// ``RuleIndex/FieldGroup/hasPrefixPair`` and ``RuleIndex/FieldGroup/hasSuffixPair`` when they
+    /// tokens are also marked as they are found: those for which its gate has a flag set, that its
+    /// prefix or suffix gate says may start or end with a key (see
+    /// ``AffixGate/mayMatch(_:_:_:backwards:)``), or that start in `authority` and for which its
+    /// authority gate has a flag set, in order, each only when it reads it. ``marked(_:)`` reads
+    /// the entries: a token's index times 64, plus the gate's flags, plus
+    /// ``RuleIndex/FieldGroup/mayHavePrefix`` and ``RuleIndex/FieldGroup/mayHaveSuffix`` when they
     /// apply, plus the authority gate's flags times 16.
     ///
     /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
@@ -120,22 +120,37 @@ internal import CByteClasses
                 precondition(
                     gateWords.count * 32 == Int(gateMask) + 1 && authorityWords.count * 32 == Int(authorityMask) + 1,
                     "a gate holds 32 slots a word")
-                return marking.prefixes.withWords { prefixPairs in
-                    marking.suffixes.withWords { suffixPairs in
+                return marking.prefixes.withWords { prefixPairs, prefixQuads, prefixShift in
+                    marking.suffixes.withWords { suffixPairs, suffixQuads, suffixShift in
                         precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
+                        precondition(
+                            prefixQuads.count << prefixShift == 1 << 26 && suffixQuads.count << suffixShift == 1 << 26,
+                            "a Bloom filter of 2^(32 - shift) bits")
                         return unsafe gateWords.withUnsafeBufferPointer { gateWords in
                             unsafe authorityWords.withUnsafeBufferPointer { authorityWords in
                                 unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
-                                    unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
-                                        var gates = unsafe IndexTokenGates(
-                                            gate: marking.readsGate ? gateWords.baseAddress : nil,
-                                            gate_mask: gateMask,
-                                            prefix_pairs: marking.readsPrefixes ? prefixPairs.baseAddress : nil,
-                                            suffix_pairs: marking.readsSuffixes ? suffixPairs.baseAddress : nil,
-                                            authority_gate: marking.readsAuthority ? authorityWords.baseAddress : nil,
-                                            authority_gate_mask: authorityMask, authority_start: authority.lowerBound,
-                                            authority_end: authority.upperBound)
-                                        return unsafe append(tokensOf: bytes, gates: &gates)
+                                    unsafe prefixQuads.withUnsafeBufferPointer { prefixQuads in
+                                        unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
+                                            unsafe suffixQuads.withUnsafeBufferPointer { suffixQuads in
+                                                var gates = unsafe IndexTokenGates(
+                                                    gate: marking.readsGate ? gateWords.baseAddress : nil,
+                                                    gate_mask: gateMask,
+                                                    prefixes: IndexAffixGate(
+                                                        short_pairs: marking.readsPrefixes
+                                                            ? prefixPairs.baseAddress : nil,
+                                                        quads: prefixQuads.baseAddress, quad_shift: prefixShift),
+                                                    suffixes: IndexAffixGate(
+                                                        short_pairs: marking.readsSuffixes
+                                                            ? suffixPairs.baseAddress : nil,
+                                                        quads: suffixQuads.baseAddress, quad_shift: suffixShift),
+                                                    authority_gate: marking.readsAuthority
+                                                        ? authorityWords.baseAddress : nil,
+                                                    authority_gate_mask: authorityMask,
+                                                    authority_start: authority.lowerBound,
+                                                    authority_end: authority.upperBound)
+                                                return unsafe append(tokensOf: bytes, gates: &gates)
+                                            }
+                                        }
                                     }
                                 }
                             }
@@ -255,14 +270,14 @@ internal import CByteClasses
 }
 
 /// What ``TokenHashes/append(tokensOf:marking:authority:)`` marks a subject's tokens by: the token
-/// gate, the byte-pair sets of the start and end keys, and the gate of the keys looked up in the
+/// gate, the gates of the start and end keys, and the gate of the keys looked up in the
 /// authority, each only when it reads it.
 struct TokenMarking: Sendable {
     let gate: TokenGate
     let readsGate: Bool
-    let prefixes: BytePairSet
+    let prefixes: AffixGate
     let readsPrefixes: Bool
-    let suffixes: BytePairSet
+    let suffixes: AffixGate
     let readsSuffixes: Bool
     let authorityGate: TokenGate
     let readsAuthority: Bool

@@ -94,16 +94,28 @@ typedef struct {
 /// `index_hash_tokens` stopped at U+212A (Kelvin sign, E2 84 AA) or U+017F (long s, C5 BF).
 #define INDEX_TOKENS_UNTOKENIZABLE 2
 
-/// The gates `index_hash_tokens` marks tokens by; a null gate or set is not read.
+/// Whether a token may start (end) with one of a set of keys, as AuditPolicy's AffixGate keeps it:
+/// keys of one to three bytes by the token's first (last) two bytes lower-cased, in a set of
+/// 65,536 pairs (1,024 words, the first byte high; a one-byte token is its byte then 0); longer
+/// keys by its first (last) four, in a one-hash Bloom filter whose bit for the four bytes `q`
+/// (the first lowest; read backwards for an end, the last lowest) is `(q * 0x9E3779B1) >>
+/// quad_shift`, 32 bits wide.
+typedef struct {
+    const uint64_t *short_pairs;
+    const uint64_t *quads;
+    uint32_t quad_shift;
+} IndexAffixGate;
+
+/// The gates `index_hash_tokens` marks tokens by; a null gate (or affix gate whose `short_pairs`
+/// is null) is not read.
 typedef struct {
     /// Two bits per slot, 32 slots a word; bits 40 and up of a token's hash pick its slot under
     /// `gate_mask`.
     const uint64_t *gate;
     uint64_t gate_mask;
-    /// Sets of 65,536 byte pairs (1,024 words, the first byte high): a token's first two bytes,
-    /// and its last two (last first), lower-cased; a one-byte token is its byte then 0.
-    const uint64_t *prefix_pairs;
-    const uint64_t *suffix_pairs;
+    /// Whether a token may start with a prefix key, or end with a suffix key.
+    IndexAffixGate prefixes;
+    IndexAffixGate suffixes;
     /// Read as `gate` is, for the tokens that start in `authority_start..<authority_end` only.
     const uint64_t *authority_gate;
     uint64_t authority_gate_mask;
@@ -122,12 +134,11 @@ typedef struct {
 ///
 /// With `gates`, also marks the tokens that pass one as it finds them: writes to `marked` (room
 /// for as many entries as tokens) an entry for each token whose slot of the gate is not clear,
-/// whose first two bytes are in `prefix_pairs`, whose last two are in `suffix_pairs`, or that
-/// starts in the authority range and whose slot of the authority gate is not clear, in order, and
-/// their number to `*marked_count`. An entry is the token's index times 64, plus its slot's two
-/// bits, plus 4 when its start pair is in `prefix_pairs`, plus 8 when its end pair is in
-/// `suffix_pairs`, plus its authority slot's two bits times 16; `count` must then be below 2^25,
-/// so that an index fits.
+/// that may start with a prefix key or end with a suffix key, or that starts in the authority
+/// range and whose slot of the authority gate is not clear, in order, and their number to
+/// `*marked_count`. An entry is the token's index times 64, plus its slot's two bits, plus 4 when
+/// it may start with a prefix key, plus 8 when it may end with a suffix key, plus its authority
+/// slot's two bits times 16; `count` must then be below 2^25, so that an index fits.
 ///
 /// Not inline (ByteClasses.c): one copy of the loop per choice of gates, with no bounds check and
 /// no branch per token for the marks.
