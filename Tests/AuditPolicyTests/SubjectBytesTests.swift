@@ -58,6 +58,22 @@ import Testing
         }
     }
 
+    @Test("a word's bytes are lower-cased as each byte is on its own, for every byte value")
+    func wordLowerCasing() {
+        var random = SystemRandomNumberGenerator()
+        let values = (0..<64).map { UInt8($0 * 4) } + Array(UInt8(ascii: "@")...UInt8(ascii: "["))
+        for _ in 0..<20_000 {
+            let bytes = (0..<8).map { _ in
+                Bool.random(using: &random)
+                    ? values[Int.random(in: values.indices, using: &random)] : UInt8.random(in: 0...255, using: &random)
+            }
+            // The first byte lowest.
+            let word = bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+            let expected = bytes.reversed().reduce(0) { $0 << 8 | UInt64(RuleIndex.FieldGroup.lowered($1)) }
+            #expect(RuleIndex.FieldGroup.lowered(word) == expected, "\(bytes)")
+        }
+    }
+
     @Test("a block of byte classes that does not lie inside the subject stops the process")
     func byteClassesOutsideTraps() async {
         await #expect(processExitsWith: .failure) {

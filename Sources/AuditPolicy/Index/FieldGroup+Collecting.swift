@@ -321,13 +321,19 @@ extension RuleIndex.FieldGroup {
             startingHere &= startingHere - 1
             let (text, length) = (keys.texts[number], keys.lengths[number])
             guard index + length <= bytes.count else { continue }
-            var offset = 1
-            while offset < length,
-                Self.lowered(bytes[index + offset]) == UInt8(truncatingIfNeeded: text >> (8 * offset))
-            {
-                offset += 1
+            if index + 8 <= bytes.count {
+                // All of the key's bytes at once (a key has at most eight).
+                let mask: UInt64 = length >= 8 ? .max : (1 &<< UInt64(truncatingIfNeeded: 8 &* length)) &- 1
+                guard (Self.lowered(bytes.word64(at: index)) ^ text) & mask == 0 else { continue }
+            } else {
+                var offset = 1
+                while offset < length,
+                    Self.lowered(bytes[index + offset]) == UInt8(truncatingIfNeeded: text >> (8 * offset))
+                {
+                    offset += 1
+                }
+                guard offset == length else { continue }
             }
-            guard offset == length else { continue }
             found |= 1 << UInt16(number)
             table.collect(keys.hashes[number], confirmedBy: &tokens, into: &candidates)
             if found == keys.everyKey { return false }
@@ -350,5 +356,15 @@ extension RuleIndex.FieldGroup {
     @inline(__always)
     static func lowered(_ byte: UInt8) -> UInt8 {
         (byte &- UInt8(ascii: "A") < 26) ? byte | 0x20 : byte
+    }
+
+    /// Each byte of `word` lower-cased, as `lowered(_:)` does one byte: bit 7 of a byte of the
+    /// masks below says whether it is at least `A` (its low seven bits plus 0x3F reach 0x80), more
+    /// than `Z` (plus 0x25), or 0x80 or more (its own bit 7), and bit 5 is set where it is a capital.
+    @inline(__always)
+    static func lowered(_ word: UInt64) -> UInt64 {
+        let low = word & 0x7F7F_7F7F_7F7F_7F7F
+        let capitals = (low &+ 0x3F3F_3F3F_3F3F_3F3F) & ~(low &+ 0x2525_2525_2525_2525) & ~word
+        return word | (capitals & 0x8080_8080_8080_8080) &>> 2
     }
 }
