@@ -9,6 +9,11 @@ cd "$(dirname "$0")"
 harness=${1:?usage: Fuzz/run.sh rule-files|requests [SECONDS]}
 seconds=${2:-600}
 flags=(-c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
+# The requests harness holds its policy in a global for the whole run. At exit, LeakSanitizer reports what that
+# policy holds through references Swift keeps in an enum payload's spare bits (a respond rule's template), which
+# it does not recognize as pointers: made and dropped, the same policy frees everything. libFuzzer's own check
+# after each input (-detect_leaks) still runs.
+export ASAN_OPTIONS="leak_check_at_exit=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 swift build "${flags[@]}" --product "$( [ "$harness" = rule-files ] && echo FuzzRuleFiles || echo FuzzRequests )" >&2
 bin=$(swift build "${flags[@]}" --show-bin-path)
 mkdir -p "corpus/$harness" artifacts seeds/"$harness"
