@@ -77,4 +77,34 @@ import Testing
             }
         }
     }
+
+    @Test("tokens asked one by one in Swift, as for a subject too long to mark, find the rules the hasher's marks find")
+    func unmarkedSubjectsFindTheSameRules() throws {
+        for seed in [5 as UInt64, 6] {
+            let policy = try IndexDifferentialTests.policy(seed: seed, rules: 1_500, urlOnly: true)
+            var random = IndexDifferentialTests.Generator(state: seed &* 31)
+            var found = 0
+            for _ in 0..<1_500 {
+                let url = AuditRequest(url: IndexDifferentialTests.url(&random)).normalizedURL
+                let bytes = Array(url.utf8)
+                for group in policy.index.groups {
+                    let marked = Self.candidates(of: group, in: bytes.span, marksTokens: true)
+                    let asked = Self.candidates(of: group, in: bytes.span, marksTokens: false)
+                    found += marked.count
+                    #expect(marked == asked, "\(url)")
+                }
+            }
+            #expect(found > 1_000)  // the URLs do reach rules
+        }
+    }
+
+    /// The rules `group` collects for `bytes`, in order.
+    private static func candidates(
+        of group: RuleIndex.FieldGroup, in bytes: Span<UInt8>, marksTokens: Bool
+    ) -> [Int32] {
+        CandidateList.withEmptyList { candidates in
+            _ = group.collect(in: bytes, into: &candidates, requiringASCII: false, marksTokens: marksTokens)
+            return candidates.rules.sorted()
+        }
+    }
 }

@@ -13,12 +13,23 @@ extension RuleIndex.FieldGroup {
     )
         -> Bool
     {
+        collect(
+            in: bytes, into: &candidates, requiringASCII: requiringASCII,
+            marksTokens: bytes.count < TokenHashes.markableSubject)
+    }
+
+    /// ``collect(in:into:requiringASCII:)``, the tokens that pass a gate marked by the hasher when
+    /// `marksTokens` (possible for a subject of fewer than ``TokenHashes/markableSubject`` bytes),
+    /// or asked one by one in Swift otherwise, which finds the same rules.
+    func collect(
+        in bytes: Span<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool, marksTokens: Bool
+    ) -> Bool {
         // First every token's hash (rules filed with a second token are checked against these),
         // marking those that pass a gate, then the lookups.
         let authority = hasAuthorityKeys ? Self.authority(in: bytes) : 0..<0
         return TokenHashes.withTokens(ofSubjectLength: bytes.count) { tokens in
             let scan =
-                bytes.count < TokenHashes.markableSubject
+                marksTokens
                 ? tokens.append(tokensOf: bytes, marking: marking, authority: authority)
                 : tokens.append(tokensOf: bytes)
             if requiringASCII, !scan.isASCII { return false }
