@@ -54,16 +54,31 @@ final class LiteralPattern: Sendable {
     }
 
     /// Whether the literal occurs in `subject`, or nil when only PCRE2 can tell.
-    func matches(_ subject: UnsafeBufferPointer<UInt8>) -> Bool? {
+    func matches(_ subject: MatchSubject) -> Bool? {
+        // The closures capture plain values and pointers, not `self`: a captured reference would
+        // cost two atomic reference counts a match.
+        let (isCaseInsensitive, foldsFromNonASCII) = (self.isCaseInsensitive, self.foldsFromNonASCII)
+        return unsafe bytes.withUnsafeBufferPointer { literal in
+            unsafe subject.withBytes { subject in
+                unsafe Self.search(
+                    literal, in: subject, isCaseInsensitive: isCaseInsensitive, foldsFromNonASCII: foldsFromNonASCII)
+            }
+        }
+    }
+
+    /// Whether `literal` occurs in `subject`, or nil when only PCRE2 can tell (see
+    /// ``foldsFromNonASCII``).
+    private static func search(
+        _ literal: UnsafeBufferPointer<UInt8>, in subject: UnsafeBufferPointer<UInt8>, isCaseInsensitive: Bool,
+        foldsFromNonASCII: Bool
+    ) -> Bool? {
         // An empty buffer may have no base address: it holds no literal of one byte or more.
         guard let base = subject.baseAddress else { return false }
         var hasNonASCII: Int32 = 0
-        let offset = unsafe bytes.withUnsafeBufferPointer { literal in
-            unsafe withUnsafeMutablePointer(to: &hasNonASCII) { hasNonASCII in
-                unsafe literal_search(
-                    base, subject.count, literal.baseAddress, literal.count, isCaseInsensitive ? 1 : 0,
-                    foldsFromNonASCII ? hasNonASCII : nil)
-            }
+        let offset = unsafe withUnsafeMutablePointer(to: &hasNonASCII) { hasNonASCII in
+            unsafe literal_search(
+                base, subject.count, literal.baseAddress, literal.count, isCaseInsensitive ? 1 : 0,
+                foldsFromNonASCII ? hasNonASCII : nil)
         }
         if offset >= 0 { return true }
         return hasNonASCII != 0 ? nil : false

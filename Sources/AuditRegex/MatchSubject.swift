@@ -38,13 +38,10 @@ public struct MatchSubject: Sendable, Hashable {
         _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         guard isText else { return unsafe try array.withUnsafeBufferPointer(body) }
-        // `withContiguousStorageIfAvailable` rethrows untyped errors: the result carries the typed
-        // one out. A native string's UTF-8 is contiguous; any other is copied once.
-        let inPlace: Swift.Result<Result, Failure>? = unsafe text.utf8.withContiguousStorageIfAvailable { buffer in
-            do throws(Failure) { return unsafe .success(try body(buffer)) } catch { return .failure(error) }
-        }
-        if let inPlace { return try inPlace.get() }
-        return unsafe try Array(text.utf8).withUnsafeBufferPointer(body)
+        // A native string's UTF-8 is contiguous, read through its span, which borrows the storage
+        // (no reference count); any other (a lazily bridged NSString) is copied once.
+        guard text.isContiguousUTF8 else { return unsafe try Array(text.utf8).withUnsafeBufferPointer(body) }
+        return unsafe try text.utf8.span.withUnsafeBufferPointer(body)
     }
 
     /// Calls `body` with the subject's bytes as a span, without copying them.

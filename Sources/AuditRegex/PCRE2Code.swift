@@ -92,28 +92,28 @@ final class PCRE2Code: @unchecked Sendable {
         unsafe pcre2_code_free_8(code)
     }
 
-    /// Runs one match; returns the byte ranges of the groups (index 0 is the whole match), or nil when
-    /// the pattern does not match. Unset groups are nil. `captures: false` skips reading the groups.
-    func match(_ subject: UnsafeBufferPointer<UInt8>, captures: Bool) throws(PatternError) -> [Range<Int>?]? {
+    /// Whether the pattern matches anywhere in `subject`, reading no groups.
+    func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
         prepareForMatching()
-        // A yes/no match needs no captures: it reuses this thread's one-pair match data.
-        let perCall = unsafe captures ? pcre2_match_data_create_from_pattern_8(code, nil) : nil
-        guard let matchData = unsafe perCall ?? (captures ? nil : Self.threadMatchData()) else { throw .outOfMemory }
-        defer { if let perCall = unsafe perCall { unsafe pcre2_match_data_free_8(perCall) } }
-        // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
-        var empty: UInt8 = 0
-        var result = unsafe withUnsafePointer(to: &empty) { fallback in
-            unsafe run(subject.baseAddress ?? fallback, subject.count, matchData, options: 0)
-        }
-        if result == PCRE2_ERROR_JIT_STACKLIMIT {
-            // The JIT's small machine stack ran out; the interpreter works on the heap under the limits.
-            result = unsafe withUnsafePointer(to: &empty) { fallback in
-                unsafe run(subject.baseAddress ?? fallback, subject.count, matchData, options: UInt32(PCRE2_NO_JIT))
-            }
-        }
+        guard let matchData = unsafe Self.threadMatchData() else { throw .outOfMemory }
+        // The closure captures the C pointers, not `self`: a captured reference would cost two
+        // atomic reference counts a match.
+        let (code, context) = unsafe (self.code, self.context)
+        let result = unsafe subject.withBytes { bytes in unsafe Self.run(code, context, bytes, matchData) }
+        if result == PCRE2_ERROR_NOMATCH { return false }
+        guard result >= 0 else { throw Self.matchError(result) }
+        return true
+    }
+
+    /// The byte ranges of the groups of the first match in `subject` (index 0 is the whole
+    /// match; unset groups are nil), or nil when the pattern does not match.
+    func firstMatch(in subject: UnsafeBufferPointer<UInt8>) throws(PatternError) -> [Range<Int>?]? {
+        prepareForMatching()
+        guard let matchData = unsafe pcre2_match_data_create_from_pattern_8(code, nil) else { throw .outOfMemory }
+        defer { unsafe pcre2_match_data_free_8(matchData) }
+        let result = unsafe Self.run(code, context, subject, matchData)
         if result == PCRE2_ERROR_NOMATCH { return nil }
         guard result >= 0 else { throw Self.matchError(result) }
-        guard captures else { return [] }
         let pairs = unsafe Int(pcre2_get_ovector_count_8(matchData))
         guard let ovector = unsafe pcre2_get_ovector_pointer_8(matchData) else { return [] }
         let unset = ~0
@@ -121,6 +121,22 @@ final class PCRE2Code: @unchecked Sendable {
             let start = unsafe ovector[2 * group]
             let end = unsafe ovector[2 * group + 1]
             return start == unset || end < start ? nil : start..<end
+        }
+    }
+
+    /// `pcre2_match_8` of `code` over `subject` into `matchData`; when the JIT's small machine stack
+    /// runs out, again with the interpreter, which works on the heap under the limits.
+    private static func run(
+        _ code: OpaquePointer, _ context: OpaquePointer, _ subject: UnsafeBufferPointer<UInt8>,
+        _ matchData: OpaquePointer
+    ) -> Int32 {
+        // An empty buffer may have no base address; PCRE2 needs a valid pointer even for length 0.
+        var empty: UInt8 = 0
+        return unsafe withUnsafePointer(to: &empty) { fallback in
+            let base = unsafe subject.baseAddress ?? fallback
+            let result = unsafe pcre2_match_8(code, base, subject.count, 0, 0, matchData, context)
+            guard result == PCRE2_ERROR_JIT_STACKLIMIT else { return result }
+            return unsafe pcre2_match_8(code, base, subject.count, 0, UInt32(PCRE2_NO_JIT), matchData, context)
         }
     }
 
@@ -141,12 +157,6 @@ final class PCRE2Code: @unchecked Sendable {
         }
         return key
     }()
-
-    private func run(
-        _ base: UnsafePointer<UInt8>?, _ count: Int, _ matchData: OpaquePointer, options: UInt32
-    ) -> Int32 {
-        unsafe pcre2_match_8(code, base, count, 0, options, matchData, context)
-    }
 
     private static func matchError(_ code: Int32) -> PatternError {
         switch code {

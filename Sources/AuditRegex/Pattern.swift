@@ -48,10 +48,10 @@ public struct Pattern: Sendable {
     ///
     /// - Throws: a limit error when the match gives up before answering.
     public func matches(_ subject: MatchSubject) throws(PatternError) -> Bool {
-        if let literal, let answer = unsafe subject.withBytes({ unsafe literal.matches($0) }) { return answer }
-        return unsafe try subject.withBytes { bytes throws(PatternError) in
-            unsafe try code.match(bytes, captures: false)
-        } != nil
+        // The pattern's parts are asked to read the subject themselves: a closure here would
+        // capture (and copy) the whole pattern, three reference counts a match.
+        if let answer = literal?.matches(subject) { return answer }
+        return try code.matches(subject)
     }
 
     /// Whether matching searches for one literal string rather than running PCRE2 (a pattern such
@@ -68,7 +68,7 @@ public struct Pattern: Sendable {
     /// - Throws: a limit error when the match gives up before answering.
     public func firstMatch(in subject: MatchSubject) throws(PatternError) -> PatternMatch? {
         let ranges = unsafe try subject.withBytes { bytes throws(PatternError) in
-            unsafe try code.match(bytes, captures: true)
+            unsafe try code.firstMatch(in: bytes)
         }
         return ranges.map { PatternMatch(ranges: $0, subject: subject) }
     }

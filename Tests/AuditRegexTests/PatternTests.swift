@@ -109,6 +109,18 @@ import Testing
         #expect(throws: PatternError.matchLimitExceeded) { try pattern.matches(subject) }
     }
 
+    @Test("a match deeper than the JIT's machine stack is answered by the interpreter")
+    func jitStackFallback() throws {
+        // Each repetition of the group leaves a backtracking point: 40,000 of them overflow the
+        // JIT's 32 KiB stack, and fit the interpreter's heap.
+        let pattern = try Pattern("^(?:a|b)*c$")
+        let subject = String(repeating: "ab", count: 20_000) + "c"
+        #expect(try pattern.matches(subject))
+        #expect(try pattern.matches(MatchSubject(bytes: Array(subject.utf8))))
+        #expect(try pattern.firstMatch(in: subject)?.ranges.first == 0..<40_001)
+        #expect(try pattern.matches(String(subject.dropLast())) == false)
+    }
+
     @Test("one pattern answers correctly from many tasks at once")
     func concurrentMatching() async throws {
         let pattern = try Pattern(#"^https://([a-z]+)\.test/(\d+)$"#)
