@@ -54,23 +54,24 @@ extension Policy {
             var errors: [EvaluationError] = []
             var failingRule: Rule?
 
+            // Each candidate is read in place (`rules[index]`), not bound to a copy: that would
+            // cost a reference count for every candidate, and most do not match.
             for position in 0..<candidates.count {
                 let candidate = Int(candidates[position])
                 let index = candidate & ~Int(CandidateList.matchesForSure)
-                let rule = rules[index]
                 do throws(PatternError) {
                     if candidate != index {
-                        guard rule.applies(toMethod: request.method) else { continue }
+                        guard rules[index].applies(toMethod: request.method) else { continue }
                     } else {
-                        guard try rule.matches(request, in: &subjects) else { continue }
+                        guard try rules[index].matches(request, in: &subjects) else { continue }
                     }
                 } catch {
-                    errors.append(EvaluationError(ruleID: rule.id, reason: .matchFailed(error)))
-                    failingRule = failingRule ?? rule
+                    errors.append(EvaluationError(ruleID: rules[index].id, reason: .matchFailed(error)))
+                    failingRule = failingRule ?? rules[index]
                     continue
                 }
-                if rule.isRecord {
-                    recorded.append(rule)
+                if rules[index].isRecord {
+                    recorded.append(rules[index])
                 } else {
                     matches.append(Int32(truncatingIfNeeded: index))
                 }
@@ -148,9 +149,7 @@ extension Policy {
     /// Whether the rule at index `lhs` takes precedence over the rule at `rhs`.
     private func decidesBefore(_ lhs: Int, _ rhs: Int) -> Bool {
         if rules[lhs].priority != rules[rhs].priority { return rules[lhs].priority > rules[rhs].priority }
-        let leftRank = rules[lhs].action.tieRank ?? 0
-        let rightRank = rules[rhs].action.tieRank ?? 0
-        if leftRank != rightRank { return leftRank > rightRank }
+        if rules[lhs].tieRank != rules[rhs].tieRank { return rules[lhs].tieRank > rules[rhs].tieRank }
         return lhs < rhs
     }
 

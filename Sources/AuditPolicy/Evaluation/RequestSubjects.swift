@@ -5,7 +5,10 @@ import AuditRegex
 /// It does not keep the request (copying one into it cost reference counts on every evaluation):
 /// each call takes the request the subjects are of.
 struct RequestSubjects {
-    private var url: MatchSubject?
+    /// The URL's subject once ``hasURL``. Not optional: a match reads it in place, where unwrapping
+    /// an optional copied it (two reference counts a match).
+    private var url = MatchSubject("")
+    private var hasURL = false
     /// Everything but the URL's subject, made on first use: most policies read only the URL, and
     /// an evaluation then makes and drops one optional reference here rather than seven fields.
     private var others: Others?
@@ -44,25 +47,32 @@ struct RequestSubjects {
     mutating func matches(_ pattern: Pattern, field: RequestField, of request: AuditRequest) throws(PatternError)
         -> Bool
     {
-        if case .url = field {
-            if url == nil { _ = subject(for: .url, of: request) }
-            guard let url else { return false }
-            return try pattern.matches(url)
-        }
+        if case .url = field { return try matchesURL(pattern, of: request) }
         guard let subject = subject(for: field, of: request) else { return false }
         return try pattern.matches(subject)
+    }
+
+    /// Whether `pattern` matches `request`'s URL (normalized).
+    mutating func matchesURL(_ pattern: Pattern, of request: AuditRequest) throws(PatternError) -> Bool {
+        makeURL(of: request)
+        return try pattern.matches(url)
+    }
+
+    /// Makes the URL's subject if it is not made yet.
+    private mutating func makeURL(of request: AuditRequest) {
+        guard !hasURL else { return }
+        // Most URLs are sent normalized: then the subject is the URL itself, not a copy.
+        url =
+            URLParts.isNormalized(request.url)
+            ? MatchSubject(request.url) : MatchSubject(bytes: parts(of: request).normalizedBytes)
+        hasURL = true
     }
 
     /// The subject for `field`, or nil when the request has no such header.
     mutating func subject(for field: RequestField, of request: AuditRequest) -> MatchSubject? {
         switch field {
         case .url:
-            if url == nil {
-                // Most URLs are sent normalized: then the subject is the URL itself, not a copy.
-                url =
-                    URLParts.isNormalized(request.url)
-                    ? MatchSubject(request.url) : MatchSubject(bytes: parts(of: request).normalizedBytes)
-            }
+            makeURL(of: request)
             return url
         case .host:
             let others = othersMade()

@@ -19,6 +19,13 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
         let message: String?
         let tags: [String]
         let location: SourceLocation
+        /// What an evaluation reads of every candidate, kept as plain values so that reading them
+        /// copies no payload: the action's tie rank (0 for record), whether it is `record`,
+        /// whether any method is admitted, and whether the field is the URL.
+        let tieRank: Int
+        let isRecord: Bool
+        let admitsEveryMethod: Bool
+        let readsURL: Bool
 
         init(
             id: String, category: String, name: String, action: RuleAction, pattern: Pattern, field: RequestField,
@@ -35,6 +42,10 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
             self.message = message
             self.tags = tags
             self.location = location
+            tieRank = action.tieRank ?? 0
+            if case .record = action { isRecord = true } else { isRecord = false }
+            admitsEveryMethod = methods.isEmpty
+            if case .url = field { readsURL = true } else { readsURL = false }
         }
     }
 
@@ -74,7 +85,7 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
 
     /// Whether the rule applies to requests with `method` (already upper-cased).
     public func applies(toMethod method: String) -> Bool {
-        storage.methods.isEmpty || storage.methods.contains(method)
+        storage.admitsEveryMethod || storage.methods.contains(method)
     }
 
     /// Whether the rule applies to `request`'s method and its pattern matches the request's field
@@ -82,13 +93,15 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
     /// this of every candidate rule.
     func matches(_ request: AuditRequest, in subjects: inout RequestSubjects) throws(PatternError) -> Bool {
         guard applies(toMethod: request.method) else { return false }
+        if storage.readsURL { return try subjects.matchesURL(storage.pattern, of: request) }
         return try subjects.matches(storage.pattern, field: storage.field, of: request)
     }
 
     /// Whether the rule only records its matches.
-    var isRecord: Bool {
-        if case .record = storage.action { true } else { false }
-    }
+    var isRecord: Bool { storage.isRecord }
+
+    /// The action's rank in a priority tie (see ``RuleAction/tieRank``), 0 for record.
+    var tieRank: Int { storage.tieRank }
 
     /// `category/name (file:line:column)`.
     public var description: String { "\(id) (\(location))" }
