@@ -56,13 +56,23 @@ public final class RequestInfoProtocol: URLProtocol {
     /// leaves a trace (counted, published, logged). `startLoading` decides each request once.
     public override class func canInit(with request: URLRequest) -> Bool {
         guard let scheme = request.url?.scheme else { return false }
-        let isHTTP =
-            scheme.caseInsensitiveCompare("http") == .orderedSame
-            || scheme.caseInsensitiveCompare("https") == .orderedSame
+        let isHTTP = isHTTPScheme(scheme)
         return active.withLock { auditor in
             guard let auditor else { return false }
             return isHTTP || auditor.configuration.customSchemes.contains(scheme.lowercased())
         }
+    }
+
+    /// Whether `scheme` is `http` or `https` in any case, compared byte by byte: FoundationNetworking
+    /// asks ``canInit(with:)`` on every task's path, where a Foundation case-insensitive comparison
+    /// (through `NSString`) took microseconds.
+    static func isHTTPScheme(_ scheme: String) -> Bool {
+        var bytes = scheme.utf8.makeIterator()
+        for expected in "http".utf8 {
+            guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
+        }
+        guard let fifth = bytes.next() else { return true }
+        return fifth | 0x20 == UInt8(ascii: "s") && bytes.next() == nil
     }
 
     /// Returns `request` unchanged.
@@ -266,8 +276,7 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Whether `url` is http or https.
     private static func isHTTP(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased() else { return false }
-        return scheme == "http" || scheme == "https"
+        url.scheme.map(isHTTPScheme) ?? false
     }
 
     /// Ends a custom scheme's request that no rule answered as FoundationNetworking ends it
