@@ -121,8 +121,22 @@ import Testing
 
         @Test("an object whose behaviours are not keyed by Int, or that has none, is not read")
         func foreignRegistries() {
-            #expect(RegistryField.behaviours(of: LooksLikeARegistry()) == nil)
-            #expect(RegistryField.behaviours(of: HasNoBehaviours()) == nil)
+            #expect(RegistryField.behaviour(ofTask: 1, in: LooksLikeARegistry()) == nil)
+            #expect(RegistryField.behaviour(ofTask: 1, in: HasNoBehaviours()) == nil)
+        }
+
+        final class KeepsBehavioursAfterOtherFields {
+            var name = "registry"
+            var count = 3
+            var behaviours: [Int: String] = [7: "seven", 8: "eight"]
+        }
+
+        @Test("a registry's behaviours are read at their field's offset, by task identifier")
+        func registryEntries() {
+            let registry = KeepsBehavioursAfterOtherFields()
+            #expect(RegistryField.behaviour(ofTask: 8, in: registry) as? String == "eight")
+            #expect(RegistryField.behaviour(ofTask: 7, in: registry) as? String == "seven")
+            #expect(RegistryField.behaviour(ofTask: 9, in: registry) == nil)
         }
     }
 #endif

@@ -97,7 +97,7 @@ extension PlatformInternals {
         static func behaviour(
             of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool, readsTaskDelegate: Bool = true
         ) -> CallerSession.Behaviour? {
-            guard let entry = RegistryField.behaviours(of: registry)?.value(forIntKey: identifier),
+            guard let entry = RegistryField.behaviour(ofTask: identifier, in: registry),
                 let label = enumCaseName(of: entry)
             else { return nil }
             switch label {
@@ -178,7 +178,8 @@ extension PlatformInternals {
     /// A `Mirror` over the registry rebuilds every field's type from its mangled name on each read;
     /// on the request path that cost tens of microseconds a request. The field's offset and type are
     /// found once per registry class (`_forEachField`), and the field is read only when its type is
-    /// a dictionary with `Int` keys, as the registry's own code reads it.
+    /// a dictionary with `Int` keys, as the registry's own code reads it. The type is kept as a
+    /// metatype of ``IntKeyedValues``, so a read opens it with no dynamic cast.
     enum RegistryField {
         /// Where `behaviours` lies in each registry class seen (one in practice); nil when it has
         /// no such field of a dictionary type with `Int` keys.
@@ -187,18 +188,21 @@ extension PlatformInternals {
         private struct Field: @unchecked Sendable {
             // @unchecked: a metatype, immutable.
             let offset: Int
-            let type: Any.Type
+            let type: any IntKeyedValues.Type
         }
 
-        /// The `behaviours` dictionary of `registry` (read it on the session's work queue, where the
-        /// registry changes), or nil when the registry has no such field.
-        static func behaviours(of registry: AnyObject) -> (any IntKeyedValues)? {
+        /// The entry of task `identifier` in the `behaviours` dictionary of `registry` (read it on
+        /// the session's work queue, where the registry changes); nil when the registry has no such
+        /// field or no entry for the task.
+        static func behaviour(ofTask identifier: Int, in registry: AnyObject) -> Any? {
             guard let field = field(of: type(of: registry)) else { return nil }
-            func load<Stored>(_ type: Stored.Type) -> Any {
-                unsafe UnsafeRawPointer(Unmanaged.passUnretained(registry).toOpaque())
-                    .load(fromByteOffset: field.offset, as: Stored.self)
+            func entry<Stored: IntKeyedValues>(_ type: Stored.Type) -> Any? {
+                withExtendedLifetime(registry) {
+                    unsafe UnsafeRawPointer(Unmanaged.passUnretained(registry).toOpaque())
+                        .load(fromByteOffset: field.offset, as: Stored.self).value(forIntKey: identifier)
+                }
             }
-            return withExtendedLifetime(registry) { _openExistential(field.type, do: load) } as? any IntKeyedValues
+            return _openExistential(field.type, do: entry)
         }
 
         private static func field(of registryClass: AnyClass) -> Field? {
@@ -210,7 +214,7 @@ extension PlatformInternals {
             let classType = _EachFieldOptions(rawValue: 1 << 0)
             _ = unsafe _forEachField(of: registryClass, options: classType) { name, offset, type, _ in
                 guard unsafe String(cString: name) == "behaviours" else { return true }
-                if type is any IntKeyedValues.Type { found = Field(offset: offset, type: type) }
+                if let keyed = type as? any IntKeyedValues.Type { found = Field(offset: offset, type: keyed) }
                 return false
             }
             fields.withLock { $0[key] = .some(found) }
