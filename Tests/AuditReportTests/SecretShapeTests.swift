@@ -153,6 +153,14 @@ enum Position: String, CaseIterable, Sendable {
             "Qm9vZ2llV29vZ2llMTIzNDU2Nzg5"
         ),
         ("user info token alone", "https://ghp_abc@github.example.com/org/repo", "ghp_abc"),
+        (
+            "webhook marker in capitals", "https://chat.example.com/HOOKS/aB3dE5fG7hI9jK1lM3nO5pQ7xY",
+            "aB3dE5fG7hI9jK1lM3nO5pQ7xY"
+        ),
+        (
+            "webhook marker in mixed case", "https://chat.example.com/api/WebHookB2/team/Zq8wX2cV4bN6mL1kJ3hG5fD7sA",
+            "Zq8wX2cV4bN6mL1kJ3hG5fD7sA"
+        ),
     ]
 
     @Test(

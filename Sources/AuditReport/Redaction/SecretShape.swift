@@ -137,10 +137,24 @@ enum SecretShapes {
     static let webhookMarkers: Set<String> = ["hooks", "webhooks", "webhook", "services", "webhookb2", "triggers"]
 
     /// Whether `segment` is one of ``webhookMarkers``, compared without case.
+    ///
+    /// Every URL's path segments are asked, so an ASCII segment is compared byte by byte with no
+    /// string made; only one with other bytes is lower-cased as a string (Unicode case mapping can
+    /// make ASCII of them, as U+212A KELVIN SIGN makes `k`).
     static func isWebhookMarker(_ segment: Bytes) -> Bool {
         guard segment.count >= 5, segment.count <= 9 else { return false }
-        return webhookMarkers.contains(String(decoding: segment, as: UTF8.self).lowercased())
+        guard segment.allSatisfy({ $0 < 0x80 }) else {
+            return webhookMarkers.contains(String(decoding: segment, as: UTF8.self).lowercased())
+        }
+        return webhookMarkerBytes.contains { marker in
+            marker.count == segment.count
+                && zip(marker, segment).allSatisfy { expected, byte in
+                    byte == expected || (byte &- UInt8(ascii: "A") < 26 && byte | 0x20 == expected)
+                }
+        }
     }
+
+    private static let webhookMarkerBytes = webhookMarkers.map { Array($0.utf8) }
 
     /// Whether a path segment after a webhook marker is its secret: at least 20 token characters
     /// with letters and digits, no `.` (a file name), and not a UUID or plain hex (ids, not secrets).
