@@ -68,7 +68,7 @@ public final class AuditLogWriter: Sendable {
     private struct State: Sendable {
         /// Records not yet encoded, in order after `pending`.
         var queued: [AuditRecord] = []
-        /// Encoded lines not yet written.
+        /// Encoded records not yet written (JSON objects, not yet sealed, with no newline).
         var pending: [String] = []
         /// Whether the writing queue has a `writePending` coming that will see `queued` (right away,
         /// or at the end of a batch interval).
@@ -250,7 +250,7 @@ public final class AuditLogWriter: Sendable {
         var encodingFailure: AuditLogError?
         for record in records {
             do {
-                lines.append(try record.jsonLine() + "\n")
+                lines.append(try record.jsonLine())
             } catch {
                 encodingFailure = .writeFailed(path: path, reason: "cannot encode record \(record.id): \(error)")
             }
@@ -297,7 +297,7 @@ public final class AuditLogWriter: Sendable {
         var ends: [(end: Int, chain: LogChain)] = []
         var chain = file.chain
         for line in lines {
-            let sealed = chain.seal(String(line.dropLast())) + "\n"
+            let sealed = chain.seal(line) + "\n"
             if !ends.isEmpty, file.size + bytes.count + sealed.utf8.count > rotation.maxBytes { break }
             bytes.append(contentsOf: sealed.utf8)
             ends.append((bytes.count, chain))
