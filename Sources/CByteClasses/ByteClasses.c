@@ -2,11 +2,6 @@
 // the search for a few byte pairs and the span of host bytes are here.
 #include "CByteClasses.h"
 
-/// Whether the pair `pair` (first byte high) is in a set of 65,536 bits (1,024 words).
-static inline uint64_t pair_bit(const uint64_t *words, uint32_t pair) {
-    return (words[(pair >> 6) & 1023] >> (pair & 63)) & 1;
-}
-
 /// index_next_pair_start for `pair_count` pairs, their vectors built: with the count constant,
 /// the pairs' loop unrolls.
 static inline __attribute__((always_inline)) long next_pair_start(const uint8_t *bytes, long count, long from,
@@ -163,8 +158,8 @@ typedef struct {
     uint64_t hash;
     /// The token's first eight bytes, the first lowest; zero past the end of a shorter token.
     uint64_t first_bytes;
-    /// The eight bytes that end with the token's last, the last highest; those before the token
-    /// are not the token's.
+    /// The eight bytes that end with the token's last, the last highest; zero before the start of
+    /// a shorter token.
     uint64_t last_bytes;
 } TokenWords;
 
@@ -188,16 +183,18 @@ static inline TokenWords token_words(const uint8_t *bytes, const uint8_t *head, 
     uint64_t last_bytes = load64(last) | lower_case_bits;
     uint64_t word = last_bytes >> ((8 - rest) * 8);
     uint64_t hash = folded_multiply(state ^ word, 0x9e3779b97f4a7c15ull);
-    uint64_t first_bytes = end - start <= 8 ? word : load64(bytes + start) | lower_case_bits;
-    return (TokenWords){hash == 0 ? 1 : hash, first_bytes, last_bytes};
+    int is_short = end - start <= 8;
+    uint64_t first_bytes = is_short ? word : load64(bytes + start) | lower_case_bits;
+    // A short token is all of `word`: shifted back up, it ends at the top with zeros below it.
+    uint64_t own_last_bytes = is_short ? word << ((8 - rest) * 8) : last_bytes;
+    return (TokenWords){hash == 0 ? 1 : hash, first_bytes, own_last_bytes};
 }
 
-/// AuditPolicy's AffixGate.mayMatch for a token whose first (last) two bytes are `pair` and whose
-/// first (last) four are `quad`, read only when `is_quad` (the token has four bytes or more).
-static inline uint64_t affix_may_match(const IndexAffixGate *gate, uint32_t pair, uint32_t quad, int is_quad) {
+/// AuditPolicy's AffixGate.mayMatch for a token whose first (last) four bytes, zero-padded, are
+/// `quad`.
+static inline uint64_t affix_may_match(const IndexAffixGate *gate, uint32_t quad) {
     uint32_t bit = (quad * 0x9E3779B1u) >> gate->quad_shift;
-    uint64_t in_quads = (gate->quads[bit >> 6] >> (bit & 63)) & (uint64_t)(is_quad != 0);
-    return in_quads | pair_bit(gate->short_pairs, pair);
+    return (gate->quads[bit >> 6] >> (bit & 63)) & 1;
 }
 
 /// Whether U+212A (E2 84 AA) or U+017F (C5 BF) starts at an index in `start..<end` of
@@ -239,16 +236,11 @@ static inline __attribute__((always_inline)) void emit_token(const uint8_t *byte
         uint64_t slot = (hash >> 40) & gates->gate_mask;
         marks |= (gates->gate[slot >> 5] >> (2 * (slot & 31))) & 3;
     }
-    long length = end - start;
-    if (reads & READS_PREFIXES) {
-        uint32_t pair = (uint32_t)(words.first_bytes & 0xFF) << 8 | (uint32_t)((words.first_bytes >> 8) & 0xFF);
-        marks |= affix_may_match(&gates->prefixes, pair, (uint32_t)words.first_bytes, length >= 4) << 2;
-    }
+    if (reads & READS_PREFIXES) marks |= affix_may_match(&gates->prefixes, (uint32_t)words.first_bytes) << 2;
     if (reads & READS_SUFFIXES) {
-        uint32_t before = length > 1 ? (uint32_t)((words.last_bytes >> 48) & 0xFF) : 0;
-        uint32_t pair = (uint32_t)(words.last_bytes >> 56) << 8 | before;
+        // The last four bytes, the last lowest.
         uint32_t quad = __builtin_bswap32((uint32_t)(words.last_bytes >> 32));
-        marks |= affix_may_match(&gates->suffixes, pair, quad, length >= 4) << 3;
+        marks |= affix_may_match(&gates->suffixes, quad) << 3;
     }
     if ((reads & READS_AUTHORITY) && start >= gates->authority_start && start < gates->authority_end) {
         uint64_t slot = (hash >> 40) & gates->authority_gate_mask;
@@ -309,8 +301,8 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
     TokenOutput out = {tokens, 0, marked, 0};
     int reads = gates == 0 ? 0
                            : (gates->gate != 0 ? READS_GATE : 0) |
-                                 (gates->prefixes.short_pairs != 0 ? READS_PREFIXES : 0) |
-                                 (gates->suffixes.short_pairs != 0 ? READS_SUFFIXES : 0) |
+                                 (gates->prefixes.quads != 0 ? READS_PREFIXES : 0) |
+                                 (gates->suffixes.quads != 0 ? READS_SUFFIXES : 0) |
                                  (gates->authority_gate != 0 ? READS_AUTHORITY : 0);
     switch (reads) {
         HASH_TOKENS_CASE(1)

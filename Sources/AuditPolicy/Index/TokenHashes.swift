@@ -120,37 +120,30 @@ internal import CByteClasses
                 precondition(
                     gateWords.count * 32 == Int(gateMask) + 1 && authorityWords.count * 32 == Int(authorityMask) + 1,
                     "a gate holds 32 slots a word")
-                return marking.prefixes.withWords { prefixPairs, prefixQuads, prefixShift in
-                    marking.suffixes.withWords { suffixPairs, suffixQuads, suffixShift in
-                        precondition(prefixPairs.count == 1_024 && suffixPairs.count == 1_024, "65,536 pairs a set")
+                return marking.prefixes.withWords { prefixQuads, prefixShift in
+                    marking.suffixes.withWords { suffixQuads, suffixShift in
                         precondition(
                             prefixQuads.count << prefixShift == 1 << 26 && suffixQuads.count << suffixShift == 1 << 26,
                             "a Bloom filter of 2^(32 - shift) bits")
                         return unsafe gateWords.withUnsafeBufferPointer { gateWords in
                             unsafe authorityWords.withUnsafeBufferPointer { authorityWords in
-                                unsafe prefixPairs.withUnsafeBufferPointer { prefixPairs in
-                                    unsafe prefixQuads.withUnsafeBufferPointer { prefixQuads in
-                                        unsafe suffixPairs.withUnsafeBufferPointer { suffixPairs in
-                                            unsafe suffixQuads.withUnsafeBufferPointer { suffixQuads in
-                                                var gates = unsafe IndexTokenGates(
-                                                    gate: marking.readsGate ? gateWords.baseAddress : nil,
-                                                    gate_mask: gateMask,
-                                                    prefixes: IndexAffixGate(
-                                                        short_pairs: marking.readsPrefixes
-                                                            ? prefixPairs.baseAddress : nil,
-                                                        quads: prefixQuads.baseAddress, quad_shift: prefixShift),
-                                                    suffixes: IndexAffixGate(
-                                                        short_pairs: marking.readsSuffixes
-                                                            ? suffixPairs.baseAddress : nil,
-                                                        quads: suffixQuads.baseAddress, quad_shift: suffixShift),
-                                                    authority_gate: marking.readsAuthority
-                                                        ? authorityWords.baseAddress : nil,
-                                                    authority_gate_mask: authorityMask,
-                                                    authority_start: authority.lowerBound,
-                                                    authority_end: authority.upperBound)
-                                                return unsafe append(tokensOf: bytes, gates: &gates)
-                                            }
-                                        }
+                                unsafe prefixQuads.withUnsafeBufferPointer { prefixQuads in
+                                    unsafe suffixQuads.withUnsafeBufferPointer { suffixQuads in
+                                        var gates = unsafe IndexTokenGates(
+                                            gate: marking.readsGate ? gateWords.baseAddress : nil,
+                                            gate_mask: gateMask,
+                                            prefixes: IndexAffixGate(
+                                                quads: marking.readsPrefixes ? prefixQuads.baseAddress : nil,
+                                                quad_shift: prefixShift),
+                                            suffixes: IndexAffixGate(
+                                                quads: marking.readsSuffixes ? suffixQuads.baseAddress : nil,
+                                                quad_shift: suffixShift),
+                                            authority_gate: marking.readsAuthority
+                                                ? authorityWords.baseAddress : nil,
+                                            authority_gate_mask: authorityMask,
+                                            authority_start: authority.lowerBound,
+                                            authority_end: authority.upperBound)
+                                        return unsafe append(tokensOf: bytes, gates: &gates)
                                     }
                                 }
                             }

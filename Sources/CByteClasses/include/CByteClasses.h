@@ -95,19 +95,16 @@ typedef struct {
 #define INDEX_TOKENS_UNTOKENIZABLE 2
 
 /// Whether a token may start (end) with one of a set of keys, as AuditPolicy's AffixGate keeps it:
-/// keys of one to three bytes by the token's first (last) two bytes lower-cased, in a set of
-/// 65,536 pairs (1,024 words, the first byte high; a one-byte token is its byte then 0); longer
-/// keys by its first (last) four, in a one-hash Bloom filter whose bit for the four bytes `q`
-/// (the first lowest; read backwards for an end, the last lowest) is `(q * 0x9E3779B1) >>
-/// quad_shift`, 32 bits wide.
+/// by the token's first (last) four bytes lower-cased, `q` (the first lowest; read backwards for
+/// an end, the last lowest; zero past the start or end of a shorter token), in a one-hash Bloom
+/// filter whose bit for `q` is `(q * 0x9E3779B1) >> quad_shift`, 32 bits wide.
 typedef struct {
-    const uint64_t *short_pairs;
     const uint64_t *quads;
     uint32_t quad_shift;
 } IndexAffixGate;
 
-/// The gates `index_hash_tokens` marks tokens by; a null gate (or affix gate whose `short_pairs`
-/// is null) is not read.
+/// The gates `index_hash_tokens` marks tokens by; a null gate (or affix gate whose `quads` is
+/// null) is not read.
 typedef struct {
     /// Two bits per slot, 32 slots a word; bits 40 and up of a token's hash pick its slot under
     /// `gate_mask`.
