@@ -1,6 +1,7 @@
 /// Whether a token may start with one of a set of keys (or, read backwards, end with one), judged
 /// by the token's first four bytes lower-cased (its first one to three, zero-padded, when it is
-/// shorter) in a one-hash Bloom filter of about 16 bits per entry (512 bits at least).
+/// shorter) in a one-hash Bloom filter of 64 bits per entry up to 16 KiB, about 16 beyond (512 bits
+/// at least).
 ///
 /// A key of four bytes or more is entered by its first four. A shorter key is entered with every
 /// way a token can go on after it for four bytes: each letter or digit, or the token's end (zero
@@ -43,7 +44,11 @@ struct AffixGate: Sendable {
     private let shift: UInt32
 
     private init(quads: [UInt32]) {
+        // About 64 bits per entry while that fits 16 KiB, which stays in the first-level cache:
+        // a token that passes by chance costs a lookup of each of its start (end) lengths, and at
+        // 16 bits per entry one token in sixteen does. Beyond, about 16 bits, up to 128 KiB.
         var bitCount = 9
+        while 1 << bitCount < quads.count * 64, bitCount < 17 { bitCount += 1 }
         while 1 << bitCount < quads.count * 16, bitCount < 20 { bitCount += 1 }
         shift = UInt32(32 - bitCount)
         var words = [UInt64](repeating: 0, count: (1 << bitCount) / 64)
