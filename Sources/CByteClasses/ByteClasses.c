@@ -343,3 +343,56 @@ long url_authority_end(const uint8_t *bytes, long count, long from) {
     }
     return count;
 }
+
+/// `word`'s capital letters lower-cased, all its bytes below 0x80: a byte gets its top bit from
+/// adding 0x3F when it is `A` or above, and from adding 0x25 when it is above `Z`.
+static inline uint64_t lowercased_word(uint64_t word) {
+    uint64_t from_a = word + 0x3F3F3F3F3F3F3F3Full;
+    uint64_t past_z = word + 0x2525252525252525ull;
+    return word | ((from_a & ~past_z & 0x8080808080808080ull) >> 2);
+}
+
+static inline uint8_t lowercased_byte(uint8_t byte) { return (uint8_t)(byte - 'A') < 26 ? byte | 0x20 : byte; }
+
+void literal_set_search(const uint8_t *subject, long count, const uint64_t *pairs, const uint16_t *pair_groups,
+                        const int32_t *group_starts, const LiteralEntry *entries, const uint8_t *tails,
+                        uint64_t *found) {
+    for (long block = 0; block < count - 1; block += 64) {
+        uint64_t starts = literal_pair_starts(subject, count, block, pairs);
+        while (starts != 0) {
+            long start = block + __builtin_ctzll(starts);
+            starts &= starts - 1;
+            // Bytes outside printable ASCII (which the caller never passes) have no group.
+            unsigned first = (unsigned)lowercased_byte(subject[start]) - 0x20;
+            unsigned second = (unsigned)lowercased_byte(subject[start + 1]) - 0x20;
+            if (first >= 95 || second >= 95) continue;
+            int group = pair_groups[first * 95 + second];
+            uint64_t word = 0;
+            if (start + 8 <= count) {
+                word = load64(subject + start);
+            } else {
+                // The bytes up to the end, zero past it: no literal has a zero byte.
+                memcpy(&word, subject + start, (size_t)(count - start));
+            }
+            word = lowercased_word(word);
+            for (int slot = group_starts[group]; slot < group_starts[group + 1]; slot++) {
+                const LiteralEntry *entry = &entries[slot];
+                if ((word & entry->head_mask) != entry->head) continue;
+                uint64_t bit = 1ull << (entry->number & 63);
+                if (found[entry->number >> 6] & bit) continue;
+                if (entry->length > 8) {
+                    if (start + entry->length > count) continue;
+                    int same = 1;
+                    for (long offset = 8; offset < entry->length; offset++) {
+                        if (lowercased_byte(subject[start + offset]) != tails[entry->tail + offset - 8]) {
+                            same = 0;
+                            break;
+                        }
+                    }
+                    if (!same) continue;
+                }
+                found[entry->number >> 6] |= bit;
+            }
+        }
+    }
+}

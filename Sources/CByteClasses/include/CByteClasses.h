@@ -183,4 +183,32 @@ int printable_ascii(const uint8_t *bytes, long count);
 /// (`.c`, `co`, `//`), and a branch on each was mispredicted about one time in five.
 uint64_t literal_pair_starts(const uint8_t *bytes, long count, long from, const uint64_t *pairs);
 
+/// One literal of a shortcut literal set (AuditPolicy's LiteralSet), as `literal_set_search`
+/// reads it.
+typedef struct {
+    /// The literal's first eight bytes, the first lowest, lower-cased; zero past its end.
+    uint64_t head;
+    /// Ones over the bytes of `head` that are the literal's.
+    uint64_t head_mask;
+    /// Its bit in the search's result.
+    int32_t number;
+    int32_t length;
+    /// Where its bytes past the eighth start in the set's tails.
+    int32_t tail;
+    int32_t reserved;
+} LiteralEntry;
+
+/// Sets bit n of `found` for each literal n of a set that occurs in `subject[0..<count]`, all of
+/// it printable ASCII (0x20–0x7E), compared without case (the literals lower-case). The literals
+/// are filed by their first two bytes: `pairs` (as `literal_pair_starts` reads it) holds those
+/// pairs in either case; `pair_groups[(first - 0x20) * 95 + second - 0x20]` is the group of the
+/// pair (`first`, `second`) lower-cased, whose literals are `entries[group_starts[g]..<
+/// group_starts[g + 1]]`; `tails` holds each literal's bytes past its eighth.
+///
+/// Not inline (ByteClasses.c): the pairs' places are found 64 at a time with no branch per byte,
+/// and the literals under each compared eight bytes at a time, without a bounds check.
+void literal_set_search(const uint8_t *subject, long count, const uint64_t *pairs, const uint16_t *pair_groups,
+                        const int32_t *group_starts, const LiteralEntry *entries, const uint8_t *tails,
+                        uint64_t *found);
+
 #endif
