@@ -32,7 +32,7 @@ import Testing
                 + random.pick(["", "", "?", "+"])
         }
         func backtracking() -> String { random.pick(["*", "+", "{2,}", "{1,3}", "?", "*?"]) }
-        switch random.below(25) {
+        switch random.below(27) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -75,6 +75,16 @@ import Testing
         case 23:
             return random.pick(["\\b", "(?<=\\/)", "(?<!\\.)", "(?=\(literal()))"]) + literal()
                 + random.pick(["\\b", "(?!\(literal()))", ""]) + random.pick(classes) + random.pick(["+", "{2}"])
+        case 24:
+            return "\(literal())\\/\(random.pick(classes)){\(1 + random.below(3)),\(3 + random.below(3))}"
+                + random.pick([
+                    "(?:\\?[_v]=\\d+)?", "(\(alternation()))?", "((\(literal())|\\d)?\\.\(literal()))?", "(?:-\\d*)?",
+                ])
+                + "$"
+        case 25:
+            return "^(?:" + random.pick(["https?", "\(alternation())", "(?:https?:)?"]) + ")"
+                + random.pick(["?", ""]) + random.pick([":\\/\\/", ""]) + "(?=[a-z]*\\d)"
+                + random.pick(classes) + "+\\.\(literal())"
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }
@@ -94,6 +104,7 @@ import Testing
             if random.chance(5) { url += random.pick(["\u{212A}", "\u{17F}", "é", "%0A", "\t"]) }
         }
         if random.chance(10) { url += random.pick(["/", "/123", "/1234567", ".js", ".gif"]) }
+        if random.chance(10) { url += random.pick(["?v=12", "?_=3", "-", "-7", ".1.js", "?v="]) }
         return url
     }
 
@@ -212,6 +223,31 @@ import Testing
     func fixedAlternativesAndEdges(pattern: String, url: String, matches: Bool) throws {
         let policy = try Self.expectVerdict(of: pattern, url: url, matches: matches)
         if !matches { #expect(policy.candidateRules(for: AuditRequest(url: url)).isEmpty) }
+    }
+
+    static let optionalTail = "^https?:\\/\\/[a-z]+\\.[a-z]{2,4}\\/(?=[a-z]*\\d)[a-z0-9]+\\/\\d{4,5}(?:\\?[_v]=\\d+)?$"
+    static let optionalHead = "^(?:h|ft)[a-z]*:\\/\\/(?>[a-z0-9]+)\\.com\\/"
+
+    @Test(
+        "an optional tail before `$`, or a choice after `^`, still rules out subjects by their last or first byte",
+        arguments: [
+            (optionalTail, "https://a.test/ab1/1234", true),
+            (optionalTail, "https://a.test/ab1/12345?v=56", true),
+            (optionalTail, "https://a.test/ab1/1234?_=7", true),
+            (optionalTail, "https://a.test/ab1/1234?v=5x", false),
+            (optionalTail, "https://a.test/ab1/1234/", false),
+            (optionalTail, "https://a.test/ab1/1234?v=", false),
+            (optionalHead, "https://ab1.com/", true),
+            (optionalHead, "FTP://ab1.com/", true),
+            (optionalHead, "wss://ab1.com/", false),
+            (optionalHead, "xhttps://ab1.com/", false),
+        ])
+    func optionalEdges(pattern: String, url: String, matches: Bool) throws {
+        let policy = try Self.expectVerdict(of: pattern, url: url, matches: matches)
+        let lastOrFirst = pattern.hasSuffix("$") ? url.last : url.first
+        if !matches, let lastOrFirst, !"0123456789hHfF".contains(lastOrFirst) {
+            #expect(policy.candidateRules(for: AuditRequest(url: url)).isEmpty)
+        }
     }
 
     /// Checks that a one-rule policy of `pattern` blocks `url` exactly when `matches`, as matching

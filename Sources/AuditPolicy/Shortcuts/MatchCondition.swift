@@ -82,11 +82,11 @@ enum ConditionAnalysis {
         let nodes = PatternNode.flatten(sequence)
         var parts: [MatchCondition] = []
         if atTop, nodes.first == .start {
-            let sets = fixedSets(nodes.dropFirst(), caseless: caseless)
+            let sets = anchoredSets(Array(nodes.dropFirst()), caseless: caseless, backwards: false)
             if !sets.isEmpty { parts.append(.startsWith(sets)) }
         }
         if atTop, nodes.last == .end {
-            let sets = fixedSets(nodes.dropLast().reversed(), caseless: caseless)
+            let sets = anchoredSets(nodes.dropLast().reversed(), caseless: caseless, backwards: true)
             if !sets.isEmpty { parts.append(.endsWith(sets.reversed())) }
         }
         var literal: [UInt8] = []
@@ -212,24 +212,83 @@ enum ConditionAnalysis {
         }
     }
 
-    /// The sets the subject's bytes must be in, in turn, for `nodes` to match from their first:
-    /// one per character until a node of variable length (zero-width nodes are stepped over).
-    private static func fixedSets<Nodes: Sequence<PatternNode>>(_ nodes: Nodes, caseless: Bool) -> [ASCIISet] {
+    /// The sets the subject's bytes must be in, in turn, for `nodes` to match from their first
+    /// (`backwards`: `nodes` is a sequence read from its end, and the groups inside it are read so
+    /// too): one per character while each node is one character or one repeated a fixed number
+    /// of times, then one for the byte after, the union of those the rest can start with
+    /// (`(?:\?v=\d+)?$` ends the subject with a digit either way). Zero-width nodes are stepped
+    /// over.
+    private static func anchoredSets(_ nodes: [PatternNode], caseless: Bool, backwards: Bool) -> [ASCIISet] {
         var sets: [ASCIISet] = []
-        for node in nodes {
-            guard sets.count < longestAnchoredCheck else { break }
+        var rest = nodes[...]
+        while let node = rest.first, sets.count < longestAnchoredCheck {
             switch node {
-            case .zeroWidth, .negativeLookahead, .authority: continue
+            case .zeroWidth, .negativeLookahead, .authority:
+                rest = rest.dropFirst()
+                continue
             case .repeated(let inner, let minimum, let maximum):
-                guard let set = singleCharacterSet(inner, caseless: caseless) else { return sets }
+                guard let set = singleCharacterSet(inner, caseless: caseless) else { break }
                 sets += repeatElement(set, count: min(minimum, longestAnchoredCheck - sets.count))
-                if maximum != minimum { return sets }
+                rest = rest.dropFirst()
+                guard maximum != minimum else { continue }
+                // What the repetition may still take comes first in what follows.
+                rest = [.repeated(inner, min: 0, max: maximum.map { $0 - minimum })] + rest
             default:
-                guard let set = singleCharacterSet(node, caseless: caseless) else { return sets }
+                guard let set = singleCharacterSet(node, caseless: caseless) else { break }
                 sets.append(set)
+                rest = rest.dropFirst()
+                continue
             }
+            break
+        }
+        if sets.count < longestAnchoredCheck, !rest.isEmpty,
+            let next = leadingBytes(Array(rest), caseless: caseless, backwards: backwards), !next.isNullable
+        {
+            sets.append(next.set)
         }
         return sets
+    }
+
+    /// The bytes a match of `nodes` can start with, among printable ASCII, and whether it can be
+    /// empty (`set` then holds only those of its non-empty matches); nil when a node's bytes are
+    /// not known (`^`, `$`, a back-reference, the host opening, a group repeated more than once).
+    /// `backwards`: `nodes` is a sequence read from its end, and the groups inside it are read so
+    /// too.
+    private static func leadingBytes(_ nodes: [PatternNode], caseless: Bool, backwards: Bool) -> (
+        set: ASCIISet, isNullable: Bool
+    )? {
+        var set = ASCIISet()
+        for node in nodes {
+            switch node {
+            case .zeroWidth, .negativeLookahead: continue
+            case .start, .end, .backReference, .authority: return nil
+            case .literal, .character:
+                guard let own = singleCharacterSet(node, caseless: caseless) else { return nil }
+                set.formUnion(own)
+                return (set, false)
+            case .repeated(let inner, let minimum, let maximum):
+                // A group repeated more than once is not looked into: where its backtracking can
+                // grow exponentially (`(a+)+$`), PCRE2 fails the match past its limit, and the
+                // verdict names that failure, which ruling the rule out here would hide.
+                guard singleCharacterSet(inner, caseless: caseless) != nil || (maximum ?? 2) <= 1,
+                    let (own, isNullable) = leadingBytes([inner], caseless: caseless, backwards: backwards)
+                else { return nil }
+                set.formUnion(own)
+                if minimum > 0, !isNullable { return (set, false) }
+            case .group(let alternatives):
+                var isNullable = false
+                for alternative in alternatives {
+                    guard
+                        let (own, canBeEmpty) = leadingBytes(
+                            backwards ? alternative.reversed() : alternative, caseless: caseless, backwards: backwards)
+                    else { return nil }
+                    set.formUnion(own)
+                    isNullable = isNullable || canBeEmpty
+                }
+                if !isNullable { return (set, false) }
+            }
+        }
+        return (set, true)
     }
 
     private static func literalSet(_ byte: UInt8, caseless: Bool) -> ASCIISet {
