@@ -285,7 +285,10 @@ struct PositionAutomaton: Sendable {
         if isNullable, forbiddenAfter.isEmpty, !isAnchoredAtEnd || (!isAnchoredAtStart || count == 0) {
             return true
         }
-        let table = statesByByte.span
+        let (table, jumps) = (statesByByte.span, self.jumps.span)
+        let (followedByNext, followedBySelf, jumpers, first, last) = (
+            self.followedByNext, self.followedBySelf, self.jumpers, self.first, self.last
+        )
         var live: UInt64 = 0
         var position = 0
         while position < count {
