@@ -334,6 +334,7 @@ private final class ShortcutProgram: Sendable {
 
         /// Appends `condition`'s operations; returns the index of its first.
         mutating func compile(_ condition: MatchCondition, field: Int) -> Int32 {
+            let condition = Self.literalized(condition)
             let index = operations.count
             func append(_ kind: ShortcutOperation.Kind, _ first: Int, _ second: Int = 0) {
                 operations.append(
@@ -526,6 +527,34 @@ private final class ShortcutProgram: Sendable {
                 }
             }
             return pieces
+        }
+
+        /// `condition` with each sequence that spells a text in either case (`[Cc][Oo][Mm][/]`)
+        /// made a literal: the literal search answers it exactly, with no pass over the subject,
+        /// and literal alternatives are one test of their mask.
+        private static func literalized(_ condition: MatchCondition) -> MatchCondition {
+            switch condition {
+            case .containsSequence(let sequence): caselessLiteral(sequence).map(MatchCondition.contains) ?? condition
+            case .all(let children): .all(children.map(literalized))
+            case .any(let children): .any(children.map(literalized))
+            default: condition
+            }
+        }
+
+        /// The text `sequence` spells, lower-cased, when it is two bytes or more and each set is a
+        /// letter in either case or one other byte; nil otherwise.
+        static func caselessLiteral(_ sequence: [ASCIISet]) -> [UInt8]? {
+            guard sequence.count >= ConditionAnalysis.shortestLiteral else { return nil }
+            var literal: [UInt8] = []
+            for set in sequence {
+                guard let first = (0..<128).first(where: { set.contains(UInt8($0)) }) else { return nil }
+                let lower = ConditionAnalysis.lowercased(UInt8(first))
+                var cases = ASCIISet(lower)
+                cases.addOtherCases()
+                guard set == cases else { return nil }
+                literal.append(lower)
+            }
+            return literal
         }
 
         /// Anchored checks first (a few bytes), then literals (already searched), then the rest.
