@@ -32,7 +32,7 @@ import Testing
                 + random.pick(["", "", "?", "+"])
         }
         func backtracking() -> String { random.pick(["*", "+", "{2,}", "{1,3}", "?", "*?"]) }
-        switch random.below(27) {
+        switch random.below(28) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -85,6 +85,9 @@ import Testing
             return "^(?:" + random.pick(["https?", "\(alternation())", "(?:https?:)?"]) + ")"
                 + random.pick(["?", ""]) + random.pick([":\\/\\/", ""]) + "(?=[a-z]*\\d)"
                 + random.pick(classes) + "+\\.\(literal())"
+        case 26:
+            let many = (0..<(8 + random.below(6))).map { _ in literal() + random.pick([".", "\\.", ""]) + literal() }
+            return "^(?!.*(" + many.joined(separator: "|") + ")).*$"
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }
@@ -223,6 +226,30 @@ import Testing
     func fixedAlternativesAndEdges(pattern: String, url: String, matches: Bool) throws {
         let policy = try Self.expectVerdict(of: pattern, url: url, matches: matches)
         if !matches { #expect(policy.candidateRules(for: AuditRequest(url: url)).isEmpty) }
+    }
+
+    static let manyNoneOf =
+        "^(?!.*(statically.io|bunnycdn.ru|cloudflare.com|disqus.com|dmca.com|fbcdn.net|github.io|google.com"
+        + "|gstatic.com|jquery.com|vk.com|yandex.|player|youtube.com)).*$"
+
+    @Test(
+        "a 'contains none of' lookahead of many texts, some with a wildcard, gives PCRE2's verdicts",
+        arguments: [
+            ("https://example.org/a.js", true),
+            ("https://www.google.com/x", false),
+            ("https://www.google.org/com", true),
+            ("https://GOOGLE-COM.example/", false),
+            ("https://a.test/?u=vk.com&p=1", false),
+            ("https://a.test/yandex", true),
+            ("https://a.test/yandex/", false),
+            ("https://a.test/PLAYER", false),
+            ("https://cdn.statically.io.test/", false),
+            ("https://cdn.staticallyXio/", false),
+            ("https://cdn.statically/io/", false),
+            ("https://cdn.statically.i/o", true),
+        ])
+    func manyTextsNoneOf(url: String, matches: Bool) throws {
+        try Self.expectVerdict(of: Self.manyNoneOf, url: url, matches: matches)
     }
 
     static let optionalTail = "^https?:\\/\\/[a-z]+\\.[a-z]{2,4}\\/(?=[a-z]*\\d)[a-z0-9]+\\/\\d{4,5}(?:\\?[_v]=\\d+)?$"
