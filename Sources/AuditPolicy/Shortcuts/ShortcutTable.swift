@@ -259,14 +259,21 @@ private final class ShortcutProgram: Sendable {
             if operation.mask >= 0, !found.intersects(masks[Int(operation.mask)]) { return false }
             var child = index + 1
             while child < Int(operation.end) {
-                let witness = Int(operations[child].witness)
+                let childOperation = operations[child]
+                if childOperation.kind == .literal {
+                    // A literal child is its own witness: answered here, without a call.
+                    if found.contains(Int(childOperation.first)) == wanted { return wanted }
+                    child = Int(childOperation.end)
+                    continue
+                }
+                let witness = Int(childOperation.witness)
                 // A child whose witness is missing does not hold, without reading it.
                 if witness < 0 || found.contains(witness) {
                     if holds(child, bytes, found, longestRun) == wanted { return wanted }
                 } else if !wanted {
                     return false
                 }
-                child = Int(operations[child].end)
+                child = Int(childOperation.end)
             }
             return !wanted
         }
