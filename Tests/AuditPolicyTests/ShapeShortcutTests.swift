@@ -32,7 +32,7 @@ import Testing
                 + random.pick(["", "", "?", "+"])
         }
         func backtracking() -> String { random.pick(["*", "+", "{2,}", "{1,3}", "?", "*?"]) }
-        switch random.below(28) {
+        switch random.below(29) {
         case 0: return "^(?!.*(\(alternation()))).*$"
         case 1: return "^(?!.*(?:\(alternation())))" + random.pick(["", ".*", ".*$", "[\\s\\S]*"])
         case 2: return "(?:\(alternation()))\\/(?!\(literal())).*"
@@ -88,6 +88,9 @@ import Testing
         case 26:
             let many = (0..<(8 + random.below(6))).map { _ in literal() + random.pick([".", "\\.", ""]) + literal() }
             return "^(?!.*(" + many.joined(separator: "|") + ")).*$"
+        case 27:
+            return random.pick(["\\/", "-", "="]) + random.pick([".", random.pick(classes)]) + "{\(random.below(6))}"
+                + random.pick(["\\/", "\\.", "="]) + random.pick(["", literal()])
         default: return "^(?!.*\(literal())).*\(random.pick(["", "\\d$", literal()]))"
         }
     }
@@ -226,6 +229,22 @@ import Testing
     func fixedAlternativesAndEdges(pattern: String, url: String, matches: Bool) throws {
         let policy = try Self.expectVerdict(of: pattern, url: url, matches: matches)
         if !matches { #expect(policy.candidateRules(for: AuditRequest(url: url)).isEmpty) }
+    }
+
+    @Test(
+        "fixed sequences of single bytes and wildcards give PCRE2's verdicts, up to the subject's last bytes",
+        arguments: [
+            ("\\/....\\/", "https://a.test/abcd/", true),
+            ("\\/....\\/", "https://a.test/abc/d/", false),
+            ("\\/....\\/", "https://a.test/abcde/", false),
+            ("\\/....\\/", "https://a.test/" + String(repeating: "x/", count: 40) + "wxyz/", true),
+            ("\\/....\\/", "https://a.test/" + String(repeating: "x/", count: 40) + "wxyz", false),
+            ("\\/[0-9]{3}=[a-z]", "https://a.test/q/123=a", true),
+            ("\\/[0-9]{3}=[a-z]", "https://a.test/q/123=", false),
+            ("\\/[0-9]{3}=[a-z]", "https://a.test/q/12a=b/123", false),
+        ])
+    func twoSingleBytes(pattern: String, url: String, matches: Bool) throws {
+        try Self.expectVerdict(of: pattern, url: url, matches: matches)
     }
 
     static let manyNoneOf =
