@@ -4,7 +4,8 @@
 // Byte classes of up to 64 bytes at once, for the token scanner in AuditPolicy, and the places
 // where a few byte pairs start, for its search for a few inside keys; and the tokens of a subject
 // that pass the index's gates; and how far a URL's host is in normalized form; and, for the
-// shortcuts, whether a subject is printable ASCII and where their literals' first pairs stand.
+// shortcuts, whether a subject is printable ASCII, where their literals' first pairs stand and
+// which of their literals occur.
 //
 // Swift has no portable way to turn a vector comparison into a bit mask (SSE2's movemask), and
 // its SIMD types compile byte comparisons to a loop, so these kernels are C: the byte classes
