@@ -1,5 +1,5 @@
 /// The parts of an HTTP request a policy looks at: a plain value, independent of `URLRequest`.
-public struct AuditRequest: Sendable, Hashable, Codable {
+public struct AuditRequest: Sendable, Hashable, Codable, CustomReflectable {
     /// One header as sent; names compare case-insensitively, and a name may repeat.
     public struct Header: Sendable, Hashable, Codable {
         /// The header name as sent.
@@ -14,18 +14,78 @@ public struct AuditRequest: Sendable, Hashable, Codable {
         }
     }
 
+    /// The request's fields, kept in one object: a copy of a request (a loop over an array of
+    /// them copies each one) then costs one reference count, not one for each field and the
+    /// header array.
+    private final class Storage: Sendable {
+        let method: String
+        let url: String
+        let headers: [Header]
+
+        init(method: String, url: String, headers: [Header]) {
+            self.method = method
+            self.url = url
+            self.headers = headers
+        }
+    }
+
+    private let storage: Storage
+
     /// The HTTP method, upper-cased.
-    public let method: String
+    public var method: String {
+        _read { yield storage.method }
+    }
     /// The URL as sent.
-    public let url: String
+    public var url: String {
+        _read { yield storage.url }
+    }
     /// The headers in the order sent.
-    public let headers: [Header]
+    public var headers: [Header] {
+        _read { yield storage.headers }
+    }
 
     /// Creates a request; `method` is upper-cased.
     public init(method: String = "GET", url: String, headers: [Header] = []) {
-        self.method = method.uppercased()
-        self.url = url
-        self.headers = headers
+        storage = Storage(method: method.uppercased(), url: url, headers: headers)
+    }
+
+    /// Whether two requests have the same method, URL and headers.
+    public static func == (lhs: AuditRequest, rhs: AuditRequest) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.method == rhs.method && lhs.url == rhs.url && lhs.headers == rhs.headers)
+    }
+
+    /// Feeds the method, URL and headers to `hasher`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(url)
+        hasher.combine(headers)
+    }
+
+    /// Its fields, for `print` and `dump`: `AuditRequest(method: "GET", url: "…", headers: [])`.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["method": method, "url": url, "headers": headers], displayStyle: .struct)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case method, url, headers
+    }
+
+    /// Decodes a request as it was encoded: the method as written, not upper-cased again.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        storage = Storage(
+            method: try container.decode(String.self, forKey: .method),
+            url: try container.decode(String.self, forKey: .url),
+            headers: try container.decode([Header].self, forKey: .headers))
+    }
+
+    /// Encodes the method, URL and headers under those keys.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(method, forKey: .method)
+        try container.encode(url, forKey: .url)
+        try container.encode(headers, forKey: .headers)
     }
 
     /// The URL rules with `field=url` see: scheme and host lower-cased, the scheme's default port
