@@ -326,6 +326,16 @@ long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int
     return out.count;
 }
 
+void index_token_bloom(const IndexToken *tokens, long count, uint64_t *words, long bits) {
+    uint64_t mask = (uint64_t)bits - 1;
+    for (long index = 0; index < count; index++) {
+        uint64_t hash = tokens[index].hash;
+        uint64_t first = hash & mask, second = (hash >> 32) & mask;
+        words[first >> 6] |= 1ull << (first & 63);
+        words[second >> 6] |= 1ull << (second & 63);
+    }
+}
+
 long url_authority_end(const uint8_t *bytes, long count, long from) {
     long index = from < 0 ? 0 : from;
 #if defined(__SSE2__)

@@ -63,12 +63,16 @@ internal import CByteClasses
                 }
             }
         }
-        let storage = UnsafeMutableBufferPointer<Token>.allocate(capacity: capacity)
-        let marks = UnsafeMutableBufferPointer<Int32>.allocate(capacity: capacity)
-        defer {
-            unsafe storage.deallocate()
-            unsafe marks.deallocate()
-        }
+        // One block for both, the marks after the tokens (whose stride keeps them aligned): a
+        // second allocation cost a long subject about 80 instructions.
+        let tokenBytes = capacity * MemoryLayout<Token>.stride
+        let block = UnsafeMutableRawPointer.allocate(
+            byteCount: tokenBytes + capacity * MemoryLayout<Int32>.stride, alignment: MemoryLayout<Token>.alignment)
+        defer { unsafe block.deallocate() }
+        let storage = unsafe UnsafeMutableBufferPointer(
+            start: block.bindMemory(to: Token.self, capacity: capacity), count: capacity)
+        let marks = unsafe UnsafeMutableBufferPointer(
+            start: (block + tokenBytes).bindMemory(to: Int32.self, capacity: capacity), count: capacity)
         var tokens = unsafe TokenHashes(storage: storage, marks: marks)
         return body(&tokens)
     }
@@ -112,46 +116,10 @@ internal import CByteClasses
     /// without a bounds check on each load, and the marks with no branch per token. Marking in the
     /// same loop costs less than a second pass over the tokens.
     mutating func append(
-        tokensOf bytes: Span<UInt8>, marking: borrowing TokenMarking, authority: Range<Int>
+        tokensOf bytes: Span<UInt8>, marking: TokenMarking, authority: Range<Int>
     ) -> (isTokenizable: Bool, isASCII: Bool) {
         precondition(count == 0 && bytes.count < Self.markableSubject, "a subject whose token indices fit an entry")
-        return marking.gate.withWords { gateWords, gateMask in
-            marking.authorityGate.withWords { authorityWords, authorityMask in
-                precondition(
-                    gateWords.count * 32 == Int(gateMask) + 1 && authorityWords.count * 32 == Int(authorityMask) + 1,
-                    "a gate holds 32 slots a word")
-                return marking.prefixes.withWords { prefixQuads, prefixShift in
-                    marking.suffixes.withWords { suffixQuads, suffixShift in
-                        precondition(
-                            prefixQuads.count << prefixShift == 1 << 26 && suffixQuads.count << suffixShift == 1 << 26,
-                            "a Bloom filter of 2^(32 - shift) bits")
-                        return unsafe gateWords.withUnsafeBufferPointer { gateWords in
-                            unsafe authorityWords.withUnsafeBufferPointer { authorityWords in
-                                unsafe prefixQuads.withUnsafeBufferPointer { prefixQuads in
-                                    unsafe suffixQuads.withUnsafeBufferPointer { suffixQuads in
-                                        var gates = unsafe IndexTokenGates(
-                                            gate: marking.readsGate ? gateWords.baseAddress : nil,
-                                            gate_mask: gateMask,
-                                            prefixes: IndexAffixGate(
-                                                quads: marking.readsPrefixes ? prefixQuads.baseAddress : nil,
-                                                quad_shift: prefixShift),
-                                            suffixes: IndexAffixGate(
-                                                quads: marking.readsSuffixes ? suffixQuads.baseAddress : nil,
-                                                quad_shift: suffixShift),
-                                            authority_gate: marking.readsAuthority
-                                                ? authorityWords.baseAddress : nil,
-                                            authority_gate_mask: authorityMask,
-                                            authority_start: authority.lowerBound,
-                                            authority_end: authority.upperBound)
-                                        return unsafe append(tokensOf: bytes, gates: &gates)
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        return marking.withGates(authority: authority) { gates in unsafe append(tokensOf: bytes, gates: gates) }
     }
 
     /// Appends every token of `bytes`, unmarked (see ``append(tokensOf:marking:authority:)``).
@@ -232,12 +200,9 @@ internal import CByteClasses
             var bits = 1_024
             while bits < count * 16 { bits *= 2 }
             var bloom = [UInt64](repeating: 0, count: bits / 64)
-            for index in 0..<count {
-                let token = unsafe storage[index]
-                let first = Int(truncatingIfNeeded: token.hash) & (bits - 1)
-                let second = Int(truncatingIfNeeded: token.hash >> 32) & (bits - 1)
-                bloom[first >> 6] |= 1 << UInt64(first & 63)
-                bloom[second >> 6] |= 1 << UInt64(second & 63)
+            precondition(unsafe count <= storage.count, "tokens that were found")
+            unsafe bloom.withUnsafeMutableBufferPointer { words in
+                unsafe index_token_bloom(storage.baseAddress, count, words.baseAddress, bits)
             }
             set = bloom
             return
@@ -265,7 +230,15 @@ internal import CByteClasses
 /// What ``TokenHashes/append(tokensOf:marking:authority:)`` marks a subject's tokens by: the token
 /// gate, the gates of the start and end keys, and the gate of the keys looked up in the
 /// authority, each only when it reads it.
-struct TokenMarking: Sendable {
+///
+/// The gates' words are copied once, when the index is built, into one block this object owns,
+/// with the C kernel's `IndexTokenGates` pointing into it: made for each subject instead, through
+/// a closure for each gate's words, the struct cost about 160 instructions a decision.
+///
+/// One of AuditPolicy's owners of raw memory: the block is written in `init` only, read by the
+/// kernel through ``withGates(authority:_:)`` while this object is alive, and freed in `deinit`.
+@safe final class TokenMarking: @unchecked Sendable {
+    // @unchecked: `words` and `gates` are written in `init` only, then only read.
     let gate: TokenGate
     let readsGate: Bool
     let prefixes: AffixGate
@@ -274,4 +247,71 @@ struct TokenMarking: Sendable {
     let readsSuffixes: Bool
     let authorityGate: TokenGate
     let readsAuthority: Bool
+    /// The words of the gates read, one after the other.
+    private let words: UnsafeMutableBufferPointer<UInt64>
+    /// The kernel's view of the gates, pointing into `words`; its authority is empty.
+    private let gates: IndexTokenGates
+
+    init(
+        gate: TokenGate, readsGate: Bool, prefixes: AffixGate, readsPrefixes: Bool, suffixes: AffixGate,
+        readsSuffixes: Bool, authorityGate: TokenGate, readsAuthority: Bool
+    ) {
+        self.gate = gate
+        self.readsGate = readsGate
+        self.prefixes = prefixes
+        self.readsPrefixes = readsPrefixes
+        self.suffixes = suffixes
+        self.readsSuffixes = readsSuffixes
+        self.authorityGate = authorityGate
+        self.readsAuthority = readsAuthority
+        func copied(_ words: Span<UInt64>) -> [UInt64] { (0..<words.count).map { words[$0] } }
+        let (gateWords, gateMask) = gate.withWords { (copied($0), $1) }
+        let (authorityWords, authorityMask) = authorityGate.withWords { (copied($0), $1) }
+        let (prefixQuads, prefixShift) = prefixes.withWords { (copied($0), $1) }
+        let (suffixQuads, suffixShift) = suffixes.withWords { (copied($0), $1) }
+        precondition(
+            gateWords.count * 32 == Int(gateMask) + 1 && authorityWords.count * 32 == Int(authorityMask) + 1,
+            "a gate holds 32 slots a word")
+        precondition(
+            prefixQuads.count << prefixShift == 1 << 26 && suffixQuads.count << suffixShift == 1 << 26,
+            "a Bloom filter of 2^(32 - shift) bits")
+        let parts = [
+            readsGate ? gateWords : [], readsAuthority ? authorityWords : [], readsPrefixes ? prefixQuads : [],
+            readsSuffixes ? suffixQuads : [],
+        ]
+        let words = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: max(1, parts.reduce(0) { $0 + $1.count }))
+        var starts: [Int] = []
+        var next = 0
+        for part in parts {
+            starts.append(next)
+            for word in part {
+                unsafe words[next] = word
+                next += 1
+            }
+        }
+        unsafe self.words = words
+        let base = unsafe words.baseAddress
+        // A gate not read gets no pointer: the kernel reads only the gates it has one for.
+        func start(_ part: Int) -> UnsafePointer<UInt64>? {
+            guard !parts[part].isEmpty, let base = unsafe base else { return nil }
+            return unsafe UnsafePointer(base + starts[part])
+        }
+        gates = unsafe IndexTokenGates(
+            gate: start(0), gate_mask: gateMask,
+            prefixes: IndexAffixGate(quads: start(2), quad_shift: prefixShift),
+            suffixes: IndexAffixGate(quads: start(3), quad_shift: suffixShift),
+            authority_gate: start(1), authority_gate_mask: authorityMask, authority_start: 0, authority_end: 0)
+    }
+
+    deinit {
+        unsafe words.deallocate()
+    }
+
+    /// Calls `body` with the kernel's gates, the authority set to `authority`.
+    func withGates<Result>(authority: Range<Int>, _ body: (UnsafePointer<IndexTokenGates>) -> Result) -> Result {
+        var gates = unsafe gates
+        gates.authority_start = authority.lowerBound
+        gates.authority_end = authority.upperBound
+        return withExtendedLifetime(self) { unsafe withUnsafePointer(to: &gates) { unsafe body($0) } }
+    }
 }

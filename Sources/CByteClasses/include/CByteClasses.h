@@ -143,6 +143,14 @@ typedef struct {
 long index_hash_tokens(const uint8_t *bytes, long count, IndexToken *tokens, int *flags,
                        const IndexTokenGates *gates, int32_t *marked, long *marked_count);
 
+/// Sets two bits in `words` (`bits` of them, a power of two and at least 64) for each of the
+/// `count` tokens: bits `hash` and `hash >> 32`, each taken modulo `bits`. AuditPolicy's
+/// TokenHashes asks this Bloom filter whether a long subject has a token.
+///
+/// Not inline (ByteClasses.c): a loop over every token of a long subject, without the bounds
+/// checks Swift made on each word.
+void index_token_bloom(const IndexToken *tokens, long count, uint64_t *words, long bits);
+
 /// The first position p from `from` up, and before the last byte, where for some pair k set in
 /// `active` (at most 32) byte p of `bytes` with bit 5 set is `firsts[k]` and byte p + 1 with bit
 /// 5 set is `seconds[k]` (not tested for a pair set in `without_second`); -1 when there is none.
