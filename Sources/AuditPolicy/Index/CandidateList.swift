@@ -108,7 +108,15 @@
     /// each in a bit set on the stack and reading the set back in order, with no comparison to
     /// mispredict: an insertion sort of the 42 candidates of a regex-filter decision mispredicted
     /// the end of nearly every insertion.
+    @inline(__always)
     mutating func sortWithoutRepeats(ruleCount: Int) {
+        // Most decisions have no candidate or one: nothing to sort, and no call.
+        guard count > 1 else { return }
+        sortManyWithoutRepeats(ruleCount: ruleCount)
+    }
+
+    /// ``sortWithoutRepeats(ruleCount:)`` for two rules or more.
+    private mutating func sortManyWithoutRepeats(ruleCount: Int) {
         guard count > Self.fewRules, ruleCount <= Self.bitSetRules else { return sortWithoutRepeats() }
         let words = (ruleCount + 63) >> 6
         unsafe withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { bits in

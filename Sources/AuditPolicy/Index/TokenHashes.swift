@@ -46,6 +46,7 @@ internal import CByteClasses
     /// Tokens compared in searches so far, while there is no set.
     private var comparisons = 0
 
+    @inline(__always)
     private init(storage: UnsafeMutableBufferPointer<Token>, marks: UnsafeMutableBufferPointer<Int32>) {
         unsafe self.storage = storage
         unsafe self.marks = marks

@@ -18,6 +18,8 @@ struct ShortcutTable: Sendable {
     /// baseline x86-64). Empty for larger policies, whose table would not stay in the cache.
     private let directSlots: [Int32]
     private let program: ShortcutProgram
+    /// Whether some rule has a shortcut.
+    private let hasRules: Bool
 
     /// Policies of at most this many rules find a rule's shortcut in ``directSlots`` (16 KiB).
     static let directSlotRules = 4_096
@@ -38,6 +40,7 @@ struct ShortcutTable: Sendable {
             total += Int32(word.nonzeroBitCount)
         }
         ruleBits = bits
+        hasRules = !byRule.isEmpty
         self.ranks = ranks
         let sortedRules = byRule.keys.sorted()
         var directSlots = [Int32](repeating: -1, count: ruleCount <= Self.directSlotRules ? ruleCount : 0)
@@ -58,8 +61,18 @@ struct ShortcutTable: Sendable {
     /// Answers the shortcuts of `candidates` (rule indices) for `request`: drops the rules that
     /// cannot match, and marks with ``CandidateList/matchesForSure`` those that match whatever
     /// their method; the others are left for PCRE2. Each field's subject is read once.
+    @inline(__always)
     func answer(_ candidates: inout CandidateList, for request: AuditRequest, subjects: inout RequestSubjects) {
-        guard !program.rules.isEmpty, candidates.contains(where: covers) else { return }
+        // Most decisions have no candidate, and many policies no shortcut: no call then.
+        guard !candidates.isEmpty, hasRules else { return }
+        answerCovered(&candidates, for: request, subjects: &subjects)
+    }
+
+    /// ``answer(_:for:subjects:)`` for a list of candidates and a table with rules.
+    private func answerCovered(
+        _ candidates: inout CandidateList, for request: AuditRequest, subjects: inout RequestSubjects
+    ) {
+        guard candidates.contains(where: covers) else { return }
         for (fieldSlot, field) in program.fields.enumerated() {
             guard let subject = subjects.subject(for: field.name, of: request) else { continue }
             subject.withSpan { bytes in
