@@ -120,7 +120,7 @@ internal import CByteClasses
         tokensOf bytes: Span<UInt8>, marking: TokenMarking, authority: Range<Int>
     ) -> (isTokenizable: Bool, isASCII: Bool) {
         precondition(count == 0 && bytes.count < Self.markableSubject, "a subject whose token indices fit an entry")
-        return marking.withGates(authority: authority) { gates in unsafe append(tokensOf: bytes, gates: gates) }
+        return unsafe marking.withGates(authority: authority) { gates in unsafe append(tokensOf: bytes, gates: gates) }
     }
 
     /// Appends every token of `bytes`, unmarked (see ``append(tokensOf:marking:authority:)``).
@@ -291,13 +291,13 @@ internal import CByteClasses
             }
         }
         unsafe self.words = words
-        let base = unsafe words.baseAddress
+        let base = words.baseAddress
         // A gate not read gets no pointer: the kernel reads only the gates it has one for.
         func start(_ part: Int) -> UnsafePointer<UInt64>? {
             guard !parts[part].isEmpty, let base = unsafe base else { return nil }
             return unsafe UnsafePointer(base + starts[part])
         }
-        gates = unsafe IndexTokenGates(
+        unsafe self.gates = IndexTokenGates(
             gate: start(0), gate_mask: gateMask,
             prefixes: IndexAffixGate(quads: start(2), quad_shift: prefixShift),
             suffixes: IndexAffixGate(quads: start(3), quad_shift: suffixShift),
@@ -311,8 +311,8 @@ internal import CByteClasses
     /// Calls `body` with the kernel's gates, the authority set to `authority`.
     func withGates<Result>(authority: Range<Int>, _ body: (UnsafePointer<IndexTokenGates>) -> Result) -> Result {
         var gates = unsafe gates
-        gates.authority_start = authority.lowerBound
-        gates.authority_end = authority.upperBound
+        unsafe gates.authority_start = authority.lowerBound
+        unsafe gates.authority_end = authority.upperBound
         return withExtendedLifetime(self) { unsafe withUnsafePointer(to: &gates) { unsafe body($0) } }
     }
 }
