@@ -3,7 +3,7 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build --show-bin-path)
 
-.PHONY: test demo build deps test-deps test-tsan test-asan bench fuzz
+.PHONY: test demo build deps test-deps test-tsan test-asan bench count fuzz
 
 ## Install libpcre2-dev with apt-get when pkg-config cannot find libpcre2-8.
 deps:
@@ -64,6 +64,21 @@ bench: deps
 	cd Benchmarks && $(SWIFT) build -c release
 	$(SWIFT) build -c release --product audit
 	cd Benchmarks && .build/release/audit-bench all --data $(BENCH_DATA) --audit $(abspath .build/release/audit)
+
+## Instructions a decision, counted by callgrind (a count does not drift with a shared machine's speed as time
+## does): the patterns of COUNT_RULES (default rules-10k.txt) as one block policy, over the first COUNT_URLS
+## (default 4000) URLs of urls-bench.txt, decided once to warm up and once counted.
+COUNT_RULES ?= rules-10k.txt
+COUNT_URLS ?= 4000
+count:
+	@command -v valgrind >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind >/dev/null)
+	cd Benchmarks && $(SWIFT) build -c release --product decision-count
+	@# callgrind cannot read the Swift debug information: it counts a copy without it.
+	objcopy --strip-debug Benchmarks/.build/release/decision-count Benchmarks/.build/decision-count-stripped
+	valgrind --tool=callgrind --callgrind-out-file=Benchmarks/.build/decision-count.callgrind \
+		--toggle-collect='*countedDecisions*' Benchmarks/.build/decision-count-stripped \
+		$(BENCH_DATA)/$(COUNT_RULES) $(BENCH_DATA)/urls-bench.txt $(COUNT_URLS) 2>&1 \
+		| awk '/URLs,/ { urls = $$1; print } /Collected :/ { printf "%.0f instructions a decision\n", $$4 / urls }'
 
 ## Fuzz both harnesses for FUZZ_SECONDS each (default 600) with libFuzzer and AddressSanitizer.
 FUZZ_SECONDS ?= 600

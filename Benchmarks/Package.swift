@@ -15,6 +15,9 @@ let package = Package(
         // Hyperscan's loop over the subjects, in C, and the same as a program of its own.
         .target(name: "HyperscanLoop", dependencies: ["CHyperscan"], linkerSettings: [.linkedLibrary("hs")]),
         .executableTarget(name: "hyperscan-baseline", dependencies: ["HyperscanLoop"]),
+        // Decisions in a function of their own, for callgrind to count (`make count`).
+        .executableTarget(
+            name: "decision-count", dependencies: [.product(name: "RequestAudit", package: "RequestAudit")]),
         .executableTarget(
             name: "audit-bench",
             dependencies: [
