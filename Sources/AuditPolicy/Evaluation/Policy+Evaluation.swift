@@ -19,8 +19,11 @@ extension Policy {
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         CandidateList.withEmptyList { candidates in
+            let isCollectedFromURL = index.collectCandidates(forURLOf: request, into: &candidates)
+            // Most requests: no rule can match, and no subject is made or dropped.
+            if isCollectedFromURL, candidates.isEmpty { return Verdict(action: .pass) }
             var subjects = RequestSubjects()
-            if !index.collectCandidates(forURLOf: request, into: &candidates) {
+            if !isCollectedFromURL {
                 index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
             }
             index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
