@@ -8,6 +8,7 @@ extension RuleIndex.FieldGroup {
     /// (the raw bytes of such a URL do not stand for its normalized form; see
     /// ``RuleIndex/collectCandidates(forURLOf:into:)``). The check is part of the scan for tokens.
     @discardableResult
+    @inline(__always)
     func collect(
         in bytes: Span<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool = false
     )
@@ -21,6 +22,7 @@ extension RuleIndex.FieldGroup {
     /// ``collect(in:into:requiringASCII:)``, the tokens that pass a gate marked by the hasher when
     /// `marksTokens` (possible for a subject of fewer than ``TokenHashes/markableSubject`` bytes),
     /// or asked one by one in Swift otherwise, which finds the same rules.
+    @inline(__always)
     func collect(
         in bytes: Span<UInt8>, into candidates: inout CandidateList, requiringASCII: Bool, marksTokens: Bool
     ) -> Bool {

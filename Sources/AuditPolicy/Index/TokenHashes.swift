@@ -54,6 +54,7 @@ internal import CByteClasses
 
     /// Calls `body` with room for every token of a subject of `length` bytes (a token and the
     /// separator after it take two bytes at least), and for a mark per token.
+    @inline(__always)
     static func withTokens<Result>(ofSubjectLength length: Int, _ body: (inout TokenHashes) -> Result) -> Result {
         let capacity = length / 2 + 1
         if capacity <= stackCapacity {
@@ -116,6 +117,7 @@ internal import CByteClasses
     /// The C kernel `index_hash_tokens` does the work: the same scan and hash as the Swift ones,
     /// without a bounds check on each load, and the marks with no branch per token. Marking in the
     /// same loop costs less than a second pass over the tokens.
+    @inline(__always)
     mutating func append(
         tokensOf bytes: Span<UInt8>, marking: TokenMarking, authority: Range<Int>
     ) -> (isTokenizable: Bool, isASCII: Bool) {
@@ -129,6 +131,7 @@ internal import CByteClasses
     }
 
     /// Calls the C kernel with `gates` (nil: no marks) and checks what it wrote.
+    @inline(__always)
     private mutating func append(tokensOf bytes: Span<UInt8>, gates: UnsafePointer<IndexTokenGates>?) -> (
         isTokenizable: Bool, isASCII: Bool
     ) {
@@ -309,6 +312,7 @@ internal import CByteClasses
     }
 
     /// Calls `body` with the kernel's gates, the authority set to `authority`.
+    @inline(__always)
     func withGates<Result>(authority: Range<Int>, _ body: (UnsafePointer<IndexTokenGates>) -> Result) -> Result {
         var gates = unsafe gates
         unsafe gates.authority_start = authority.lowerBound
