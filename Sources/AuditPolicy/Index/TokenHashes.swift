@@ -13,10 +13,10 @@ internal import CByteClasses
 /// Lives only inside ``withTokens(ofSubjectLength:_:)``: the tokens of a short subject are kept on
 /// the stack, so most evaluations allocate nothing for them.
 ///
-/// One of AuditPolicy's two owners of raw memory (with ``CandidateList``): the tokens, and the
-/// marks of ``append(tokensOf:marking:authority:)``, are
-/// kept in memory it allocates and frees itself, read and written only here, every index checked
-/// against how many there are.
+/// One of AuditPolicy's owners of raw memory (with ``CandidateList`` and ``TokenMarking``): the
+/// tokens, and the marks of ``append(tokensOf:marking:authority:)``, are kept in memory it
+/// allocates and frees itself, read and written only here, every index checked against how many
+/// there are.
 @safe struct TokenHashes: ~Copyable {
     /// A token's hash, and where it starts and ends (the first byte after it); a C struct, so that
     /// the index's C kernels read the tokens where they are.
@@ -237,7 +237,7 @@ internal import CByteClasses
 ///
 /// The gates' words are copied once, when the index is built, into one block this object owns,
 /// with the C kernel's `IndexTokenGates` pointing into it: made for each subject instead, through
-/// a closure for each gate's words, the struct cost about 160 instructions a decision.
+/// a closure for each gate's words, the struct cost about 70 instructions a decision.
 ///
 /// One of AuditPolicy's owners of raw memory: the block is written in `init` only, read by the
 /// kernel through ``withGates(authority:_:)`` while this object is alive, and freed in `deinit`.
