@@ -15,11 +15,16 @@ import Synchronization
 /// Install it through ``Auditor/install()`` or ``Auditor/install(into:)``, not directly.
 ///
 /// What the caller sees is what it would see without RequestAudit, for every way a task can be made:
-/// - data tasks go through the forwarding session, and each event is relayed as it happens: the
-///   response when its header is complete, each body chunk to a delegate as it arrives (a completion
-///   handler or `async` caller gets the whole body at the end, as FoundationNetworking gives it),
-///   every redirect put to the caller's `willPerformHTTPRedirection` and checked by the policy, every
-///   authentication challenge put to the caller's delegate or answered from its credential storage;
+/// - data tasks with a delegate (the task's or its session's) go through the forwarding session, and
+///   each event is relayed as it happens: the response when its header is complete, each body chunk
+///   as it arrives, every redirect put to the caller's `willPerformHTTPRedirection` and checked by
+///   the policy, every authentication challenge put to the caller's delegate or answered from its
+///   credential storage;
+/// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) are decided
+///   on the session's work queue and loaded by Foundation's own HTTP protocol inside this one, with
+///   a ``RedirectCheck`` lent to the task as its delegate so that every redirect hop is checked by
+///   the policy (see SystemLoad): no second task. A `redirect`, `warn` or `respond` verdict, or a
+///   credential stored for the host, sends them through the forwarding session instead;
 /// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
 ///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
 public final class RequestInfoProtocol: URLProtocol {
@@ -85,6 +90,11 @@ public final class RequestInfoProtocol: URLProtocol {
         /// By Foundation's own HTTP protocol, loading the caller's task itself (see SystemLoad):
         /// downloads and uploads, whose file or body lives in the task, out of a protocol's reach.
         case system
+        /// By Foundation's own HTTP protocol with every redirect hop checked (see SystemLoad and
+        /// RedirectCheck), decided on the session's work queue: http(s) data tasks with no delegate.
+        /// A verdict other than letting the task go or blocking it (redirect, warn, respond) takes
+        /// the relay of this behaviour.
+        case checkedSystem
     }
 
     /// Decides and starts the request off the session's work queue.
@@ -110,6 +120,7 @@ public final class RequestInfoProtocol: URLProtocol {
             guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
         #endif
         let route = route(for: caller)
+        if route == .checkedSystem { return decideOnWorkQueue(auditor, caller: caller) }
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
@@ -122,11 +133,80 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// The route for this protocol's task (read on the caller session's work queue).
     private func route(for caller: CallerSession.Details) -> Route {
-        guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask),
-            let behaviour = caller.behaviour(of: task, readsTaskDelegate: request.hasBody),
+        guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
+        if canCheckRedirects(of: task, caller: caller) { return .checkedSystem }
+        return relayRoute(for: task, caller: caller)
+    }
+
+    /// The relay of a data task, by how the caller made it (read on the session's work queue), or
+    /// the system route when that cannot be read.
+    private func relayRoute(for task: URLSessionTask, caller: CallerSession.Details) -> Route {
+        guard let behaviour = caller.behaviour(of: task, readsTaskDelegate: request.hasBody),
             behaviour != .downloadCompletionHandler
         else { return .system }
         return .relay(behaviour)
+    }
+
+    /// Whether Foundation's own protocol can load `task` with a ``RedirectCheck`` lent to it: an
+    /// http(s) task with no delegate of its own or its session's, on a platform whose task delegate
+    /// field is known, for a host the caller's credential storage has no credential for (a challenge
+    /// answered with a credential makes FoundationNetworking load the task again with a protocol of
+    /// its own, out of RequestAudit's sight).
+    private func canCheckRedirects(of task: URLSessionTask, caller: CallerSession.Details) -> Bool {
+        #if canImport(FoundationNetworking)
+            // No delegate of the task's or its session's: made with a completion handler (or
+            // `async`), or with neither.
+            guard TaskDelegateField.isWritable, task.delegate == nil, let url = request.url, Self.isHTTP(url)
+            else { return false }
+            guard let credentials = caller.configuration?.urlCredentialStorage?.allCredentials, !credentials.isEmpty
+            else { return true }
+            let host = url.host?.lowercased()
+            return !credentials.keys.contains { $0.host.lowercased() == host }
+        #else
+            return false
+        #endif
+    }
+
+    /// Decides a task of the ``Route/checkedSystem(_:)`` route right here, on the session's work
+    /// queue: lets Foundation's protocol load it or refuses it at once; any other verdict goes on off
+    /// this queue as a relayed load.
+    private func decideOnWorkQueue(_ auditor: Auditor, caller: CallerSession.Details) {
+        let decision = auditor.decide(request)
+        let verdict = decision.verdict
+        switch verdict.action {
+        case .allow, .pass:
+            startCheckedLoad(auditor, decision, caller: caller)
+        case .block:
+            let refusal = RequestAuditError.blocked(
+                rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
+            refuse(refusal, auditor, decision, nil, isOnWorkQueue: true)
+        case .redirect, .warn, .respond:
+            let route = task.map { relayRoute(for: $0, caller: caller) } ?? .system
+            let delivery = localDelivery(for: caller, route: route)
+            let this = Reference(self)
+            Self.nextHopQueue.async {
+                this.value.act(on: decision, auditor, caller: caller, route: route, delivery: delivery)
+            }
+        }
+    }
+
+    /// Has Foundation's own protocol load the task of an allowed ``Route/checkedSystem(_:)`` decision,
+    /// with a ``RedirectCheck`` lent to it (on the session's work queue, where this runs).
+    private func startCheckedLoad(_ auditor: Auditor, _ decision: Auditor.Decision, caller: CallerSession.Details) {
+        let audit = SystemLoad.Audit(
+            auditor: auditor, decision: decision, warning: nil, requestURL: request.url?.absoluteString)
+        let check = RedirectCheck(hopVerdict: auditor.hopVerdict(decision.policy), configuration: caller.configuration)
+        guard let task, let client,
+            let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit, redirectCheck: check)
+        else {
+            audit.finishUnstarted(outcome: .failure)
+            return client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL)) ?? ()
+        }
+        guard state.withLock({ $0.loadingBySystem(loader) }) else {
+            return audit.finishUnstarted(outcome: .cancelled)
+        }
+        _ = SystemLoad.lend(check, to: task)
+        loader.startLoading()
     }
 
     /// How a local response reaches this protocol's caller (read on the caller session's work
@@ -169,7 +249,7 @@ public final class RequestInfoProtocol: URLProtocol {
         case .stopSystemLoader(let loader, let isSuspending):
             // Foundation's protocol expects to be stopped right here, on the session's work queue.
             loader.stopLoading()
-            if !isSuspending { (loader.client as? SystemLoad)?.stopped() }
+            if !isSuspending { (loader.client as? SystemLoad)?.stopped(loader.task) }
         }
     }
 
@@ -182,7 +262,14 @@ public final class RequestInfoProtocol: URLProtocol {
     private func run(
         _ auditor: Auditor, caller: CallerSession.Details, route: Route, delivery: CallerSession.Behaviour?
     ) {
-        let decision = auditor.decide(request)
+        act(on: auditor.decide(request), auditor, caller: caller, route: route, delivery: delivery)
+    }
+
+    /// Carries out `decision`'s verdict by `route` (off the session's work queue).
+    private func act(
+        on decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details, route: Route,
+        delivery: CallerSession.Behaviour?
+    ) {
         let verdict = decision.verdict
         let url = decision.snapshot.url
         switch verdict.action {
@@ -235,16 +322,17 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         switch route {
         case .relay: forward(request, auditor, decision, warning, caller, route)
-        case .system:
+        case .system, .checkedSystem:
             startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
         }
     }
 
     func refuse(
-        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
+        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
+        isOnWorkQueue: Bool = false
     ) {
         let kind: OutcomeSnapshot.Kind = if case .warningDeclined = refusal { .warningDeclined } else { .blocked }
-        fail(with: refusal.urlError, as: kind, auditor, decision, warning)
+        fail(with: refusal.urlError, as: kind, auditor, decision, warning, isOnWorkQueue: isOnWorkQueue)
     }
 
     /// Ends the load with `error` before anything was sent: records it as `kind` (or `cancelled`

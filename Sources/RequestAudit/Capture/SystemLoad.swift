@@ -9,14 +9,20 @@ import Foundation
 
 /// Foundation's own HTTP protocol loading a caller's task from inside ``RequestInfoProtocol``, after
 /// the decision, with this client between it and the caller's: every message goes on unchanged, and
-/// the first that ends the load writes the record (outcome `systemLoader`).
+/// the first that ends the load writes the record.
 ///
-/// Download tasks and upload tasks keep their file or body in the task, where no protocol of ours
-/// can reach it, and FoundationNetworking completes a download only for a protocol that wrote the
-/// file itself. So for them the platform's protocol does the transfer, exactly as without
-/// RequestAudit (progress, resume data, challenges, redirects and the caller's delegate included),
-/// and RequestAudit decides, refuses or lets it go, and records what came back. Its redirect hops are
-/// followed by Foundation and not checked against the policy.
+/// Two kinds of task are loaded this way:
+/// - Download tasks and upload tasks keep their file or body in the task, where no protocol of ours
+///   can reach it, and FoundationNetworking completes a download only for a protocol that wrote the
+///   file itself. So for them the platform's protocol does the transfer, exactly as without
+///   RequestAudit (progress, resume data, challenges, redirects and the caller's delegate included),
+///   and RequestAudit decides, refuses or lets it go, and records what came back (outcome
+///   `systemLoader`). Their redirect hops are followed by Foundation and not checked against the policy.
+/// - Data tasks without a delegate (a completion handler or `async` caller), with a ``RedirectCheck``
+///   lent to the task as its delegate while it loads: every redirect hop is checked against the
+///   policy, and a refused hop ends the load with the refusal instead of the redirect response.
+///   Nothing else differs from the task loaded without RequestAudit; the record has outcome
+///   `response`, or `blocked` for a refused hop.
 final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
     // protocol calls this one on; the only mutable field is `isRecorded`, a Mutex.
@@ -26,6 +32,8 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         let auditor: Auditor
         let decision: Auditor.Decision
         let warning: WarningResolution?
+        /// The decided request's URL as sent (`absoluteString`), when known.
+        var requestURL: String? = nil
 
         /// Writes the record of a load that never started.
         func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
@@ -38,47 +46,98 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
 
     private let caller: URLProtocolClient
     private let audit: Audit?
-    private let isRecorded = Locked(false)
+    /// The check of redirect hops lent to a data task, taken back when the load ends.
+    private let redirectCheck: RedirectCheck?
+    private let progress = Locked(Progress())
 
-    private init(caller: URLProtocolClient, audit: Audit?) {
+    /// Whether the load is recorded, and the body bytes a load with a ``RedirectCheck`` has passed
+    /// on (counted as a relayed load counts them; the task's own count is a synchronous call on the
+    /// session queue).
+    private struct Progress {
+        var isRecorded = false
+        var bytes = 0
+    }
+
+    private init(caller: URLProtocolClient, audit: Audit?, redirectCheck: RedirectCheck?) {
         self.caller = caller
         self.audit = audit
+        self.redirectCheck = redirectCheck
     }
 
     /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
     /// `SystemLoad`; nil when the platform has none.
-    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: Audit?) -> URLProtocol? {
+    ///
+    /// With a `redirectCheck`, lend it to the task (``lend(_:to:)``) before the load starts: the load
+    /// takes it back when it ends.
+    static func makeLoader(
+        for task: URLSessionTask, client: URLProtocolClient, audit: Audit?, redirectCheck: RedirectCheck? = nil
+    ) -> URLProtocol? {
         guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
-        return protocolClass.init(task: task, cachedResponse: nil, client: SystemLoad(caller: client, audit: audit))
+        return protocolClass.init(
+            task: task, cachedResponse: nil,
+            client: SystemLoad(caller: client, audit: audit, redirectCheck: redirectCheck))
     }
 
-    /// The caller stopped the load (cancelled the task): Foundation tells the caller itself.
-    func stopped() {
+    /// The caller stopped the load of `task` (cancelled it): Foundation tells the caller itself.
+    func stopped(_ task: URLSessionTask?) {
+        returnRedirectCheck(task)
         record(kind: .cancelled, task: nil, error: URLError(.cancelled))
     }
 
+    /// Makes `check` the delegate of `task` (which has none) until the load ends; call it on the
+    /// session's work queue. False when the platform's field could not be written.
+    static func lend(_ check: RedirectCheck, to task: URLSessionTask) -> Bool {
+        #if canImport(FoundationNetworking)
+            TaskDelegateField.set(check, of: task)
+        #else
+            false
+        #endif
+    }
+
+    /// Takes the lent ``RedirectCheck`` back from `task`, so that FoundationNetworking sees the task as
+    /// it was made (a challenge after a 401 is answered as for a task without a delegate).
+    private func returnRedirectCheck(_ task: URLSessionTask?) {
+        #if canImport(FoundationNetworking)
+            if redirectCheck != nil, let task { TaskDelegateField.set(nil, of: task) }
+        #endif
+    }
+
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
-        guard let audit,
-            isRecorded.withLock({ isRecorded in
-                defer { isRecorded = true }; return !isRecorded
-            })
-        else {
-            return
+        guard let audit else { return }
+        let received = progress.withLock { progress -> Progress? in
+            defer { progress.isRecorded = true }
+            return progress.isRecorded ? nil : progress
         }
+        guard let received else { return }
         let auditor = audit.auditor
         let redaction = auditor.configuration.redaction
-        let response = task?.response as? HTTPURLResponse
-        auditor.finish(
-            audit.decision, warning: audit.warning,
-            outcome: OutcomeSnapshot(
+        let outcome: OutcomeSnapshot
+        if let redirectCheck {
+            // A data task sent unchanged: its URL is the decided request's, redacted in its snapshot.
+            let sent = audit.decision.snapshot.url
+            // Foundation's protocol tells a caller without a delegate of its response only on the task.
+            let response = kind == .blocked ? nil : task?.response as? HTTPURLResponse
+            let finalURL = response?.url.map { url -> String in
+                let string = url.absoluteString
+                return string == audit.requestURL ? sent : redaction.redact(url: string)
+            }
+            outcome = OutcomeSnapshot(
+                kind: kind, status: response?.statusCode, bytes: kind == .response ? received.bytes : nil,
+                durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
+                forwardedURL: sent, finalURL: kind == .blocked ? nil : finalURL,
+                redirects: redirectCheck.redirects.map { redaction.redact(url: $0.absoluteString) },
+                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
+        } else {
+            let response = task?.response as? HTTPURLResponse
+            outcome = OutcomeSnapshot(
                 kind: kind, status: response?.statusCode,
                 bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
                 durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
                 forwardedURL: task?.originalRequest?.url.map { redaction.redact(url: $0.absoluteString) },
                 finalURL: response?.url.map { redaction.redact(url: $0.absoluteString) },
-                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-            )
-        )
+                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
+        }
+        auditor.finish(audit.decision, warning: audit.warning, outcome: outcome)
     }
 
     // MARK: URLProtocolClient: each message goes on unchanged
@@ -91,22 +150,36 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         caller.urlProtocol(`protocol`, cachedResponseIsValid: cachedResponse)
     }
 
+    // A refused hop's redirect response and body are not passed on: the load ends with the refusal.
+
     func urlProtocol(
         _ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy
     ) {
+        guard redirectCheck?.refusal == nil else { return }
+        if redirectCheck != nil { progress.withLock { $0.bytes = 0 } }
         caller.urlProtocol(`protocol`, didReceive: response, cacheStoragePolicy: policy)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
+        guard redirectCheck?.refusal == nil else { return }
+        if redirectCheck != nil { progress.withLock { $0.bytes += data.count } }
         caller.urlProtocol(`protocol`, didLoad: data)
     }
 
     func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
-        record(kind: .systemLoader, task: `protocol`.task, error: nil)
+        let task = `protocol`.task
+        returnRedirectCheck(task)
+        if let refusal = redirectCheck?.refusal {
+            let error = refusal.urlError
+            record(kind: .blocked, task: task, error: error)
+            return caller.urlProtocol(`protocol`, didFailWithError: error)
+        }
+        record(kind: redirectCheck == nil ? .systemLoader : .response, task: task, error: nil)
         caller.urlProtocolDidFinishLoading(`protocol`)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) {
+        returnRedirectCheck(`protocol`.task)
         record(kind: .failure, task: `protocol`.task, error: error)
         caller.urlProtocol(`protocol`, didFailWithError: error)
     }
