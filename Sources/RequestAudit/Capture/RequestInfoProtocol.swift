@@ -23,8 +23,9 @@ import Synchronization
 /// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) are decided
 ///   on the session's work queue and loaded by Foundation's own HTTP protocol inside this one, with
 ///   a ``RedirectCheck`` lent to the task as its delegate so that every redirect hop is checked by
-///   the policy (see SystemLoad): no second task. A `redirect`, `warn` or `respond` verdict, or a
-///   credential stored for the host, sends them through the forwarding session instead;
+///   the policy (see SystemLoad): no second task. A `redirect`, `warn` or `respond` verdict, a
+///   credential stored for the host, or four requests already in flight (``checkedLoadLimit``)
+///   sends them through the forwarding session instead;
 /// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
 ///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
 public final class RequestInfoProtocol: URLProtocol {
@@ -91,9 +92,9 @@ public final class RequestInfoProtocol: URLProtocol {
         /// downloads and uploads, whose file or body lives in the task, out of a protocol's reach.
         case system
         /// By Foundation's own HTTP protocol with every redirect hop checked (see SystemLoad and
-        /// RedirectCheck), decided on the session's work queue: http(s) data tasks with no delegate.
-        /// A verdict other than letting the task go or blocking it (redirect, warn, respond) takes
-        /// the relay of this behaviour.
+        /// RedirectCheck), decided on the session's work queue: http(s) data tasks with no delegate,
+        /// while fewer than ``RequestInfoProtocol/checkedLoadLimit`` requests are in flight. A verdict
+        /// other than letting the task go or blocking it (redirect, warn, respond) takes the relay.
         case checkedSystem
     }
 
@@ -119,7 +120,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // with calls from another thread.
             guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
         #endif
-        let route = route(for: caller)
+        let route = route(for: caller, auditor: auditor)
         if route == .checkedSystem { return decideOnWorkQueue(auditor, caller: caller) }
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
@@ -132,11 +133,22 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// The route for this protocol's task (read on the caller session's work queue).
-    private func route(for caller: CallerSession.Details) -> Route {
+    private func route(for caller: CallerSession.Details, auditor: Auditor) -> Route {
         guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
-        if canCheckRedirects(of: task, caller: caller) { return .checkedSystem }
+        if auditor.inFlightCount < Self.checkedLoadLimit, canCheckRedirects(of: task, caller: caller) {
+            return .checkedSystem
+        }
         return relayRoute(for: task, caller: caller)
     }
+
+    /// With this many audited requests in flight or more, a data task without a delegate is relayed
+    /// rather than decided and loaded on the session's work queue (``Route/checkedSystem``).
+    ///
+    /// Every session's work goes through one serial queue. One or two at a time, deciding there and
+    /// loading without a second task is the shorter path; sixteen at a time that queue is the
+    /// bottleneck, and the relay, which decides on its own queues, keeps up better (measurements in
+    /// `docs/design/0008-interception-floor.md`).
+    static let checkedLoadLimit = 4
 
     /// The relay of a data task, by how the caller made it (read on the session's work queue), or
     /// the system route when that cannot be read.
@@ -167,7 +179,7 @@ public final class RequestInfoProtocol: URLProtocol {
         #endif
     }
 
-    /// Decides a task of the ``Route/checkedSystem(_:)`` route right here, on the session's work
+    /// Decides a task of the ``Route/checkedSystem`` route right here, on the session's work
     /// queue: lets Foundation's protocol load it or refuses it at once; any other verdict goes on off
     /// this queue as a relayed load.
     private func decideOnWorkQueue(_ auditor: Auditor, caller: CallerSession.Details) {
@@ -190,7 +202,7 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    /// Has Foundation's own protocol load the task of an allowed ``Route/checkedSystem(_:)`` decision,
+    /// Has Foundation's own protocol load the task of an allowed ``Route/checkedSystem`` decision,
     /// with a ``RedirectCheck`` lent to it (on the session's work queue, where this runs).
     private func startCheckedLoad(_ auditor: Auditor, _ decision: Auditor.Decision, caller: CallerSession.Details) {
         let audit = SystemLoad.Audit(
