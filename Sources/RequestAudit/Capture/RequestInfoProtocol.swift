@@ -22,9 +22,9 @@ import Synchronization
 ///   credential storage;
 /// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) are decided
 ///   on the session's work queue and loaded by Foundation's own HTTP protocol inside this one, with
-///   a ``RedirectCheck`` lent to the task as its delegate so that every redirect hop is checked by
+///   a `RedirectCheck` lent to the task as its delegate so that every redirect hop is checked by
 ///   the policy (see SystemLoad): no second task. A `redirect`, `warn` or `respond` verdict, a
-///   credential stored for the host, or four requests already in flight (``checkedLoadLimit``)
+///   credential stored for the host, or four requests already in flight (`checkedLoadLimit`)
 ///   sends them through the forwarding session instead;
 /// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
 ///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
