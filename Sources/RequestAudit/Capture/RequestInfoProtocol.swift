@@ -334,6 +334,7 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         switch route {
         case .relay: forward(request, auditor, decision, warning, caller, route)
+        // A checked load is started in `decideOnWorkQueue` or continues as a relayed one: never here.
         case .system, .checkedSystem:
             startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
         }
