@@ -25,7 +25,8 @@ import Foundation
 ///   `response`, or `blocked` for a refused hop.
 final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
-    // protocol calls this one on; the only mutable field is `isRecorded`, a Mutex.
+    // protocol calls this one on; the only mutable field is `progress`, a Mutex (the lent check guards
+    // its own state).
 
     /// The audit side of the load.
     struct Audit: Sendable {
