@@ -9,18 +9,20 @@ import Synchronization
 /// releases this lock; otherwise this is exactly a `Mutex`.
 public struct Locked<Value>: ~Copyable, @unchecked Sendable {
     // @unchecked: the value is only reached inside `mutex.withLock`, as with `Mutex` itself.
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
     #if AUDIT_TSAN
-        private let token = Token()
-        private final class Token: Sendable {}
+        @usableFromInline let token = Token()
+        @usableFromInline final class Token: Sendable { @usableFromInline init() {} }
     #endif
 
     /// A lock guarding `initialValue`.
+    @inlinable
     public init(_ initialValue: sending Value) {
         mutex = Mutex(initialValue)
     }
 
     /// Runs `body` with exclusive access to the value.
+    @inlinable
     public borrowing func withLock<Result, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
@@ -36,6 +38,6 @@ public struct Locked<Value>: ~Copyable, @unchecked Sendable {
 }
 
 #if AUDIT_TSAN
-    @_silgen_name("__tsan_acquire") private func tsanAcquire(_ address: UnsafeMutableRawPointer)
-    @_silgen_name("__tsan_release") private func tsanRelease(_ address: UnsafeMutableRawPointer)
+    @usableFromInline @_silgen_name("__tsan_acquire") func tsanAcquire(_ address: UnsafeMutableRawPointer)
+    @usableFromInline @_silgen_name("__tsan_release") func tsanRelease(_ address: UnsafeMutableRawPointer)
 #endif
