@@ -37,6 +37,8 @@ public final class AuditPipeline: Sendable {
     private let counters = Locked(AuditStatistics())
     private let metrics: PipelineMetrics
     private let inFlight = Locked(InFlight())
+    /// Where ``decideDeferred(_:)`` and its finish keep their records.
+    private let bookkeeper = Bookkeeper()
 
     private struct InFlight {
         var count = 0
@@ -82,7 +84,7 @@ public final class AuditPipeline: Sendable {
         /// When it was seen, in whole milliseconds (the log's precision, so an event and its logged
         /// copy are equal).
         public let time: Date
-        let started = ContinuousClock.now
+        let started: ContinuousClock.Instant
         /// The policy the request was decided by; its redirect hops are checked against it too.
         public let policy: Policy
         /// The verdict.
@@ -93,10 +95,41 @@ public final class AuditPipeline: Sendable {
         public let decision: DecisionSnapshot
 
         /// Milliseconds since the request was decided.
-        public var elapsedMilliseconds: Double {
-            let elapsed = ContinuousClock.now - started
+        public var elapsedMilliseconds: Double { Self.milliseconds(since: started) }
+
+        static func milliseconds(since instant: ContinuousClock.Instant) -> Double {
+            let elapsed = ContinuousClock.now - instant
             return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
         }
+    }
+
+    /// A request's verdict under the policy in force, before anything is counted, published or
+    /// recorded: ``decide(_:)`` or ``decideDeferred(_:)`` makes it a decision.
+    public struct Evaluation: Sendable {
+        /// The request as made (not redacted).
+        public let request: AuditRequest
+        /// The size of the request's body, when known.
+        public let bodyBytes: Int?
+        /// The policy in force when the request was evaluated.
+        public let policy: Policy
+        /// The verdict.
+        public let verdict: Verdict
+        let nanoseconds: UInt64
+        let time: Date
+        let started: ContinuousClock.Instant
+    }
+
+    /// Evaluates `request` under the policy in force, timed; counts and publishes nothing.
+    ///
+    /// - Parameters:
+    ///   - bodyBytes: the size of the request's body when known.
+    ///   - time: when the request was made (replayed traffic); now by default.
+    public func evaluate(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Evaluation {
+        let policy = self.policy  // one snapshot per request, kept for its redirect hops
+        let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
+        return Evaluation(
+            request: request, bodyBytes: bodyBytes, policy: policy, verdict: verdict, nanoseconds: nanoseconds,
+            time: (time ?? Date()).roundedToAuditLogPrecision, started: ContinuousClock.now)
     }
 
     /// Evaluates `request` under the policy in force, counts it, and publishes
@@ -106,11 +139,64 @@ public final class AuditPipeline: Sendable {
     ///   - bodyBytes: the size of the request's body when known.
     ///   - time: when the request was made (replayed traffic); now by default.
     public func decide(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Decision {
-        let policy = self.policy  // one snapshot per request, kept for its redirect hops
-        let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
+        decide(evaluate(request, bodyBytes: bodyBytes, at: time))
+    }
+
+    /// Makes `evaluation` a decision: counts it and publishes ``AuditEvent/started(_:)``. Every
+    /// decision must end with ``finish(_:warning:outcome:)``.
+    public func decide(_ evaluation: Evaluation) -> Decision {
+        count(evaluation.verdict)
+        return recordStart(of: evaluation)
+    }
+
+    /// Makes `evaluation` a decision whose record-keeping runs later, off the caller's thread: the
+    /// request is counted in ``statistics`` and in flight now; its redacted snapshot is made and
+    /// ``AuditEvent/started(_:)`` published on the pipeline's bookkeeping queue, within a few
+    /// milliseconds. For a front-end whose thread is on every request's path (a URLSession's work
+    /// queue). Every such decision must end with ``finish(_:warning:outcome:)-(DeferredDecision,_,_)``.
+    public func decideDeferred(_ evaluation: Evaluation) -> DeferredDecision {
+        count(evaluation.verdict)
+        let deferred = DeferredDecision(evaluation)
+        bookkeeper.enqueue {
+            let decision = self.recordStart(of: evaluation)
+            deferred.made.withLock { $0 = decision }
+        }
+        return deferred
+    }
+
+    /// A decision made by ``decideDeferred(_:)``: its evaluation now, its ``Decision`` once the
+    /// bookkeeping queue has made it.
+    public final class DeferredDecision: Sendable {
+        /// The evaluation it was made from.
+        public let evaluation: Evaluation
+        /// The decision, written and read on the pipeline's bookkeeping queue, a serial queue that
+        /// runs a request's start before its finish (the lock is never contended).
+        fileprivate let made = Locked<Decision?>(nil)
+
+        fileprivate init(_ evaluation: Evaluation) {
+            self.evaluation = evaluation
+        }
+
+        /// Milliseconds since the request was evaluated.
+        public var elapsedMilliseconds: Double {
+            Decision.milliseconds(since: evaluation.started)
+        }
+    }
+
+    /// Counts a decided request in the statistics and in flight.
+    private func count(_ verdict: Verdict) {
+        counters.withLock { $0.count(verdict) }
+        inFlight.withLock { $0.count += 1 }
+    }
+
+    /// The decision of `evaluation`, with its redacted snapshots, counted in the metrics and
+    /// published as started.
+    private func recordStart(of evaluation: Evaluation) -> Decision {
+        let verdict = evaluation.verdict
+        let request = evaluation.request
         let redaction = configuration.redaction
         var snapshot = DecisionSnapshot(
-            verdict, nanoseconds: nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:)))
+            verdict, nanoseconds: evaluation.nanoseconds, redirect: verdict.redirectTarget.map(redaction.redact(url:)))
         if let shadowPolicy = shadow.withLock({ $0 }) {
             let live = DecisionSummary(verdict)
             var shadowed = DecisionSummary(shadowPolicy.evaluate(request, onError: configuration.onMatchError))
@@ -120,15 +206,14 @@ public final class AuditPipeline: Sendable {
             }
         }
         let decision = Decision(
-            time: (time ?? Date()).roundedToAuditLogPrecision,
-            policy: policy,
+            time: evaluation.time,
+            started: evaluation.started,
+            policy: evaluation.policy,
             verdict: verdict,
-            snapshot: redaction.snapshot(of: request, bodyBytes: bodyBytes),
+            snapshot: redaction.snapshot(of: request, bodyBytes: evaluation.bodyBytes),
             decision: snapshot
         )
-        counters.withLock { $0.count(decision.decision) }
         metrics.decided(decision.decision)
-        inFlight.withLock { $0.count += 1 }
         publish(
             .started(
                 RequestStarted(
@@ -260,6 +345,21 @@ public final class AuditPipeline: Sendable {
         for waiter in waiters { waiter.resume() }
         if let failure { throw failure }
         return record
+    }
+
+    /// Completes a request decided by ``decideDeferred(_:)`` on the bookkeeping queue, after its
+    /// start: builds its record with the outcome `outcome` makes from its decision, then publishes,
+    /// logs and counts it as ``finish(_:warning:outcome:)`` does. The request stays in flight (see
+    /// ``waitUntilIdle()``) until then; a log failure shows in the log writer's `lastError`.
+    public func finish(
+        _ deferred: DeferredDecision, warning: WarningResolution?,
+        outcome: @escaping @Sendable (Decision) -> OutcomeSnapshot
+    ) {
+        bookkeeper.enqueue {
+            // The start ran first on this serial queue; were it missing, the finish makes it.
+            let decision = deferred.made.withLock { $0 } ?? self.recordStart(of: deferred.evaluation)
+            _ = try? self.finish(decision, warning: warning, outcome: outcome(decision))
+        }
     }
 
     /// Publishes `event`, counting the subscribers that dropped it.

@@ -22,13 +22,13 @@ public struct AuditStatistics: Sendable, Equatable {
     /// Empty counters.
     public init() {}
 
-    mutating func count(_ decision: DecisionSnapshot) {
+    mutating func count(_ verdict: Verdict) {
         requests += 1
-        verdicts[decision.verdict, default: 0] += 1
-        if let rule = decision.rule { decidedByRule[rule, default: 0] += 1 }
-        for (rule, category) in zip(decision.recorded, decision.recordedCategories) {
-            recordedByRule[rule, default: 0] += 1
-            recordedByCategory[category, default: 0] += 1
+        verdicts[verdict.action, default: 0] += 1
+        if let rule = verdict.rule { decidedByRule[rule.id, default: 0] += 1 }
+        for rule in verdict.recorded {
+            recordedByRule[rule.id, default: 0] += 1
+            recordedByCategory[rule.category, default: 0] += 1
         }
     }
 }

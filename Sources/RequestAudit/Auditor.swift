@@ -181,7 +181,13 @@ public final class Auditor: Sendable {
 
     /// Hands `request` to the pipeline to be decided, counted and published.
     func decide(_ request: URLRequest) -> Decision {
-        pipeline.decide(request.auditRequest, bodyBytes: request.httpBody?.count)
+        pipeline.decide(evaluate(request))
+    }
+
+    /// `request`'s verdict under the policy in force, nothing counted yet (see
+    /// `AuditPipeline.decide(_:)` and `AuditPipeline.decideDeferred(_:)`).
+    func evaluate(_ request: URLRequest) -> AuditPipeline.Evaluation {
+        pipeline.evaluate(request.auditRequest, bodyBytes: request.httpBody?.count)
     }
 
     /// Asks the warning handler (or applies the default) for a `warn` verdict.

@@ -14,13 +14,17 @@ import Testing
         api ^https://api\\.
         """
 
-    @Test("a decision is counted and published once, and its finish builds, publishes and logs one record")
-    func oneDecisionOneRecord() async throws {
+    /// A pipeline for `rules`, logging to a new file in the temporary folder.
+    static func loggingPipeline() throws -> (AuditPipeline, URL) {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString).jsonl")
         var configuration = PipelineConfiguration()
         configuration.logPath = log.path
-        let pipeline = try AuditPipeline(
-            policy: Policy(parsing: Self.rules, file: "p.rules"), configuration: configuration)
+        return (try AuditPipeline(policy: Policy(parsing: rules, file: "p.rules"), configuration: configuration), log)
+    }
+
+    @Test("a decision is counted and published once, and its finish builds, publishes and logs one record")
+    func oneDecisionOneRecord() async throws {
+        let (pipeline, log) = try Self.loggingPipeline()
         let events = pipeline.events()
         let decision = pipeline.decide(
             AuditRequest(method: "GET", url: "https://api.test/v1?token=abc"), bodyBytes: nil)
@@ -104,5 +108,71 @@ import Testing
         #expect(
             pipeline.hopRefusal(AuditRequest(method: "GET", url: "https://ok.test/"), policy: decision.policy) == nil)
         try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .cancelled, durationMilliseconds: 0))
+    }
+
+    @Test(
+        "a deferred decision is counted and in flight at once; its start and finish are published and logged in order")
+    func deferredDecision() async throws {
+        let (pipeline, log) = try Self.loggingPipeline()
+        let events = pipeline.events()
+        let evaluation = pipeline.evaluate(
+            AuditRequest(method: "GET", url: "https://api.test/v1?token=abc"), bodyBytes: 3)
+        #expect(pipeline.statistics.requests == 0)
+        let deferred = pipeline.decideDeferred(evaluation)
+        #expect(pipeline.statistics.requests == 1)
+        #expect(pipeline.statistics.recordedByRule == ["p/api": 1])
+        #expect(pipeline.statistics.recordedByCategory == ["p": 1])
+        #expect(pipeline.statistics.verdicts == [.pass: 1])
+        #expect(pipeline.inFlightCount == 1)
+        pipeline.finish(deferred, warning: nil) { decision in
+            OutcomeSnapshot(
+                kind: .response, status: 200, bytes: 5, durationMilliseconds: 1, forwardedURL: decision.snapshot.url)
+        }
+        await pipeline.waitUntilIdle()
+        #expect(pipeline.inFlightCount == 0)
+        try await pipeline.shutdown()
+        var seen: [AuditEvent] = []
+        for await event in events { seen.append(event) }
+        let logged = try AuditLogReader.read(atPath: log.path).records
+        let redacted = "https://api.test/v1?token=REDACTED-\(Redaction.default.fingerprint("abc"))"
+        guard case .started(let started) = seen.first, case .finished(let record) = seen.last, seen.count == 2 else {
+            Issue.record("expected started then finished, got \(seen)")
+            return
+        }
+        #expect(started.id == record.id)
+        #expect(started.request.url == redacted)
+        #expect(started.request.bodyBytes == 3)
+        #expect(record.outcome.forwardedURL == redacted)
+        #expect(record.decision.recorded == ["p/api"])
+        #expect(logged == [record])
+    }
+
+    @Test("deferred decisions of many requests keep each request's start before its finish")
+    func deferredDecisionsInOrder() async throws {
+        let pipeline = try AuditPipeline(policy: Policy(parsing: Self.rules, file: "p.rules"))
+        let events = pipeline.events(bufferSize: 10_000)
+        for number in 0..<1_000 {
+            let deferred = pipeline.decideDeferred(
+                pipeline.evaluate(AuditRequest(method: "GET", url: "https://rival.test/\(number)"), bodyBytes: nil))
+            pipeline.finish(deferred, warning: nil) { _ in
+                OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0)
+            }
+        }
+        try await pipeline.shutdown()
+        var open: Set<UUID> = []
+        var finished = 0
+        for await event in events {
+            switch event {
+            case .started(let started): open.insert(started.id)
+            case .finished(let record):
+                #expect(open.remove(record.id) != nil, "finished before started: \(record.request.url)")
+                finished += 1
+            default: Issue.record("unexpected event \(event)")
+            }
+        }
+        let unfinished = open.count
+        #expect(finished == 1_000)
+        #expect(unfinished == 0)
+        #expect(pipeline.statistics.verdicts == [.block: 1_000])
     }
 }

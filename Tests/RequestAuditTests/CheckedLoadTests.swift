@@ -58,6 +58,33 @@ import Testing
                 #expect(records.first?.outcome.status == nil)
             }
 
+            @Test(
+                "a request is counted when its completion handler runs; its started and finished events follow in order, with the record the log keeps"
+            )
+            func countedThenRecorded() async throws {
+                let audited = try AuditedSession(rules: "[record]\nbytes /bytes/")
+                let events = audited.auditor.events()
+                let (_, exchange) = try await run(
+                    URLRequest(url: HTTPBin.url(.bytes(2_048))), on: audited.session)
+                let statistics = audited.auditor.statistics
+                let records = try await audited.finish()
+                var seen: [AuditEvent] = []
+                for await event in events { seen.append(event) }
+                #expect(exchange.status == 200)
+                #expect(statistics.requests == 1)
+                #expect(statistics.recordedByRule == ["test/bytes": 1])
+                guard seen.count == 2, case .started(let started) = seen[0], case .finished(let record) = seen[1] else {
+                    Issue.record("expected started then finished, got \(seen)")
+                    return
+                }
+                #expect(started.id == record.id)
+                #expect(records == [record])
+                #expect(record.outcome.kind == .response)
+                #expect(record.outcome.status == 200)
+                #expect(record.outcome.bytes == 2_048)
+                #expect(record.outcome.forwardedURL == HTTPBin.url(.bytes(2_048)).absoluteString)
+            }
+
             // A platform fact, pinned: FoundationNetworking's challenge step for a task without a
             // delegate never ends, whoever loads the task (docs/platform-notes.md).
             @Test(

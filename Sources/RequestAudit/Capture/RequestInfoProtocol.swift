@@ -180,19 +180,18 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// Decides a task of the ``Route/checkedSystem`` route right here, on the session's work
-    /// queue: lets Foundation's protocol load it or refuses it at once; any other verdict goes on off
-    /// this queue as a relayed load.
+    /// queue: lets Foundation's protocol load it or refuses it at once, leaving the record-keeping to
+    /// the pipeline's bookkeeping queue; any other verdict goes on off this queue as a relayed load.
     private func decideOnWorkQueue(_ auditor: Auditor, caller: CallerSession.Details) {
-        let decision = auditor.decide(request)
-        let verdict = decision.verdict
+        let evaluation = auditor.evaluate(request)
+        let verdict = evaluation.verdict
         switch verdict.action {
         case .allow, .pass:
-            startCheckedLoad(auditor, decision, caller: caller)
+            startCheckedLoad(auditor, auditor.pipeline.decideDeferred(evaluation), caller: caller)
         case .block:
-            let refusal = RequestAuditError.blocked(
-                rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
-            refuse(refusal, auditor, decision, nil, isOnWorkQueue: true)
+            refuseOnWorkQueue(evaluation, auditor)
         case .redirect, .warn, .respond:
+            let decision = auditor.pipeline.decide(evaluation)
             let route = task.map { relayRoute(for: $0, caller: caller) } ?? .system
             let delivery = localDelivery(for: caller, route: route)
             let this = Reference(self)
@@ -204,12 +203,15 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Has Foundation's own protocol load the task of an allowed ``Route/checkedSystem`` decision,
     /// with a ``RedirectCheck`` lent to it (on the session's work queue, where this runs).
-    private func startCheckedLoad(_ auditor: Auditor, _ decision: Auditor.Decision, caller: CallerSession.Details) {
-        let audit = SystemLoad.Audit(
-            auditor: auditor, decision: decision, warning: nil, requestURL: request.url?.absoluteString)
-        let check = RedirectCheck(hopVerdict: auditor.hopVerdict(decision.policy), configuration: caller.configuration)
-        guard let task, let client,
-            let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit, redirectCheck: check)
+    private func startCheckedLoad(
+        _ auditor: Auditor, _ decision: AuditPipeline.DeferredDecision, caller: CallerSession.Details
+    ) {
+        let check = RedirectCheck(
+            hopVerdict: auditor.hopVerdict(decision.evaluation.policy), configuration: caller.configuration)
+        let audit = SystemLoad.CheckedAudit(
+            pipeline: auditor.pipeline, decision: decision, redirectCheck: check,
+            requestURL: request.url?.absoluteString)
+        guard let task, let client, let loader = SystemLoad.makeLoader(for: task, client: client, checked: audit)
         else {
             audit.finishUnstarted(outcome: .failure)
             return client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL)) ?? ()
@@ -219,6 +221,25 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         _ = SystemLoad.lend(check, to: task)
         loader.startLoading()
+    }
+
+    /// Refuses a ``Route/checkedSystem`` task that a block rule matches, on the session's work
+    /// queue: the caller is told at once, the record is left to the pipeline's bookkeeping queue.
+    private func refuseOnWorkQueue(_ evaluation: AuditPipeline.Evaluation, _ auditor: Auditor) {
+        let verdict = evaluation.verdict
+        let redaction = auditor.configuration.redaction
+        let refusal = RequestAuditError.blocked(
+            rule: verdict.rule?.id ?? "-", message: verdict.message, url: redaction.redact(url: evaluation.request.url))
+        let error = refusal.urlError
+        let decision = auditor.pipeline.decideDeferred(evaluation)
+        let isDelivered = state.withLock { $0.finish() }
+        let milliseconds = decision.elapsedMilliseconds
+        let failure = OutcomeSnapshot.ErrorSnapshot(error, redaction: redaction)
+        auditor.pipeline.finish(decision, warning: nil) { _ in
+            OutcomeSnapshot(
+                kind: isDelivered ? .blocked : .cancelled, durationMilliseconds: milliseconds, error: failure)
+        }
+        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
     }
 
     /// How a local response reaches this protocol's caller (read on the caller session's work
@@ -341,11 +362,10 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     func refuse(
-        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
-        isOnWorkQueue: Bool = false
+        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
     ) {
         let kind: OutcomeSnapshot.Kind = if case .warningDeclined = refusal { .warningDeclined } else { .blocked }
-        fail(with: refusal.urlError, as: kind, auditor, decision, warning, isOnWorkQueue: isOnWorkQueue)
+        fail(with: refusal.urlError, as: kind, auditor, decision, warning)
     }
 
     /// Ends the load with `error` before anything was sent: records it as `kind` (or `cancelled`

@@ -28,13 +28,11 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // protocol calls this one on; the only mutable field is `progress`, a Mutex (the lent check guards
     // its own state).
 
-    /// The audit side of the load.
+    /// The audit side of a download's or upload's load.
     struct Audit: Sendable {
         let auditor: Auditor
         let decision: Auditor.Decision
         let warning: WarningResolution?
-        /// The decided request's URL as sent (`absoluteString`), when known.
-        var requestURL: String? = nil
 
         /// Writes the record of a load that never started.
         func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
@@ -45,10 +43,29 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         }
     }
 
+    /// The audit side of a data task's load with a ``RedirectCheck``: its decision's record-keeping
+    /// runs on the pipeline's bookkeeping queue, off the session's work queue this load runs on.
+    struct CheckedAudit: Sendable {
+        let pipeline: AuditPipeline
+        let decision: AuditPipeline.DeferredDecision
+        /// The check of redirect hops lent to the task, taken back when the load ends.
+        let redirectCheck: RedirectCheck
+        /// The decided request's URL as sent (`absoluteString`), when known.
+        let requestURL: String?
+
+        /// Writes the record of a load that never started.
+        func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
+            let milliseconds = decision.elapsedMilliseconds
+            pipeline.finish(decision, warning: nil) { _ in
+                OutcomeSnapshot(kind: kind, durationMilliseconds: milliseconds)
+            }
+        }
+    }
+
     private let caller: URLProtocolClient
     private let audit: Audit?
-    /// The check of redirect hops lent to a data task, taken back when the load ends.
-    private let redirectCheck: RedirectCheck?
+    private let checked: CheckedAudit?
+    private var redirectCheck: RedirectCheck? { checked?.redirectCheck }
     private let progress = Locked(Progress())
 
     /// Whether the load is recorded, and the body bytes a load with a ``RedirectCheck`` has passed
@@ -59,24 +76,28 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         var bytes = 0
     }
 
-    private init(caller: URLProtocolClient, audit: Audit?, redirectCheck: RedirectCheck?) {
+    private init(caller: URLProtocolClient, audit: Audit?, checked: CheckedAudit?) {
         self.caller = caller
         self.audit = audit
-        self.redirectCheck = redirectCheck
+        self.checked = checked
     }
 
     /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
     /// `SystemLoad`; nil when the platform has none.
-    ///
-    /// With a `redirectCheck`, lend it to the task (``lend(_:to:)``) before the load starts: the load
-    /// takes it back when it ends.
-    static func makeLoader(
-        for task: URLSessionTask, client: URLProtocolClient, audit: Audit?, redirectCheck: RedirectCheck? = nil
-    ) -> URLProtocol? {
+    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: Audit?) -> URLProtocol? {
+        makeLoader(for: task, client: SystemLoad(caller: client, audit: audit, checked: nil))
+    }
+
+    /// Foundation's HTTP protocol, made to load data task `task` with `checked`'s ``RedirectCheck``
+    /// and to report to `client` through a `SystemLoad`; nil when the platform has none. Lend the
+    /// check to the task (``lend(_:to:)``) before the load starts: the load takes it back when it ends.
+    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, checked: CheckedAudit) -> URLProtocol? {
+        makeLoader(for: task, client: SystemLoad(caller: client, audit: nil, checked: checked))
+    }
+
+    private static func makeLoader(for task: URLSessionTask, client: SystemLoad) -> URLProtocol? {
         guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
-        return protocolClass.init(
-            task: task, cachedResponse: nil,
-            client: SystemLoad(caller: client, audit: audit, redirectCheck: redirectCheck))
+        return protocolClass.init(task: task, cachedResponse: nil, client: client)
     }
 
     /// The caller stopped the load of `task` (cancelled it): Foundation tells the caller itself.
@@ -104,41 +125,51 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     }
 
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
-        guard let audit else { return }
+        guard audit != nil || checked != nil else { return }
         let received = progress.withLock { progress -> Progress? in
             defer { progress.isRecorded = true }
             return progress.isRecorded ? nil : progress
         }
         guard let received else { return }
+        if let checked { return recordChecked(checked, kind: kind, bytes: received.bytes, task: task, error: error) }
+        guard let audit else { return }
         let auditor = audit.auditor
         let redaction = auditor.configuration.redaction
-        let outcome: OutcomeSnapshot
-        if let redirectCheck {
-            // A data task sent unchanged: its URL is the decided request's, redacted in its snapshot.
-            let sent = audit.decision.snapshot.url
-            // Foundation's protocol tells a caller without a delegate of its response only on the task.
-            let response = kind == .blocked ? nil : task?.response as? HTTPURLResponse
-            let finalURL = response?.url.map { url -> String in
-                let string = url.absoluteString
-                return string == audit.requestURL ? sent : redaction.redact(url: string)
-            }
-            outcome = OutcomeSnapshot(
-                kind: kind, status: response?.statusCode, bytes: kind == .response ? received.bytes : nil,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
-                forwardedURL: sent, finalURL: kind == .blocked ? nil : finalURL,
-                redirects: redirectCheck.redirects.map { redaction.redact(url: $0.absoluteString) },
-                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
-        } else {
-            let response = task?.response as? HTTPURLResponse
-            outcome = OutcomeSnapshot(
-                kind: kind, status: response?.statusCode,
-                bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
-                forwardedURL: task?.originalRequest?.url.map { redaction.redact(url: $0.absoluteString) },
-                finalURL: response?.url.map { redaction.redact(url: $0.absoluteString) },
-                error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
-        }
+        let response = task?.response as? HTTPURLResponse
+        let outcome = OutcomeSnapshot(
+            kind: kind, status: response?.statusCode,
+            bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
+            durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
+            forwardedURL: task?.originalRequest?.url.map { redaction.redact(url: $0.absoluteString) },
+            finalURL: response?.url.map { redaction.redact(url: $0.absoluteString) },
+            error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
         auditor.finish(audit.decision, warning: audit.warning, outcome: outcome)
+    }
+
+    /// Hands the record of a checked load to the pipeline's bookkeeping queue, which builds it: only
+    /// what the task holds now is read here, on the session's work queue.
+    private func recordChecked(
+        _ checked: CheckedAudit, kind: OutcomeSnapshot.Kind, bytes: Int, task: URLSessionTask?, error: Error?
+    ) {
+        let pipeline = checked.pipeline
+        let redaction = pipeline.configuration.redaction
+        let milliseconds = checked.decision.elapsedMilliseconds
+        // Foundation's protocol tells a caller without a delegate of its response only on the task.
+        let response = kind == .blocked ? nil : task?.response as? HTTPURLResponse
+        let status = response?.statusCode
+        let finalURL = response?.url?.absoluteString
+        let requestURL = checked.requestURL
+        let redirects = checked.redirectCheck.redirects
+        let failure = error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
+        pipeline.finish(checked.decision, warning: nil) { decision in
+            // A data task sent unchanged: its URL is the decided request's, redacted in its snapshot.
+            let sent = decision.snapshot.url
+            return OutcomeSnapshot(
+                kind: kind, status: status, bytes: kind == .response ? bytes : nil,
+                durationMilliseconds: milliseconds, forwardedURL: sent,
+                finalURL: finalURL.map { $0 == requestURL ? sent : redaction.redact(url: $0) },
+                redirects: redirects.map { redaction.redact(url: $0.absoluteString) }, error: failure)
+        }
     }
 
     // MARK: URLProtocolClient: each message goes on unchanged
