@@ -37,11 +37,13 @@ public final class AuditPipeline: Sendable {
     private let counters = Locked(AuditStatistics())
     private let metrics: PipelineMetrics
     private let inFlight = Locked(InFlight())
-    /// Where ``decideDeferred(_:)`` and its finish keep their records.
+    /// Where ``decideDeferred(_:)`` and the deferred finishes keep their records.
     private let bookkeeper = Bookkeeper()
 
     private struct InFlight {
         var count = 0
+        /// Of `count`, requests whose deferred finish is queued: their outcome is known.
+        var finishing = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -153,7 +155,7 @@ public final class AuditPipeline: Sendable {
     /// request is counted in ``statistics`` and in flight now; its redacted snapshot is made and
     /// ``AuditEvent/started(_:)`` published on the pipeline's bookkeeping queue, within a few
     /// milliseconds. For a front-end whose thread is on every request's path (a URLSession's work
-    /// queue). Every such decision must end with ``finish(_:warning:outcome:)-(DeferredDecision,_,_)``.
+    /// queue). Every such decision must end with ``finishDeferred(_:warning:outcome:)-(DeferredDecision,_,_)``.
     public func decideDeferred(_ evaluation: Evaluation) -> DeferredDecision {
         count(evaluation.verdict)
         let deferred = DeferredDecision(evaluation)
@@ -323,6 +325,14 @@ public final class AuditPipeline: Sendable {
     public func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot)
         throws(PipelineError) -> AuditRecord
     {
+        try finish(decision, warning: warning, outcome: outcome, wasQueued: false)
+    }
+
+    /// ``finish(_:warning:outcome:)``, for a deferred finish too (`wasQueued`: counted in
+    /// `InFlight.finishing` since it was queued).
+    private func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot, wasQueued: Bool)
+        throws(PipelineError) -> AuditRecord
+    {
         let record = AuditRecord(
             id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
             warning: warning, outcome: outcome
@@ -338,6 +348,7 @@ public final class AuditPipeline: Sendable {
         }
         let waiters = inFlight.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.count -= 1
+            if wasQueued { state.finishing -= 1 }
             guard state.count == 0 else { return [] }
             defer { state.waiters.removeAll() }
             return state.waiters
@@ -351,14 +362,28 @@ public final class AuditPipeline: Sendable {
     /// start: builds its record with the outcome `outcome` makes from its decision, then publishes,
     /// logs and counts it as ``finish(_:warning:outcome:)`` does. The request stays in flight (see
     /// ``waitUntilIdle()``) until then; a log failure shows in the log writer's `lastError`.
-    public func finish(
+    public func finishDeferred(
         _ deferred: DeferredDecision, warning: WarningResolution?,
         outcome: @escaping @Sendable (Decision) -> OutcomeSnapshot
     ) {
+        inFlight.withLock { $0.finishing += 1 }
         bookkeeper.enqueue {
             // The start ran first on this serial queue; were it missing, the finish makes it.
             let decision = deferred.made.withLock { $0 } ?? self.recordStart(of: deferred.evaluation)
-            _ = try? self.finish(decision, warning: warning, outcome: outcome(decision))
+            _ = try? self.finish(decision, warning: warning, outcome: outcome(decision), wasQueued: true)
+        }
+    }
+
+    /// Completes `decision` as ``finish(_:warning:outcome:)`` does, with the outcome `outcome`
+    /// makes, on the bookkeeping queue: for a front-end whose thread is on every request's path. The
+    /// request stays in flight (see ``waitUntilIdle()``) until then; a log failure shows in the log
+    /// writer's `lastError`.
+    public func finishDeferred(
+        _ decision: Decision, warning: WarningResolution?, outcome: @escaping @Sendable () -> OutcomeSnapshot
+    ) {
+        inFlight.withLock { $0.finishing += 1 }
+        bookkeeper.enqueue {
+            _ = try? self.finish(decision, warning: warning, outcome: outcome(), wasQueued: true)
         }
     }
 
@@ -461,8 +486,12 @@ public final class AuditPipeline: Sendable {
     /// The counters so far.
     public var statistics: AuditStatistics { counters.withLock { $0 } }
 
-    /// Requests decided and not yet finished.
+    /// Requests decided and not yet finished (for a deferred finish, until it has run).
     public var inFlightCount: Int { inFlight.withLock { $0.count } }
+
+    /// Requests decided whose outcome is not known yet: ``inFlightCount`` less those whose deferred
+    /// finish is queued. What a front-end compares with a concurrency limit.
+    public var activeCount: Int { inFlight.withLock { $0.count - $0.finishing } }
 
     // MARK: Stopping
 

@@ -155,7 +155,8 @@ public final class Auditor: Sendable {
     /// The counters so far.
     public var statistics: AuditStatistics { pipeline.statistics }
 
-    /// Requests being audited right now.
+    /// Requests being audited right now: decided, and their record not yet written (which can be
+    /// a few milliseconds after the caller heard back; ``shutdown()`` waits for every one).
     public var inFlightCount: Int { pipeline.inFlightCount }
 
     /// Uninstalls, waits for the requests in flight, writes and syncs the audit log, and ends every

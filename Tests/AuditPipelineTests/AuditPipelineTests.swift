@@ -111,7 +111,8 @@ import Testing
     }
 
     @Test(
-        "a deferred decision is counted and in flight at once; its start and finish are published and logged in order")
+        "a deferred decision is counted and in flight at once, no longer active once its finish is queued; its start and finish are published and logged in order"
+    )
     func deferredDecision() async throws {
         let (pipeline, log) = try Self.loggingPipeline()
         let events = pipeline.events()
@@ -124,10 +125,12 @@ import Testing
         #expect(pipeline.statistics.recordedByCategory == ["p": 1])
         #expect(pipeline.statistics.verdicts == [.pass: 1])
         #expect(pipeline.inFlightCount == 1)
-        pipeline.finish(deferred, warning: nil) { decision in
+        #expect(pipeline.activeCount == 1)
+        pipeline.finishDeferred(deferred, warning: nil) { decision in
             OutcomeSnapshot(
                 kind: .response, status: 200, bytes: 5, durationMilliseconds: 1, forwardedURL: decision.snapshot.url)
         }
+        #expect(pipeline.activeCount == 0)
         await pipeline.waitUntilIdle()
         #expect(pipeline.inFlightCount == 0)
         try await pipeline.shutdown()
@@ -154,7 +157,7 @@ import Testing
         for number in 0..<1_000 {
             let deferred = pipeline.decideDeferred(
                 pipeline.evaluate(AuditRequest(method: "GET", url: "https://rival.test/\(number)"), bodyBytes: nil))
-            pipeline.finish(deferred, warning: nil) { _ in
+            pipeline.finishDeferred(deferred, warning: nil) { _ in
                 OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0)
             }
         }

@@ -78,9 +78,9 @@ extension InterceptionTests {
                 }
                 return await group.reduce(into: [Int]()) { $0.append($1) }
             }
-            #expect(audited.auditor.inFlightCount == 0)
             let records = try await audited.finish()
             let subscriberIDs = await collector.value
+            #expect(audited.auditor.inFlightCount == 0)
             #expect(statuses.filter { $0 == 200 }.count == 1_000)
             #expect(records.count == 1_000)
             #expect(Set(records.map(\.id)).count == 1_000)
@@ -134,8 +134,8 @@ extension InterceptionTests {
                     }
                 }
             }
-            #expect(audited.auditor.inFlightCount == 0)
             let records = try await audited.finish()
+            #expect(audited.auditor.inFlightCount == 0)
             #expect(records.count == 2_000)
             let configured = URLSession(configuration: audited.session.configuration)
             let after = await CallerStyle.async.run(

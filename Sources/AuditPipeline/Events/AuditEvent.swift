@@ -4,9 +4,16 @@ import Foundation
 
 /// Something that happened to an audited request, as a value snapshot (`Sendable`, `Codable`).
 public enum AuditEvent: Sendable, Codable, Equatable {
-    /// A request was seen and decided; published before it is sent, so a host can warn at once.
+    /// A request was seen and decided; always published before its ``finished(_:)``.
+    ///
+    /// A request decided with ``AuditPipeline/decide(_:bodyBytes:at:)`` has it published before it
+    /// is sent, so a host can warn at once (every `warn` verdict is decided so). One decided with
+    /// ``AuditPipeline/decideDeferred(_:)`` (a URLSession data task without a delegate that a rule
+    /// lets go or blocks) has it published by the pipeline's bookkeeping queue within a few
+    /// milliseconds, possibly once the request is on its way.
     case started(RequestStarted)
-    /// A request ended; the record is complete and is what the audit log holds.
+    /// A request ended; the record is complete and is what the audit log holds. Published within a
+    /// few milliseconds of the end (for in-app requests, possibly just after the caller heard).
     case finished(AuditRecord)
     /// This subscriber's buffer was full and `count` events were dropped for it since the last
     /// notice. Other subscribers and the audit log are not affected.

@@ -232,6 +232,25 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     // MARK: The end
 
+    /// Hands the record of the ended load to the pipeline's bookkeeping queue, which builds it: this
+    /// runs on the session's work queue when the forwarding session completes there.
+    private func record(kind: OutcomeSnapshot.Kind, ended: State, failure: Error?) {
+        let pipeline = audit.auditor.pipeline
+        let redaction = pipeline.configuration.redaction
+        let milliseconds = audit.decision.elapsedMilliseconds
+        let status = (ended.response as? HTTPURLResponse)?.statusCode
+        let bytes = kind == .response ? ended.bodyBytes : nil
+        let (sent, finalURL, redirects) = (outgoing.url, ended.response?.url, ended.redirects)
+        let error = failure.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
+        pipeline.finishDeferred(audit.decision, warning: audit.warning) {
+            OutcomeSnapshot(
+                kind: kind, status: status, bytes: bytes, durationMilliseconds: milliseconds,
+                forwardedURL: sent.map { redaction.redact(url: $0.absoluteString) },
+                finalURL: finalURL.map { redaction.redact(url: $0.absoluteString) },
+                redirects: redirects.map { redaction.redact(url: $0.absoluteString) }, error: error)
+        }
+    }
+
     func forwardedCompletion(error: Error?) {
         let ended = state.withLock { $0 }
         let isDelivered = owner.claimEnd()
@@ -252,19 +271,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             // As FoundationNetworking does after a challenge answered with a credential.
             storage.set(used.credential, for: used.space)
         }
-        let redaction = audit.auditor.configuration.redaction
-        audit.auditor.finish(
-            audit.decision, warning: audit.warning,
-            outcome: OutcomeSnapshot(
-                kind: kind, status: (ended.response as? HTTPURLResponse)?.statusCode,
-                bytes: kind == .response ? ended.bodyBytes : nil,
-                durationMilliseconds: audit.auditor.elapsedMilliseconds(since: audit.decision),
-                forwardedURL: outgoing.url.map { redaction.redact(url: $0.absoluteString) },
-                finalURL: ended.response?.url.map { redaction.redact(url: $0.absoluteString) },
-                redirects: ended.redirects.map { redaction.redact(url: $0.absoluteString) },
-                error: failure.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-            )
-        )
+        record(kind: kind, ended: ended, failure: failure)
         guard isDelivered else { return }
         if let failure {
             let sendable = SendableError(failure)

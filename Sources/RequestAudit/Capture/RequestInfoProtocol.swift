@@ -135,14 +135,15 @@ public final class RequestInfoProtocol: URLProtocol {
     /// The route for this protocol's task (read on the caller session's work queue).
     private func route(for caller: CallerSession.Details, auditor: Auditor) -> Route {
         guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
-        if auditor.inFlightCount < Self.checkedLoadLimit, canCheckRedirects(of: task, caller: caller) {
+        if auditor.pipeline.activeCount < Self.checkedLoadLimit, canCheckRedirects(of: task, caller: caller) {
             return .checkedSystem
         }
         return relayRoute(for: task, caller: caller)
     }
 
-    /// With this many audited requests in flight or more, a data task without a delegate is relayed
-    /// rather than decided and loaded on the session's work queue (``Route/checkedSystem``).
+    /// With this many audited requests still loading or more (`AuditPipeline.activeCount`), a data
+    /// task without a delegate is relayed rather than decided and loaded on the session's work queue
+    /// (``Route/checkedSystem``).
     ///
     /// Every session's work goes through one serial queue. One or two at a time, deciding there and
     /// loading without a second task is the shorter path; sixteen at a time that queue is the
@@ -235,7 +236,7 @@ public final class RequestInfoProtocol: URLProtocol {
         let isDelivered = state.withLock { $0.finish() }
         let milliseconds = decision.elapsedMilliseconds
         let failure = OutcomeSnapshot.ErrorSnapshot(error, redaction: redaction)
-        auditor.pipeline.finish(decision, warning: nil) { _ in
+        auditor.pipeline.finishDeferred(decision, warning: nil) { _ in
             OutcomeSnapshot(
                 kind: isDelivered ? .blocked : .cancelled, durationMilliseconds: milliseconds, error: failure)
         }

@@ -56,7 +56,7 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         /// Writes the record of a load that never started.
         func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
             let milliseconds = decision.elapsedMilliseconds
-            pipeline.finish(decision, warning: nil) { _ in
+            pipeline.finishDeferred(decision, warning: nil) { _ in
                 OutcomeSnapshot(kind: kind, durationMilliseconds: milliseconds)
             }
         }
@@ -161,7 +161,7 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         let requestURL = checked.requestURL
         let redirects = checked.redirectCheck.redirects
         let failure = error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-        pipeline.finish(checked.decision, warning: nil) { decision in
+        pipeline.finishDeferred(checked.decision, warning: nil) { decision in
             // A data task sent unchanged: its URL is the decided request's, redacted in its snapshot.
             let sent = decision.snapshot.url
             return OutcomeSnapshot(
