@@ -253,19 +253,29 @@ struct Interception: AsyncParsableCommand {
     @Option(help: "Requests per session and concurrency (see InterceptionBenchmark.defaultRequests).")
     var interceptionRequests = InterceptionBenchmark.defaultRequests
     @Option(help: "Only this session (direct or audited), for profiling one path.") var only: String?
-    @Option(help: "The audited session's rule set (1k, 10k, all, regex, mix), or none: an empty policy.")
+    @Option(help: "Only this concurrency (1 or 16, say), for profiling one load.") var concurrency: Int?
+    @Option(
+        help:
+            "The audited session's rule set (1k, 10k, all, regex, mix), none (an empty policy), or a folder of rule files."
+    )
     var rules = "10k"
 
     func run() async throws {
         let policy: Policy
+        var isFolder: ObjCBool = false
         if rules == "none" {
             policy = try Policy(parsing: "")
+        } else if FileManager.default.fileExists(atPath: rules, isDirectory: &isFolder), isFolder.boolValue {
+            policy = try Policy(directory: rules)
         } else {
             let (_, sources, _) = try Decisions.ruleSet(rules, data: BenchData(directory: options.data))
             policy = try Policy(sources: sources)
         }
         printInterceptionTable(
-            try await InterceptionBenchmark(policy: policy, requests: interceptionRequests, only: only).run())
+            try await InterceptionBenchmark(
+                policy: policy, requests: interceptionRequests, only: only,
+                concurrencies: concurrency.map { [$0] } ?? [1, 16]
+            ).run())
     }
 }
 
@@ -285,14 +295,14 @@ func printInterceptionTable(_ interception: [InterceptionResult]) {
             "| \(result.label) | \(formatNanoseconds(Double(result.p50))) | \(formatNanoseconds(Double(result.p99))) | "
                 + String(format: "%.0f", result.requestsPerSecond) + " |")
     }
-    if interception.count == 4 {
-        for (direct, audited) in [(interception[0], interception[1]), (interception[2], interception[3])] {
-            print(
-                "\n\(audited.label) vs \(direct.label): p50 "
-                    + String(format: "%+.1f %%", (Double(audited.p50) / Double(direct.p50) - 1) * 100)
-                    + ", requests/s "
-                    + String(format: "%+.1f %%", (audited.requestsPerSecond / direct.requestsPerSecond - 1) * 100))
-        }
+    // Each concurrency measured both ways gives a direct result, then its audited one.
+    for (direct, audited) in zip(interception, interception.dropFirst())
+    where direct.label.hasPrefix("direct") && audited.label.hasPrefix("audited") {
+        print(
+            "\n\(audited.label) vs \(direct.label): p50 "
+                + String(format: "%+.1f %%", (Double(audited.p50) / Double(direct.p50) - 1) * 100)
+                + ", requests/s "
+                + String(format: "%+.1f %%", (audited.requestsPerSecond / direct.requestsPerSecond - 1) * 100))
     }
 }
 

@@ -163,6 +163,8 @@ struct InterceptionBenchmark {
     let requests: Int
     /// Only these sessions ("direct", "audited"), for profiling one path; nil measures both.
     var only: String? = nil
+    /// The concurrencies measured, in order.
+    var concurrencies = [1, 16]
 
     func run() async throws -> [InterceptionResult] {
         let nginx = try LocalNginx()
@@ -181,8 +183,7 @@ struct InterceptionBenchmark {
         _ = try await measure(audited, url: nginx.url, count: 200, concurrency: 1)
         let sessions = [("direct", direct), ("audited", audited)].filter { only == nil || only == $0.0 }
         var results: [InterceptionResult] = []
-        // SEQ_ONLY=1 measures one request at a time only, for profiling.
-        for concurrency in (ProcessInfo.processInfo.environment["SEQ_ONLY"] != nil ? [1] : [1, 16]) {
+        for concurrency in concurrencies {
             let block = 20 * concurrency
             var latencies: [String: [UInt64]] = [:]
             var seconds: [String: Double] = [:]
