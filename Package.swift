@@ -32,9 +32,10 @@ let package = Package(
         .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking", "CLiteralSearch"]),
         .target(name: "CLiteralSearch"),
         .target(name: "CByteClasses"),
+        .target(name: "CSHA256"),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
-        .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking"]),
+        .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking", "CSHA256"]),
         .target(
             name: "AuditPipeline",
             dependencies: [
@@ -85,7 +86,8 @@ let package = Package(
         .testTarget(name: "AuditRegexTests", dependencies: ["AuditRegex"]),
         .testTarget(name: "AuditPolicyTests", dependencies: ["AuditPolicy"], resources: [.copy("Fixtures")]),
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
-        .testTarget(name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline"]),
         .testTarget(
             name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
@@ -101,7 +103,7 @@ let package = Package(
 
 // Strict memory safety for every library and the executable: pointer work is marked `unsafe` in a
 // few small types (PCRE2Code and MatchSubject, the index's SubjectBytes, CandidateList and
-// TokenHashes, JSONLineScanner, SHA256.compress, the log reader's read(2) and memchr,
+// TokenHashes, JSONLineScanner, SHA256's hand-off to CSHA256, the log reader's read(2) and memchr,
 // PlatformInternals), and `.ci/run` fails on any warning about it.
 for target in package.targets
 where (target.type == .regular || target.type == .executable) && target.path?.hasPrefix("Tests") != true

@@ -1,4 +1,5 @@
 import AuditReport
+import CSHA256
 import Foundation
 import Testing
 
@@ -54,6 +55,45 @@ import Testing
     @Test("HMAC-SHA-256 gives the RFC 4231 values", arguments: hmacVectors.map { $0 })
     func rfc4231(_ key: [UInt8], _ message: String, _ mac: String) {
         #expect(hex(SHA256.hmac(key: key, message: Array(message.utf8))) == mac)
+    }
+
+    @Test("SHA-256 of a message fed in pieces of every size from 1 to 130 bytes equals its one-call digest")
+    func piecesEqualWhole() {
+        let message = (0..<700).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        let whole = SHA256.hash(message)
+        for size in 1...130 {
+            var hasher = SHA256()
+            for start in stride(from: 0, to: message.count, by: size) {
+                hasher.update(message[start..<min(start + size, message.count)])
+            }
+            #expect(hasher.finalize() == whole, "pieces of \(size) bytes")
+        }
+    }
+
+    @Test("SHA-256 of a sequence without contiguous storage equals that of the same bytes in an array")
+    func sequenceWithoutContiguousStorage() {
+        let lengths = [0, 1, 55, 56, 63, 64, 65, 200]
+        for length in lengths {
+            let bytes = (0..<length).lazy.map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            #expect(SHA256.hash(bytes) == SHA256.hash(Array(bytes)), "\(length) bytes")
+        }
+    }
+
+    @Test(
+        "The processor's SHA instructions give the portable code's state for 1 to 64 blocks",
+        .enabled(if: csha256_uses_hardware() == 1, "this processor has no SHA instructions"))
+    func hardwareAgreesWithPortable() {
+        var generator = SystemRandomNumberGenerator()
+        for blocks in 1...64 {
+            let data = (0..<(64 * blocks)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var hardware: [UInt32] = [
+                0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
+            ]
+            var portable = hardware
+            csha256_compress(&hardware, data, blocks)
+            csha256_compress_portable(&portable, data, blocks)
+            #expect(hardware == portable, "\(blocks) blocks")
+        }
     }
 
     private func hex(_ bytes: [UInt8]) -> String {

@@ -85,10 +85,17 @@ public struct LogChain: Sendable {
 
     /// `H(hex(previous) + "\n" + body)`, SHA-256 or HMAC-SHA-256 under `key`.
     static func digest(previous: [UInt8], body: some Collection<UInt8>, key: [UInt8]?) -> [UInt8] {
-        var message = previous.hexBytes
-        message.append(UInt8(ascii: "\n"))
-        message += body
-        return key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
+        if let key {
+            var message = previous.hexBytes
+            message.append(UInt8(ascii: "\n"))
+            message += body
+            return SHA256.hmac(key: key, message: message)
+        }
+        var hasher = SHA256()
+        hasher.update(previous.hexBytes)
+        hasher.update(CollectionOfOne(UInt8(ascii: "\n")))
+        hasher.update(body)
+        return hasher.finalize()
     }
 
     /// The chain a log at `path` ends with, to continue it: its last sealed line's number and

@@ -1,60 +1,59 @@
+import CSHA256
+
 /// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) over bytes, for the audit log's hash chain and
 /// the fingerprints of redacted secrets.
 ///
-/// Plain Swift, no pointers: the log's writer hashes each line once, off the network path, and the
-/// tests check the function against the FIPS and RFC 4231 vectors and against Python's `hashlib`
-/// over real log files.
+/// This type keeps the message's last partial block and its length; whole blocks go to the
+/// compression function in C (`CSHA256`), which uses the processor's SHA instructions where it has
+/// them: the log's writer hashes every line, and `audit verify` hashes every line again. The tests
+/// check it against the FIPS and RFC 4231 vectors, against Python's `hashlib` over real log files,
+/// and the processor's instructions against the portable code over 1 to 64 blocks.
 public struct SHA256: Sendable {
+    /// The working state a…h.
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
     )
-    /// Bytes of a block not yet full.
-    private var block: [UInt8] = []
+    /// The bytes of a block not yet full: the first `blockCount`.
+    private var block = InlineArray<64, UInt8>(repeating: 0)
+    private var blockCount = 0
     /// Bytes compressed so far (whole blocks).
     private var length: UInt64 = 0
 
     /// A new hash.
-    public init() {
-        block.reserveCapacity(64)
-    }
+    public init() {}
 
     /// Adds `bytes` to the message.
     public mutating func update(_ bytes: some Sequence<UInt8>) {
-        let input = Array(bytes)
-        var schedule = [UInt32](repeating: 0, count: 64)
-        var index = 0
-        if !block.isEmpty {
-            let take = min(64 - block.count, input.count)
-            block += input[0..<take]
-            index = take
-            guard block.count == 64 else { return }
-            compress(block, at: 0, schedule: &schedule)
-            block.removeAll(keepingCapacity: true)
+        let isDone: Void? = bytes.withContiguousStorageIfAvailable { bytes in
+            unsafe update(UnsafeRawBufferPointer(bytes))
         }
-        while input.count - index >= 64 {
-            compress(input, at: index, schedule: &schedule)
-            index += 64
-        }
-        block += input[index...]
+        guard isDone == nil else { return }
+        let copy = Array(bytes)
+        unsafe copy.withUnsafeBytes { unsafe update($0) }
     }
 
     /// The 32-byte digest of the message so far.
     public func finalize() -> [UInt8] {
         var copy = self
-        let bitLength = (length + UInt64(block.count)) &* 8
-        var tail = block + [0x80]
-        while tail.count % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) {
-            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
-        }
-        copy.block.removeAll()
-        var schedule = [UInt32](repeating: 0, count: 64)
-        for offset in stride(from: 0, to: tail.count, by: 64) { copy.compress(tail, at: offset, schedule: &schedule) }
-        let words = [
-            copy.state.0, copy.state.1, copy.state.2, copy.state.3, copy.state.4, copy.state.5, copy.state.6,
-            copy.state.7,
+        let bitLength = (length + UInt64(blockCount)) &* 8
+        // The padding: 0x80, zeros, and the length in bits in the last 8 bytes of one block, or of
+        // a second when fewer than 9 bytes are left in this one.
+        var tail = InlineArray<128, UInt8>(repeating: 0)
+        for index in 0..<blockCount { tail[index] = block[index] }
+        tail[blockCount] = 0x80
+        let tailCount = blockCount < 56 ? 64 : 128
+        for byte in 0..<8 { tail[tailCount - 1 - byte] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * byte)) }
+        unsafe tail.span.withUnsafeBytes { unsafe copy.compress(UnsafeRawBufferPointer(rebasing: $0[..<tailCount])) }
+        let state = copy.state
+        let words: InlineArray<8, UInt32> = [
+            state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7,
         ]
-        return words.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        return unsafe [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            for index in 0..<32 {
+                unsafe digest[index] = UInt8(truncatingIfNeeded: words[index / 4] >> UInt32(24 - 8 * (index % 4)))
+            }
+            count = 32
+        }
     }
 
     /// The digest of `bytes`.
@@ -75,62 +74,40 @@ public struct SHA256: Sendable {
         return outer.finalize()
     }
 
-    private static let k: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
-    ]
+    /// Adds the bytes of `input`: fills the partial block first, compresses every whole block in
+    /// place, and keeps the rest.
+    private mutating func update(_ input: UnsafeRawBufferPointer) {
+        var rest = unsafe input
+        if blockCount > 0 {
+            let take = min(64 - blockCount, rest.count)
+            for index in 0..<take { block[blockCount + index] = unsafe rest[index] }
+            blockCount += take
+            unsafe rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            guard blockCount == 64 else { return }
+            let full = block
+            unsafe full.span.withUnsafeBytes { unsafe compress($0) }
+            blockCount = 0
+        }
+        let whole = rest.count / 64 * 64
+        if whole > 0 { unsafe compress(UnsafeRawBufferPointer(rebasing: rest[..<whole])) }
+        for index in whole..<rest.count { block[index - whole] = unsafe rest[index] }
+        blockCount = rest.count - whole
+    }
 
-    /// Runs the compression function over the 64 bytes of `data` at `offset`; `w` is scratch
-    /// space for the message schedule (64 words).
+    /// Runs the compression function over `blocks`, a whole number of 64-byte blocks.
     ///
-    /// The one place this type reads through pointers: the block, the schedule and the round
-    /// constants are read without bounds checks (every index is below 64 by construction, and
-    /// `offset + 64 <= data.count` is checked first), which more than doubles the speed.
-    private mutating func compress(_ data: [UInt8], at offset: Int, schedule w: inout [UInt32]) {
-        precondition(offset >= 0 && offset + 64 <= data.count && w.count == 64)
-        length &+= 64
-        var (a, b, c, d, e, f, g, h) = state
-        unsafe data.withUnsafeBufferPointer { bytes in
-            unsafe w.withUnsafeMutableBufferPointer { w in
-                unsafe Self.k.withUnsafeBufferPointer { k in
-                    for i in 0..<16 {
-                        let at = offset + 4 * i
-                        unsafe w[i] =
-                            unsafe UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8
-                            | UInt32(bytes[at + 3])
-                    }
-                    for i in 16..<64 {
-                        let s0 = unsafe w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-                        let s1 = unsafe w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-                        unsafe w[i] = unsafe w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-                    }
-                    for i in 0..<64 {
-                        let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-                        let choice = (e & f) ^ (~e & g)
-                        let t1 = unsafe h &+ s1 &+ choice &+ k[i] &+ w[i]
-                        let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-                        let majority = (a & b) ^ (a & c) ^ (b & c)
-                        let t2 = s0 &+ majority
-                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-                    }
-                }
+    /// Where this type hands pointers to C: the state tuple, eight `UInt32`s laid out in order, is
+    /// read and written as the C function's `uint32_t[8]`.
+    private mutating func compress(_ blocks: UnsafeRawBufferPointer) {
+        precondition(blocks.count % 64 == 0)
+        guard let base = blocks.baseAddress else { return }
+        length &+= UInt64(blocks.count)
+        unsafe withUnsafeMutablePointer(to: &state) { state in
+            unsafe state.withMemoryRebound(to: UInt32.self, capacity: 8) { words in
+                unsafe csha256_compress(words, base.assumingMemoryBound(to: UInt8.self), blocks.count / 64)
             }
         }
-        state = (
-            state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g,
-            state.7 &+ h
-        )
     }
-}
-
-extension UInt32 {
-    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
 }
 
 extension Sequence<UInt8> {
