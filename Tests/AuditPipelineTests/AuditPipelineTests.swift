@@ -25,6 +25,7 @@ import Testing
     @Test("a decision is counted and published once, and its finish builds, publishes and logs one record")
     func oneDecisionOneRecord() async throws {
         let (pipeline, log) = try Self.loggingPipeline()
+        defer { try? FileManager.default.removeItem(at: log) }
         let events = pipeline.events()
         let decision = pipeline.decide(
             AuditRequest(method: "GET", url: "https://api.test/v1?token=abc"), bodyBytes: nil)
@@ -115,6 +116,7 @@ import Testing
     )
     func deferredDecision() async throws {
         let (pipeline, log) = try Self.loggingPipeline()
+        defer { try? FileManager.default.removeItem(at: log) }
         let events = pipeline.events()
         let evaluation = pipeline.evaluate(
             AuditRequest(method: "GET", url: "https://api.test/v1?token=abc"), bodyBytes: 3)
