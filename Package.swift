@@ -33,6 +33,7 @@ let package = Package(
         .target(name: "CLiteralSearch"),
         .target(name: "CByteClasses"),
         .target(name: "CSHA256"),
+        .target(name: "CCurlTransfer"),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
         .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking", "CSHA256"]),
@@ -41,7 +42,8 @@ let package = Package(
             dependencies: [
                 "AuditReport", "AuditPolicy", "AuditLocking", .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
-        .target(name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
+        .target(
+            name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking", "CCurlTransfer"]),
         .target(
             name: "AuditProxy",
             dependencies: [

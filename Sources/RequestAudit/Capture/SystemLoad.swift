@@ -151,17 +151,24 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     private func recordChecked(
         _ checked: CheckedAudit, kind: OutcomeSnapshot.Kind, bytes: Int, task: URLSessionTask?, error: Error?
     ) {
-        let pipeline = checked.pipeline
-        let redaction = pipeline.configuration.redaction
-        let milliseconds = checked.decision.elapsedMilliseconds
         // Foundation's protocol tells a caller without a delegate of its response only on the task.
         let response = kind == .blocked ? nil : task?.response as? HTTPURLResponse
-        let status = response?.statusCode
-        let finalURL = response?.url?.absoluteString
-        let requestURL = checked.requestURL
-        let redirects = checked.redirectCheck.redirects
+        Self.recordChecked(
+            pipeline: checked.pipeline, decision: checked.decision, requestURL: checked.requestURL, kind: kind,
+            status: response?.statusCode, bytes: bytes, finalURL: response?.url?.absoluteString,
+            redirects: checked.redirectCheck.redirects, error: error)
+    }
+
+    /// Hands the record of a data task decided on the session's work queue (loaded here or by a
+    /// ``CurlLoad``) to the pipeline's bookkeeping queue, which builds it from these plain values.
+    static func recordChecked(
+        pipeline: AuditPipeline, decision: AuditPipeline.DeferredDecision, requestURL: String?,
+        kind: OutcomeSnapshot.Kind, status: Int?, bytes: Int, finalURL: String?, redirects: [URL], error: Error?
+    ) {
+        let redaction = pipeline.configuration.redaction
+        let milliseconds = decision.elapsedMilliseconds
         let failure = error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-        pipeline.finishDeferred(checked.decision, warning: nil) { decision in
+        pipeline.finishDeferred(decision, warning: nil) { decision in
             // A data task sent unchanged: its URL is the decided request's, redacted in its snapshot.
             let sent = decision.snapshot.url
             return OutcomeSnapshot(
