@@ -503,7 +503,9 @@ public final class AuditPipeline: Sendable {
                 state.waiters.append(continuation)
                 return false
             }
-            if isIdle { continuation.resume() }
+            if isIdle { return continuation.resume() }
+            // Deferred finishes run at the bookkeeper's next look; this one need not wait for it.
+            bookkeeper.runPending()
         }
     }
 

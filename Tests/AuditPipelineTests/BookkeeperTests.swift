@@ -1,0 +1,110 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AuditPipeline
+
+/// Jobs that ran, in the order they ran.
+private final class Ran: Sendable {
+    private let names = Mutex<[Int]>([])
+
+    func job(_ name: Int) -> @Sendable () -> Void { { self.names.withLock { $0.append(name) } } }
+
+    var all: [Int] { names.withLock { $0 } }
+
+    /// Waits up to `seconds` for `count` jobs to have run.
+    func wait(for count: Int, seconds: Double = 5) async throws -> [Int] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while all.count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        return all
+    }
+}
+
+@Suite struct BookkeeperTests {
+    @Test("jobs handed in from several threads all run, each once, in the order each thread handed them in")
+    func everyJobRunsInOrder() async throws {
+        let bookkeeper = Bookkeeper()
+        let ran = Ran()
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<4 {
+                group.addTask {
+                    for index in 0..<5_000 {
+                        bookkeeper.enqueue(ran.job(thread * 100_000 + index))
+                        if index % 500 == 0 { try? await Task.sleep(for: .milliseconds(3)) }
+                    }
+                }
+            }
+        }
+        let all = try await ran.wait(for: 20_000)
+        #expect(all.count == 20_000)
+        for thread in 0..<4 {
+            let mine = all.filter { $0 / 100_000 == thread }
+            #expect(mine == (0..<5_000).map { thread * 100_000 + $0 })
+        }
+    }
+
+    @Test("a job handed in while jobs flow waits for the next look, not for a wake-up")
+    func jobsWaitForTheLook() async throws {
+        let looks = Mutex<[@Sendable () -> Void]>([])
+        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, look in
+            looks.withLock { $0.append(look) }
+        }
+        let ran = Ran()
+        bookkeeper.enqueue(ran.job(1))
+        #expect(try await ran.wait(for: 1) == [1])
+        bookkeeper.enqueue(ran.job(2))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(ran.all == [1])
+        let look = try #require(looks.withLock { $0.last })
+        look()
+        #expect(ran.all == [1, 2])
+    }
+
+    @Test("when a look never comes, the next job handed in after the grace runs the jobs waiting for it")
+    func lostLookIsRecovered() async throws {
+        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .milliseconds(20)) { _, _, _ in }
+        let ran = Ran()
+        bookkeeper.enqueue(ran.job(1))
+        #expect(try await ran.wait(for: 1) == [1])
+        bookkeeper.enqueue(ran.job(2))
+        try await Task.sleep(for: .milliseconds(60))
+        #expect(ran.all == [1])
+        bookkeeper.enqueue(ran.job(3))
+        #expect(try await ran.wait(for: 3) == [1, 2, 3])
+    }
+
+    @Test("runPending runs the jobs waiting for a look that never comes")
+    func runPendingRunsWaitingJobs() async throws {
+        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, _ in }
+        let ran = Ran()
+        bookkeeper.enqueue(ran.job(1))
+        #expect(try await ran.wait(for: 1) == [1])
+        bookkeeper.enqueue(ran.job(2))
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(ran.all == [1])
+        bookkeeper.runPending()
+        #expect(try await ran.wait(for: 2) == [1, 2])
+    }
+
+    @Test("a look that arrives after a wake-up ran its jobs finds nothing to run twice")
+    func lateLookRunsNothingTwice() async throws {
+        let looks = Mutex<[@Sendable () -> Void]>([])
+        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, look in
+            looks.withLock { $0.append(look) }
+        }
+        let ran = Ran()
+        bookkeeper.enqueue(ran.job(1))
+        _ = try await ran.wait(for: 1)
+        bookkeeper.enqueue(ran.job(2))
+        bookkeeper.runPending()
+        _ = try await ran.wait(for: 2)
+        let first = try #require(looks.withLock { $0.first })
+        bookkeeper.enqueue(ran.job(3))
+        first()
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(ran.all == [1, 2])
+        bookkeeper.runPending()
+        #expect(try await ran.wait(for: 3) == [1, 2, 3])
+    }
+}
