@@ -36,26 +36,30 @@ final class Bookkeeper: Sendable {
     /// Nanoseconds after a run is arranged past which a job handed in wakes the queue itself.
     private let wakeAfter: UInt64
     private let scheduleLook: LookScheduler
+    /// The uptime clock in nanoseconds.
+    private let now: @Sendable () -> UInt64
 
     /// A bookkeeper that looks for new jobs every `interval` while jobs flow, and is woken by a job
     /// handed in once a look is `grace` overdue. `scheduleLook` arranges each look (a dispatch
-    /// timer by default).
+    /// timer by default); `now` reads the uptime clock in nanoseconds.
     init(
         interval: DispatchTimeInterval = .milliseconds(2), grace: DispatchTimeInterval = .milliseconds(20),
         scheduleLook: @escaping LookScheduler = { queue, delay, look in
             queue.asyncAfter(deadline: .now() + delay, execute: look)
-        }
+        },
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
     ) {
         self.interval = interval
         wakeAfter = Self.nanoseconds(interval) + Self.nanoseconds(grace)
         self.scheduleLook = scheduleLook
+        self.now = now
     }
 
     /// Queues `job` to run after every job handed in before it.
     func enqueue(_ job: @escaping Job) {
         let isWaking = state.withLock { state in
             state.jobs.append(job)
-            guard !state.isScheduled || DispatchTime.now().uptimeNanoseconds > state.wakeDeadline else { return false }
+            guard !state.isScheduled || now() > state.wakeDeadline else { return false }
             state.isScheduled = true
             state.wakeDeadline = .max
             return true
@@ -83,7 +87,7 @@ final class Bookkeeper: Sendable {
         for job in jobs { job() }
         let next = state.withLock { state in
             state.look &+= 1
-            state.wakeDeadline = DispatchTime.now().uptimeNanoseconds + wakeAfter
+            state.wakeDeadline = now() + wakeAfter
             return state.look
         }
         scheduleLook(queue, interval) { self.run(look: next) }

@@ -14,12 +14,26 @@ private final class Ran: Sendable {
     var all: [Int] { names.withLock { $0 } }
 
     /// Waits up to `seconds` for `count` jobs to have run.
-    func wait(for count: Int, seconds: Double = 5) async throws -> [Int] {
+    func wait(for count: Int, seconds: Double = 30) async throws -> [Int] {
         let deadline = Date().addingTimeInterval(seconds)
         while all.count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
         return all
     }
 }
+
+/// A clock the test moves by hand, so that whether a look is overdue never depends on how busy the machine is.
+private final class ManualClock: Sendable {
+    private let nanoseconds = Atomic<UInt64>(1_000_000_000)
+
+    var read: @Sendable () -> UInt64 { { self.nanoseconds.load(ordering: .relaxed) } }
+
+    func advance(by duration: Duration) {
+        nanoseconds.add(UInt64(duration.components.seconds) * 1_000_000_000, ordering: .relaxed)
+    }
+}
+
+/// Arranges no look at all: a timer that never fires.
+private let neverLook: Bookkeeper.LookScheduler = { _, _, _ in }
 
 @Suite struct BookkeeperTests {
     @Test("jobs handed in from several threads all run, each once, in the order each thread handed them in")
@@ -47,9 +61,8 @@ private final class Ran: Sendable {
     @Test("a job handed in while jobs flow waits for the next look, not for a wake-up")
     func jobsWaitForTheLook() async throws {
         let looks = Mutex<[@Sendable () -> Void]>([])
-        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, look in
-            looks.withLock { $0.append(look) }
-        }
+        let clock = ManualClock()
+        let bookkeeper = Bookkeeper(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
         let ran = Ran()
         bookkeeper.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
@@ -63,20 +76,23 @@ private final class Ran: Sendable {
 
     @Test("when a look never comes, the next job handed in after the grace runs the jobs waiting for it")
     func lostLookIsRecovered() async throws {
-        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .milliseconds(20)) { _, _, _ in }
+        let clock = ManualClock()
+        let bookkeeper = Bookkeeper(grace: .milliseconds(20), scheduleLook: neverLook, now: clock.read)
         let ran = Ran()
         bookkeeper.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
         bookkeeper.enqueue(ran.job(2))
-        try await Task.sleep(for: .milliseconds(60))
+        try await Task.sleep(for: .milliseconds(50))
         #expect(ran.all == [1])
+        clock.advance(by: .seconds(1))
         bookkeeper.enqueue(ran.job(3))
         #expect(try await ran.wait(for: 3) == [1, 2, 3])
     }
 
     @Test("runPending runs the jobs waiting for a look that never comes")
     func runPendingRunsWaitingJobs() async throws {
-        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, _ in }
+        let clock = ManualClock()
+        let bookkeeper = Bookkeeper(scheduleLook: neverLook, now: clock.read)
         let ran = Ran()
         bookkeeper.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
@@ -90,9 +106,8 @@ private final class Ran: Sendable {
     @Test("a look that arrives after a wake-up ran its jobs finds nothing to run twice")
     func lateLookRunsNothingTwice() async throws {
         let looks = Mutex<[@Sendable () -> Void]>([])
-        let bookkeeper = Bookkeeper(interval: .milliseconds(2), grace: .seconds(60)) { _, _, look in
-            looks.withLock { $0.append(look) }
-        }
+        let clock = ManualClock()
+        let bookkeeper = Bookkeeper(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
         let ran = Ran()
         bookkeeper.enqueue(ran.job(1))
         _ = try await ran.wait(for: 1)
