@@ -12,8 +12,8 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
 	fi
 
-## What the tests use besides Swift: nginx, openssl, curl, chromium and prometheus (apt-get), Python requests and
-## opentelemetry-proto (pip);
+## What the tests use besides Swift: nginx, openssl, curl, chromium and prometheus (apt-get), Python requests,
+## opentelemetry-proto and ada-url (pip);
 ## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
 test-deps: deps
 	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
@@ -25,6 +25,7 @@ test-deps: deps
 	@python3 -c "import requests" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore requests
 	@python3 -c "import opentelemetry.proto" 2>/dev/null \
 		|| python3 -m pip install -q --root-user-action=ignore opentelemetry-proto
+	@python3 -c "import ada_url" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore ada-url
 
 build: deps
 	$(SWIFT) build

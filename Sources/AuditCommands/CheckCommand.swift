@@ -12,6 +12,9 @@ struct CheckCommand: ParsableCommand {
             Each line of output is: VERDICT METHOD URL, then rule=, message=, redirect=, recorded= and
             errors= where they apply. With --json, one JSON object per line with the keys url, method,
             verdict, rule, message, redirect, recorded and errors.
+            With --explain, each request is followed by the canonical form of its URL, which is what
+            every rule sees, and what canonicalizing changed (or why the URL is invalid); with --json,
+            the keys canonical, changes and invalid are added.
             """
     )
 
@@ -26,6 +29,9 @@ struct CheckCommand: ParsableCommand {
 
     @Flag(name: .long, help: "Print one JSON object per line.")
     var json = false
+
+    @Flag(name: .long, help: "Show the canonical URL the rules see and what changed.")
+    var explain = false
 
     @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
     var onError = MatchErrorHandling.block
@@ -61,7 +67,24 @@ struct CheckCommand: ParsableCommand {
             }
         for request in requests {
             let verdict = policy.evaluate(request, onError: onError)
-            CommandOutput.line(json ? try CheckRecord(request, verdict).jsonLine() : Self.textLine(request, verdict))
+            if json {
+                var record = CheckRecord(request, verdict)
+                if explain { record.addExplanation(of: request) }
+                CommandOutput.line(try record.jsonLine())
+            } else {
+                CommandOutput.line(Self.textLine(request, verdict))
+                if explain { CommandOutput.line(Self.explanation(of: request)) }
+            }
+        }
+    }
+
+    /// `  canonical: URL` and `  changed: …` (or `  invalid: why`), for `--explain`.
+    static func explanation(of request: AuditRequest) -> String {
+        switch request.canonicalURL {
+        case .success(let url):
+            "  canonical: \(url.string)\n  changed:   \(url.changes)"
+        case .failure(let rejection):
+            "  invalid:   \(rejection.reason)"
         }
     }
 
@@ -113,7 +136,23 @@ struct CheckRecord {
         case object(CheckRecord?)
     }
 
-    let fields: [(key: String, value: Value)]
+    private(set) var fields: [(key: String, value: Value)]
+
+    /// Adds `canonical`, `changes` and `invalid` for `--explain`.
+    mutating func addExplanation(of request: AuditRequest) {
+        switch request.canonicalURL {
+        case .success(let url):
+            fields += [
+                ("canonical", .value(url.string)), ("changes", .value(url.changes.phrases)),
+                ("invalid", .value(String?.none)),
+            ]
+        case .failure(let rejection):
+            fields += [
+                ("canonical", .value(String?.none)), ("changes", .value([String]())),
+                ("invalid", .value(rejection.reason)),
+            ]
+        }
+    }
 
     init(_ request: AuditRequest, _ verdict: Verdict) {
         fields = [

@@ -27,7 +27,8 @@ import Testing
             "https://news.test#doubleclick.net",
             "doubleclick.net/x",
             "//doubleclick.net/x",
-            "https:doubleclick.net",
+            "https://user.doubleclick.net@other.test/",
+            "https://doubleclick.net@other.test/",
         ])
     func elsewhereIsNoCandidate(url: String) throws {
         let policy = try Self.policy()
@@ -46,8 +47,9 @@ import Testing
             "http:/doubleclick.net",
             "svn+ssh:///g.doubleclick.net#top",
             "https://user:secret@ads.doubleclick.net/",
-            "https://user.doubleclick.net@other.test/",
-            "https://doubleclick.net@other.test/",
+            "https:doubleclick.net",
+            "https:\\\\doubleclick.net.",
+            "https://%64oubleclick.net/",
         ])
     func authoritySpellingsMatch(url: String) throws {
         let policy = try Self.policy()

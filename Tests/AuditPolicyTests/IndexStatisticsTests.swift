@@ -38,7 +38,7 @@ import Testing
     @Test("a Kelvin sign in the request makes every rule of the field a candidate")
     func kelvinSign() throws {
         let policy = try Policy(parsing: "[block]\nr /kit/\n[block] field=host\nh ^other\\.test$", file: "k.rules")
-        let request = AuditRequest(url: "https://a.test/\u{212A}it/")
+        let request = AuditRequest(url: "app://a.test/\u{212A}it/")
         #expect(policy.candidateRules(for: request).map(\.id) == ["k/r"])
         #expect(policy.evaluate(request).rule?.id == "k/r")
     }

@@ -23,7 +23,7 @@ import Testing
             ("http://a.test/", ["infix/ttp"]),
             ("https://a.test/AQ7Xb", ["infix/ttp", "infix/qx"]),
             ("ftp://a.test/?v=q7x", ["infix/qx"]),
-            ("ftp://a.test/#zzQ7X", ["infix/qx"]),
+            ("ftp://a.test/?zzQ7X", ["infix/qx"]),
             ("https://a.b/xxxxxxxxQ7Xxxxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),
             ("https://a.b/xyzQ7Xxxxxxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),
             ("https://a.b/xyzq7-q7Q7xxxxxxxxxxxx", ["infix/ttp", "infix/qx"]),

@@ -24,9 +24,9 @@ import Testing
         let policy = try Policy(
             parsing: #"""
                 [respond 200] body="{\"q\":\"$1\"}" type=application/json
-                search ^https://api\.test/search\?q=(.*)$
+                search ^api://api\.test/search\?q=(.*)$
                 """#, file: "local.rules")
-        let verdict = policy.verdict(#"https://api.test/search?q=a"b\c"#)
+        let verdict = policy.verdict(#"api://api.test/search?q=a"b\c"#)
         let body = try #require(verdict.response?.body)
         #expect(String(decoding: body, as: UTF8.self) == #"{"q":"a\"b\\c"}"#)
         let decoded = try JSONSerialization.jsonObject(with: Data(body)) as? [String: String]

@@ -200,11 +200,11 @@ import Testing
     @Test(
         "caseless letters match their Unicode folds, which shortcuts leave to PCRE2",
         arguments: [
-            ("[a-z]{5,}\\.js", "https://a.test/\u{212A}\u{212A}\u{212A}\u{212A}\u{212A}.js"),
-            ("kit[0-9]{3}", "https://a.test/\u{212A}it123"),
+            ("[a-z]{5,}\\.js", "app://a.test/\u{212A}\u{212A}\u{212A}\u{212A}\u{212A}.js"),
+            ("kit[0-9]{3}", "app://a.test/\u{212A}it123"),
             ("\u{17F}tatic", "https://static.test/"),
-            ("^(?!.*(kit)).*$", "https://a.test/\u{212A}IT"),
-            ("\\/sk$", "https://a.test/\u{17F}\u{212A}"),
+            ("^(?!.*(kit)).*$", "app://a.test/\u{212A}IT"),
+            ("\\/sk$", "app://a.test/\u{17F}\u{212A}"),
         ])
     func unicodeFolding(pattern: String, url: String) throws {
         let policy = try Policy(parsing: "[block]\nfold \(pattern)\n", file: "fold.rules")
@@ -313,7 +313,7 @@ import Testing
         arguments: [
             (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.com/cart", true),
             (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.org/cart", false),
-            (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.com", false),
+            (":\\/\\/[^\\s]+(.club|.com)\\/", "https://shop.example.com:8080", false),
             ("^https?:\\/\\/[^\\/]+\\/[a-z]+\\/\\d+$", "https://a.test/b/12", true),
             ("^https?:\\/\\/[^\\/]+\\/[a-z]+\\/\\d+$", "https://a.test/b/c/12", false),
             ("^https?:\\/\\/[^\\/]+\\/[a-z]+\\/\\d+$", "https://a.test/b/12x", false),
@@ -375,6 +375,6 @@ import Testing
         let policy = try Policy(parsing: "[block]\naccent [éü]{2,}\n", file: "accent.rules")
         #expect(policy.indexStatistics.byShape == 1)
         #expect(policy.evaluate(AuditRequest(url: "https://cafe.test/caf")).action == .pass)
-        #expect(policy.evaluate(AuditRequest(url: "https://cafe.test/caféé")).action == .block)
+        #expect(policy.evaluate(AuditRequest(url: "app://cafe.test/caféé")).action == .block)
     }
 }

@@ -19,12 +19,16 @@ extension Policy {
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         CandidateList.withEmptyList { candidates in
-            let isCollectedFromURL = index.collectCandidates(forURLOf: request, into: &candidates)
+            // Most URLs are sent canonical: then the index scans them as sent.
+            let isCanonical = URLParts.isCanonical(request.url)
+            let isCollectedFromURL = isCanonical && index.collectCandidates(forURLOf: request, into: &candidates)
             // Most requests: no rule can match, and no subject is made or dropped.
             if isCollectedFromURL, candidates.isEmpty { return Verdict(action: .pass) }
             var subjects = RequestSubjects()
+            if !isCanonical, let rejection = subjects.rejection(of: request) { return Verdict.refusing(rejection) }
             if !isCollectedFromURL {
-                index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
+                index.collectCandidates(
+                    for: request, isURLCanonical: isCanonical, subjects: &subjects, into: &candidates)
             }
             index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
             // No rule can match: the verdict `decide` would reach, without its bookkeeping.
@@ -39,6 +43,7 @@ extension Policy {
     /// large policies.
     public func evaluateEveryRule(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
         var subjects = RequestSubjects()
+        if let rejection = subjects.rejection(of: request) { return Verdict.refusing(rejection) }
         return CandidateList.withEmptyList { everyRule in
             for index in rules.indices { everyRule.append(Int32(truncatingIfNeeded: index)) }
             return decide(request, candidates: everyRule, subjects: &subjects, onError: onError)

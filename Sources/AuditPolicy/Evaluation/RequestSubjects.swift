@@ -19,6 +19,7 @@ struct RequestSubjects {
         var host: MatchSubject?
         var path: MatchSubject?
         var query: MatchSubject?
+        var userinfo: MatchSubject?
         var method: MatchSubject?
         var headers: [String: MatchSubject] = [:]
     }
@@ -30,7 +31,12 @@ struct RequestSubjects {
         return made
     }
 
-    /// The URL split and normalized, made on first use: most requests are decided without it.
+    /// Why `request`'s URL is invalid, or nil when it is valid.
+    mutating func rejection(of request: AuditRequest) -> URLRejection? {
+        parts(of: request).rejection
+    }
+
+    /// The URL split and canonicalized, made on first use: most requests are decided without it.
     private mutating func parts(of request: AuditRequest) -> URLParts {
         let others = othersMade()
         if let parts = others.parts { return parts }
@@ -52,7 +58,7 @@ struct RequestSubjects {
         return try pattern.matches(subject)
     }
 
-    /// Whether `pattern` matches `request`'s URL (normalized).
+    /// Whether `pattern` matches `request`'s URL (canonical).
     mutating func matchesURL(_ pattern: Pattern, of request: AuditRequest) throws(PatternError) -> Bool {
         makeURL(of: request)
         return try pattern.matches(url)
@@ -61,9 +67,9 @@ struct RequestSubjects {
     /// Makes the URL's subject if it is not made yet.
     private mutating func makeURL(of request: AuditRequest) {
         guard !hasURL else { return }
-        // Most URLs are sent normalized: then the subject is the URL itself, not a copy.
+        // Most URLs are sent canonical: then the subject is the URL itself, not a copy.
         url =
-            URLParts.isNormalized(request.url)
+            URLParts.isCanonical(request.url)
             ? MatchSubject(request.url) : MatchSubject(bytes: parts(of: request).normalizedBytes)
         hasURL = true
     }
@@ -92,6 +98,10 @@ struct RequestSubjects {
                 others.query = MatchSubject(bytes: Array(parts.normalizedBytes[parts.queryRange]))
             }
             return others.query
+        case .userinfo:
+            let others = othersMade()
+            if others.userinfo == nil { others.userinfo = MatchSubject(bytes: parts(of: request).userinfo) }
+            return others.userinfo
         case .method:
             let others = othersMade()
             if others.method == nil { others.method = MatchSubject(request.method) }

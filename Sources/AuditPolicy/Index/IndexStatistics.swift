@@ -77,7 +77,9 @@ extension Policy {
     public func candidateRules(for request: AuditRequest) -> [Rule] {
         var subjects = RequestSubjects()
         return CandidateList.withEmptyList { candidates in
-            index.collectCandidates(for: request, subjects: &subjects, into: &candidates)
+            index.collectCandidates(
+                for: request, isURLCanonical: URLParts.isCanonical(request.url), subjects: &subjects,
+                into: &candidates)
             index.shortcuts.answer(&candidates, for: request, subjects: &subjects)
             return candidates.rules.map { rules[Int($0 & ~CandidateList.matchesForSure)] }
         }

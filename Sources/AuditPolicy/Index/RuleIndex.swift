@@ -88,12 +88,16 @@ struct RuleIndex: Sendable {
     }
 
     /// Adds to `candidates` the index of every rule that may match, ascending and without repeats.
+    ///
+    /// A canonical URL is scanned as sent; any other, in its canonical form.
     func collectCandidates(
-        for request: AuditRequest, subjects: inout RequestSubjects, into candidates: inout CandidateList
+        for request: AuditRequest, isURLCanonical: Bool, subjects: inout RequestSubjects,
+        into candidates: inout CandidateList
     ) {
         for group in groups {
-            // An ASCII URL is scanned as sent (see collectCandidates(forURLOf:into:)).
-            if group.field == .url, group.collect(in: request.url.utf8.span, into: &candidates, requiringASCII: true) {
+            if isURLCanonical, group.field == .url,
+                group.collect(in: request.url.utf8.span, into: &candidates, requiringASCII: true)
+            {
                 continue
             }
             guard let subject = subjects.subject(for: group.field, of: request) else { continue }
@@ -102,14 +106,9 @@ struct RuleIndex: Sendable {
         candidates.sortWithoutRepeats(ruleCount: ruleCount)
     }
 
-    /// ``collectCandidates(for:subjects:into:)`` without building any subject, for the common case of
-    /// a policy whose rules all read the URL and a request whose URL is ASCII; in every other case,
-    /// returns false having added nothing.
-    ///
-    /// An ASCII URL's tokens include every token of its normalized form (normalizing only
-    /// lower-cases scheme and host and drops a default port and the fragment, each set off by
-    /// separators), so its raw bytes can be scanned without building the normalized copy: more
-    /// candidates at worst, never fewer. PCRE2 still matches the normalized URL.
+    /// ``collectCandidates(for:isURLCanonical:subjects:into:)`` without building any subject, for the
+    /// common case of a policy whose rules all read the URL and a request whose URL is canonical
+    /// (the caller has checked); in every other case, returns false having added nothing.
     func collectCandidates(forURLOf request: AuditRequest, into candidates: inout CandidateList) -> Bool {
         guard groups.count == 1, groups[0].field == .url else { return false }
         let group = groups[0]

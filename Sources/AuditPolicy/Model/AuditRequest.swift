@@ -88,16 +88,21 @@ public struct AuditRequest: Sendable, Hashable, Codable, CustomReflectable {
         try container.encode(headers, forKey: .headers)
     }
 
-    /// The URL rules with `field=url` see: scheme and host lower-cased, the scheme's default port
-    /// removed, the fragment dropped; user info, path and query kept exactly as sent.
+    /// The URL rules with `field=url` see: the canonical form (see ``CanonicalURL``), or the URL as
+    /// written when it is invalid.
     ///
-    /// `HTTPS://Shop.Example.COM:443/Cart?id=1#top` becomes `https://shop.example.com/Cart?id=1`.
-    public var normalizedURL: String { URLParts(url).normalized }
+    /// `HTTPS://Shop.Example.COM.:443/a/../Cart?%69d=1#top` becomes `https://shop.example.com/Cart?id=1`.
+    public var normalizedURL: String { URLParts.isCanonical(url) ? url : URLParts(url).normalized }
 
-    /// The host rules with `field=host` see: lower-cased, no port, no IPv6 brackets.
+    /// The URL in canonical form, or why it is invalid.
+    public var canonicalURL: Result<CanonicalURL, URLRejection> {
+        Result { () throws(URLRejection) in try CanonicalURL(url) }
+    }
+
+    /// The host rules with `field=host` see: canonical, no port, no IPv6 brackets.
     public var host: String { URLParts(url).host }
 
-    /// The URL's path as sent (empty when it has none), without the query.
+    /// The URL's canonical path (`/` for an http(s) URL without one), without the query.
     public var path: String {
         let parts = URLParts(url)
         return String(decoding: parts.normalizedBytes[parts.pathRange], as: UTF8.self)

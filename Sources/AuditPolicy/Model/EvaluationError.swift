@@ -8,6 +8,8 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
         case matchFailed(PatternError)
         /// The redirect target, after substitution, is not an absolute http(s) URL.
         case invalidRedirectTarget(String)
+        /// The request's URL is invalid (WHATWG URL Standard): it is refused whatever the rules say.
+        case invalidURL(URLRejection)
     }
 
     /// The full id of the rule.
@@ -26,6 +28,7 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
         switch reason {
         case .matchFailed(let error): "\(ruleID): \(error)"
         case .invalidRedirectTarget(let target): "\(ruleID): redirect target '\(target)' is not an absolute http(s) URL"
+        case .invalidURL(let rejection): rejection.description
         }
     }
 }

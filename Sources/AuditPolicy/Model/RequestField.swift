@@ -2,10 +2,11 @@
 ///
 /// | field | subject |
 /// |---|---|
-/// | `url` (default) | the normalized URL (see ``AuditRequest/normalizedURL``) |
-/// | `host` | the host, lower-cased, without port or IPv6 brackets |
-/// | `path` | the path as sent, `/` when the URL has none |
-/// | `query` | the query as sent, without `?`; empty when there is none |
+/// | `url` (default) | the canonical URL (see ``AuditRequest/normalizedURL``) |
+/// | `host` | the canonical host: IDNA-mapped lower-case ASCII, no trailing dot, IPv4 as four decimal parts, IPv6 compressed without brackets |
+/// | `path` | the canonical path: dot segments resolved, repeated slashes merged, escapes of unreserved characters decoded |
+/// | `query` | the canonical query, without `?`; empty when there is none |
+/// | `userinfo` | the user info as written (`user:password`), empty when there is none |
 /// | `method` | the method, upper-cased |
 /// | `header:NAME` | the header's value; several values joined with `, `; a rule never matches a missing header |
 public enum RequestField: Sendable, Hashable, CustomStringConvertible {
@@ -17,6 +18,8 @@ public enum RequestField: Sendable, Hashable, CustomStringConvertible {
     case path
     /// The query string.
     case query
+    /// The user name and password of the URL's authority.
+    case userinfo
     /// The HTTP method.
     case method
     /// A header, by case-insensitive name (stored lower-cased).
@@ -29,6 +32,7 @@ public enum RequestField: Sendable, Hashable, CustomStringConvertible {
         case "host": self = .host
         case "path": self = .path
         case "query": self = .query
+        case "userinfo": self = .userinfo
         case "method": self = .method
         default:
             guard option.hasPrefix("header:") else { return nil }
@@ -45,6 +49,7 @@ public enum RequestField: Sendable, Hashable, CustomStringConvertible {
         case .host: "host"
         case .path: "path"
         case .query: "query"
+        case .userinfo: "userinfo"
         case .method: "method"
         case .header(let name): "header:\(name)"
         }

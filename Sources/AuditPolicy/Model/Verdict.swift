@@ -74,6 +74,17 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     /// Whether the request must not reach the network as sent.
     public var isBlocking: Bool { action == .block }
 
+    /// A `block` verdict for a request whose URL is invalid: no rule decides it.
+    public static func refusing(_ rejection: URLRejection) -> Verdict {
+        Verdict(action: .block, errors: [EvaluationError(ruleID: "-", reason: .invalidURL(rejection))])
+    }
+
+    /// Why the request's URL was refused as invalid, when it was.
+    public var urlRejection: URLRejection? {
+        for error in errors { if case .invalidURL(let rejection) = error.reason { return rejection } }
+        return nil
+    }
+
     /// Whether any match failed.
     public var hasErrors: Bool { rare?.errors.isEmpty == false }
 
@@ -82,6 +93,7 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         var text = action.rawValue
         if let rule { text += " by \(rule.id)" }
+        if rule == nil, let urlRejection { text += " (\(urlRejection))" }
         if let redirectTarget { text += " -> \(redirectTarget)" }
         if let response { text += " (\(response.summary))" }
         return text
