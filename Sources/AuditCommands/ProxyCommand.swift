@@ -54,6 +54,11 @@ struct ProxyCommand: AsyncParsableCommand {
         name: .long, help: "A shadow policy folder: decided beside the live one, never enforced, differences recorded.")
     var shadow: String?
 
+    @Option(
+        name: .customLong("connect-port"),
+        help: "A port CONNECT may open a tunnel to (repeatable; default 443; 'any' for every port).")
+    var connectPorts: [String] = []
+
     @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
     var watch = false
 
@@ -79,11 +84,25 @@ struct ProxyCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try Self.hostAndPort(listen)
+        _ = try allowedConnectPorts()
         if let metrics { _ = try Self.hostAndPort(metrics, option: "--metrics") }
         if let otlpEndpoint, URL(string: otlpEndpoint)?.scheme?.hasPrefix("http") != true {
             throw ValidationError("--otlp-endpoint: expected an http(s) URL, got '\(otlpEndpoint)'")
         }
         if otlpNeverDrop, otlpSpool == nil { throw ValidationError("--otlp-never-drop needs --otlp-spool DIR") }
+    }
+
+    /// The ports of `--connect-port` (nil: any), 443 when none is given.
+    func allowedConnectPorts() throws -> Set<Int>? {
+        if connectPorts.contains("any") { return nil }
+        guard !connectPorts.isEmpty else { return [443] }
+        return Set(
+            try connectPorts.map { text in
+                guard let port = Int(text), (1...65_535).contains(port) else {
+                    throw ValidationError("--connect-port: expected a port from 1 to 65535 or 'any', got '\(text)'")
+                }
+                return port
+            })
     }
 
     /// `HOST:PORT` split, or a usage error naming the option.
@@ -103,6 +122,7 @@ struct ProxyCommand: AsyncParsableCommand {
         var configuration = ProxyConfiguration()
         (configuration.host, configuration.port) = try Self.hostAndPort(listen)
         configuration.warnings = warn
+        configuration.connectPorts = try allowedConnectPorts()
         configuration.maximumConnections = maximumConnections
         configuration.pipeline.logPath = log
         configuration.pipeline.logRotation = LogRotation(

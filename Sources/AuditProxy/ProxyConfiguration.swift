@@ -30,6 +30,9 @@ public struct ProxyConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// How long a graceful stop waits for requests and tunnels in flight before closing them.
     public var drainTimeout: Duration = .seconds(10)
+    /// The ports a CONNECT may open a tunnel to (nil: any). Only 443 by default: a tunnel to a plain
+    /// HTTP port would carry requests nobody decided.
+    public var connectPorts: Set<Int>? = [443]
     /// Event loop threads (default: one per core).
     public var threads = System.coreCount
 

@@ -28,7 +28,14 @@ struct ProxyDenial: Encodable, Sendable {
     static let ruleHeader = "X-Request-Audit-Rule"
 
     static func blocked(_ decision: AuditPipeline.Decision) -> ProxyDenial {
-        ProxyDenial(
+        if let rejection = decision.verdict.urlRejection {
+            return ProxyDenial(
+                error: "invalid-url", rule: nil, category: nil, message: rejection.description,
+                requestID: decision.id.uuidString,
+                hint: "the WHATWG URL Standard calls this URL invalid, so no rule can tell which server or resource "
+                    + "it names; it was not sent", acknowledge: nil)
+        }
+        return ProxyDenial(
             error: "blocked", rule: decision.decision.rule, category: decision.decision.category,
             message: decision.decision.message, requestID: decision.id.uuidString,
             hint: "the audit policy blocks this request; it was not sent", acknowledge: nil)

@@ -41,6 +41,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let forwardedURL: String
         let version: HTTPVersion
         let isClientKeepAlive: Bool
+        let expectsContinue: Bool
         var isRequestEnded = false
         var isResponseStarted = false
         var isResponseEnded = false
@@ -59,7 +60,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             self.target = target
             self.forwardedURL = forwardedURL
             self.version = head.version
-            self.isClientKeepAlive = head.isKeepAlive
+            // After an upgrade request that is not spliced (refused by the server, or h2c, which is
+            // not made) the connection closes: its decoder reads no more requests.
+            self.isClientKeepAlive = head.isKeepAlive && !head.headers.contains(name: "upgrade")
+            self.expectsContinue = head.expectsContinue
         }
     }
 
@@ -129,7 +133,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case (.answered(let closeAfter), .end):
             if closeAfter {
                 state = .done
-                context.close(promise: nil)
+                Self.closeGracefully(context.channel)
             } else {
                 state = .idle
                 http.connectionGuard.waitForNextHead()
@@ -205,10 +209,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Plain HTTP
 
     private func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let hasBody = head.hasBody
-        guard let requested = ProxyTarget(absoluteURI: head.uri) else {
+        guard ProxyTarget.isAbsoluteHTTP(head.uri) else {
             services.value.report("\(context.remoteAddressText): 400 not a proxy request: \(head.method) \(head.uri)")
-            state = .answered(closeAfter: hasBody || !head.isKeepAlive)
+            state = .answered(closeAfter: true)
             writeProblem(
                 .badRequest,
                 .problem(
@@ -217,20 +220,47 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 close: false, context: context)
             return
         }
+        // The request the server acts on is the canonical one, sent to the URI's host: a Host header
+        // that names another server, or two of them, would have the server act on a request
+        // nobody decided.
+        let requested = ProxyTarget(absoluteURI: head.uri)
+        let hosts = head.headers["host"]
+        let isHostContradicted = hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false }
+        if hosts.count > 1 || isHostContradicted == true {
+            let problem =
+                hosts.count > 1
+                ? "the request has \(hosts.count) Host headers"
+                : "the Host header '\(hosts.first ?? "")' names another server than the request URI '\(head.uri)'"
+            services.value.report("\(context.remoteAddressText): 400 \(problem)")
+            state = .answered(closeAfter: true)
+            writeProblem(.badRequest, .problem("bad-request", problem), close: false, context: context)
+            return
+        }
         let request = AuditRequest(
-            method: head.method.rawValue, url: requested.httpURL,
+            method: head.method.rawValue, url: head.uri,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let decision = pipeline.decide(
             request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) })
         guard let (warning, redirected) = admit(decision, head: head, canRedirect: true, context: context) else {
             return
         }
+        // Decided, so valid: an invalid URL is refused by the policy.
+        guard let requested else {
+            finish(
+                Exchange(
+                    decision: decision, warning: warning, target: ProxyTarget.unknown, forwardedURL: "", head: head),
+                kind: .failure, error: "not an http URL")
+            state = .answered(closeAfter: true)
+            writeProblem(
+                .badRequest, .problem("bad-request", "not an http URL: '\(head.uri)'"), close: false, context: context)
+            return
+        }
         let target = redirected ?? requested
         let exchange = Exchange(
             decision: decision, warning: warning, target: target,
             forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
-        exchange.isUpgrade = head.headers.contains(name: "upgrade")
-        let upstreamHead = Self.upstreamHead(head, target: target, isRedirected: redirected != nil)
+        exchange.isUpgrade = head.headers.contains(name: "upgrade") && !Self.isH2CUpgrade(head.headers)
+        let upstreamHead = Self.upstreamHead(head, target: target)
         if let upstream, upstream.authority == target.authority, upstream.channel.isActive {
             state = .forwarding(exchange, upstream)
             upstream.handler.owner = self
@@ -315,7 +345,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             outcome: OutcomeSnapshot(
                 kind: .responded, status: response.status, bytes: body.count,
                 durationMilliseconds: decision.elapsedMilliseconds))
-        let closeAfter = head.hasBody || !head.isKeepAlive
+        let closeAfter = head.closesAfterAnswer
         state = .answered(closeAfter: closeAfter)
         var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
@@ -363,19 +393,34 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         return kept
     }
 
-    private static func upstreamHead(_ head: HTTPRequestHead, target: ProxyTarget, isRedirected: Bool)
+    private static func upstreamHead(_ head: HTTPRequestHead, target: ProxyTarget)
         -> HTTPRequestHead
     {
-        var headers = endToEnd(head.headers, keepsUpgrade: true)
-        // The request body's framing is the encoder's: chunked when the client chunked it.
-        if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
-            headers.add(name: "Transfer-Encoding", value: "chunked")
+        // An upgrade to cleartext HTTP/2 is not made: the proxy decides HTTP/1.1 requests only, so
+        // the request goes on without it and the server answers in HTTP/1.1.
+        let isH2C = isH2CUpgrade(head.headers)
+        var headers = endToEnd(head.headers, keepsUpgrade: !isH2C)
+        if isH2C { headers.remove(name: "HTTP2-Settings") }
+        // The request body's framing is the encoder's: chunked when the client chunked it, with the
+        // codings before it kept as sent (`gzip, chunked`).
+        let codings = Self.transferCodings(head.headers)
+        if codings.last == "chunked" {
+            headers.add(name: "Transfer-Encoding", value: codings.joined(separator: ", "))
         }
-        if isRedirected || !headers.contains(name: "host") {
-            headers.replaceOrAdd(name: "Host", value: target.hostHeader)
-        }
+        // The server acts on the request the policy decided: the Host is the decided target's.
+        headers.replaceOrAdd(name: "Host", value: target.hostHeader)
         return HTTPRequestHead(
             version: .http1_1, method: head.method, uri: target.path, headers: headers)
+    }
+
+    /// Whether the request asks to upgrade to cleartext HTTP/2 (`Upgrade: h2c`).
+    static func isH2CUpgrade(_ headers: HTTPHeaders) -> Bool {
+        headers[canonicalForm: "upgrade"].contains { $0.lowercased() == "h2c" }
+    }
+
+    /// The transfer codings of `headers`, lower-cased, in order.
+    static func transferCodings(_ headers: HTTPHeaders) -> [String] {
+        headers[canonicalForm: "transfer-encoding"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
     }
 
     private func forward(_ part: HTTPServerRequestPart, _ exchange: Exchange, _ upstream: Upstream) {
@@ -431,8 +476,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             exchange.status = Int(head.status.code)
             exchange.keepsUpstream = head.isKeepAlive
             var headers = Self.endToEnd(head.headers, keepsUpgrade: false)
-            if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
-                headers.add(name: "Transfer-Encoding", value: "chunked")
+            let codings = Self.transferCodings(head.headers)
+            if codings.last == "chunked" {
+                headers.add(name: "Transfer-Encoding", value: codings.joined(separator: ", "))
             }
             if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
             let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
@@ -445,13 +491,17 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return upgrade(exchange, upstream, context: context)
             }
             exchange.isResponseEnded = true
-            context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
             finish(exchange, kind: .response)
             if !exchange.keepsUpstream {
                 upstream.channel.close(promise: nil)
                 self.upstream = nil
             }
-            if exchange.isRequestEnded { endExchange(exchange) }
+            // The state moves on before the end is written: writing it hands this handler the next
+            // pipelined request at once, which must find the connection idle.
+            let isOver = exchange.isRequestEnded
+            if isOver { leave(exchange) }
+            context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
+            if isOver { afterLeaving(exchange) }
         }
     }
 
@@ -478,33 +528,47 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The exchange is over on both sides: wait for the next request, or close.
     private func endExchange(_ exchange: Exchange) {
-        guard let context else { return }
-        if !exchange.isClientKeepAlive {
+        leave(exchange)
+        afterLeaving(exchange)
+    }
+
+    /// The state after `exchange`, set before its last response part is written: idle for the next
+    /// request, or done.
+    private func leave(_ exchange: Exchange) {
+        if exchange.isClientKeepAlive {
+            state = .idle
+            http.connectionGuard.waitForNextHead()
+        } else {
             state = .done
-            context.close(promise: nil)
-            return
         }
-        state = .idle
-        http.connectionGuard.waitForNextHead()
-        resumeClientReads()
+    }
+
+    /// What follows ``leave(_:)`` once the response is written: close, or read the next request.
+    private func afterLeaving(_ exchange: Exchange) {
+        guard let context else { return }
+        if exchange.isClientKeepAlive {
+            resumeClientReads()
+        } else {
+            context.close(promise: nil)
+        }
     }
 
     private func failUpstream(_ exchange: Exchange, reason: String) {
         guard let context else { return }
         services.value.report("\(context.remoteAddressText): 502 \(exchange.target.authority): \(reason)")
         finish(exchange, kind: .failure, error: reason)
-        state = .answered(closeAfter: !exchange.isRequestEnded || !exchange.isClientKeepAlive)
+        // As for a response: the state moves on before the answer is written.
+        if exchange.isRequestEnded {
+            leave(exchange)
+        } else {
+            state = .answered(closeAfter: !exchange.isClientKeepAlive || exchange.expectsContinue)
+        }
         writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: false, context: context)
         if exchange.isRequestEnded {
-            if case .answered(let closeAfter) = state, closeAfter {
-                state = .done
-                context.close(promise: nil)
-            } else {
-                state = .idle
-                http.connectionGuard.waitForNextHead()
-            }
+            afterLeaving(exchange)
+        } else {
+            resumeClientReads()
         }
-        resumeClientReads()
     }
 
     // MARK: Tunnels (CONNECT, and upgraded connections)
@@ -522,6 +586,17 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             method: "CONNECT", url: target.tunnelURL,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let decision = pipeline.decide(request, bodyBytes: nil)
+        if let ports = configuration.connectPorts, !ports.contains(target.port) {
+            let allowed = ports.sorted().map(String.init).joined(separator: ", ")
+            refuse(
+                decision,
+                .problem(
+                    "connect-port",
+                    "CONNECT opens tunnels to port \(allowed) only (got \(target.port)); send plain HTTP requests to "
+                        + "the proxy in absolute form instead"),
+                kind: .blocked, warning: nil, head: head, context: context)
+            return
+        }
         guard let (warning, _) = admit(decision, head: head, canRedirect: false, context: context) else { return }
         state = .openingTunnel
         let exchange = Exchange(
@@ -624,9 +699,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 error: OutcomeSnapshot.ErrorSnapshot(
                     domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
         // A CONNECT or a request whose body would follow closes after the answer.
-        let closeAfter = head.method == .CONNECT || head.hasBody || !head.isKeepAlive
+        let closeAfter = head.method == .CONNECT || head.closesAfterAnswer
         state = .answered(closeAfter: closeAfter)
-        writeProblem(.forbidden, denial, close: false, rule: decision.decision.rule, context: context)
+        writeProblem(
+            .forbidden, denial, close: false, announcesClose: closeAfter, rule: decision.decision.rule,
+            context: context)
         if head.method == .CONNECT {
             // The CONNECT's end has come already (it has no body); nothing more is read.
             state = .done
@@ -635,8 +712,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func writeProblem(
-        _ status: HTTPResponseStatus, _ denial: ProxyDenial, close: Bool, rule: String? = nil,
-        context: ChannelHandlerContext
+        _ status: HTTPResponseStatus, _ denial: ProxyDenial, close: Bool, announcesClose: Bool = false,
+        rule: String? = nil, context: ChannelHandlerContext
     ) {
         let body = denial.json
         var headers: HTTPHeaders = [
@@ -644,7 +721,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             "Cache-Control": "no-store",
         ]
         if let rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
-        if close || status == .badRequest { headers.add(name: "Connection", value: "close") }
+        if close || announcesClose || status == .badRequest { headers.add(name: "Connection", value: "close") }
         context.write(
             wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
@@ -700,6 +777,15 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
     }
 
+    /// Closes the client connection after an answer without losing it: the output first (the client
+    /// reads the answer, then the end), the whole connection a moment later. Closing at once while
+    /// the client's pipelined bytes are unread would reset the connection, and a reset can destroy
+    /// the answer before the client reads it.
+    static func closeGracefully(_ channel: Channel) {
+        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+    }
+
     private func resumeClientReads() {
         guard pendingRead, let context else { return }
         switch state {
@@ -713,6 +799,20 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 }
 
 extension HTTPRequestHead {
+    /// Whether the connection closes after the proxy answers this request itself: when the client
+    /// asked for it, when it waits for `100 Continue` before a body it will now never send, or when
+    /// it asked for an upgrade (the request decoder reads no HTTP after an upgrade request, so a
+    /// request pipelined behind it could be neither decided nor answered). The body of any other
+    /// request is read and dropped, and the next request on the connection is served.
+    var closesAfterAnswer: Bool {
+        !isKeepAlive || (hasBody && expectsContinue) || headers.contains(name: "upgrade")
+    }
+
+    /// Whether the request waits for `100 Continue` before sending its body.
+    var expectsContinue: Bool {
+        headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
+    }
+
     /// Whether a body follows the head.
     var hasBody: Bool {
         if let length = headers.first(name: "content-length"), let bytes = Int(length) { return bytes > 0 }

@@ -23,31 +23,57 @@ struct ProxyTarget: Equatable, Sendable {
     /// The request URL the policy sees for plain HTTP.
     var httpURL: String { "http://\(hostHeader)\(path)" }
 
-    /// The URL the policy sees for a CONNECT tunnel: `https://HOST`, with `:PORT` when not 443.
+    /// The URL the policy sees for a CONNECT tunnel, in canonical form: `https://HOST/`, with
+    /// `:PORT` when not 443.
     var tunnelURL: String {
         let name = host.contains(":") ? "[\(host)]" : host
-        return port == 443 ? "https://\(name)" : "https://\(name):\(port)"
+        return port == 443 ? "https://\(name)/" : "https://\(name):\(port)/"
     }
 
-    /// The target of an absolute-form `http://` request URI; nil when it is not one.
-    init?(absoluteURI uri: String) {
-        let prefix = "http://".utf8
-        guard uri.utf8.count > prefix.count,
-            zip(uri.utf8, prefix).allSatisfy({ $0 | 0x20 == $1 || ($0 == $1) })
-        else { return nil }
-        let rest = uri.dropFirst(prefix.count)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        guard let (host, port) = Self.hostAndPort(rest[..<authorityEnd], defaultPort: 80) else { return nil }
-        var path = String(rest[authorityEnd...])
-        if let fragment = path.firstIndex(of: "#") { path = String(path[..<fragment]) }
-        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
+    /// No target: for the record of a request that could not be sent.
+    static let unknown = ProxyTarget(host: "", port: 0, path: "")
+
+    private init(host: String, port: Int, path: String) {
         (self.host, self.port, self.path) = (host, port, path)
     }
 
-    /// The target of a CONNECT request's `host:port`; nil when it is not one.
+    /// Whether `uri` is in absolute form with the `http` scheme (any case), as a proxy request is.
+    static func isAbsoluteHTTP(_ uri: String) -> Bool {
+        let prefix = "http:".utf8
+        return uri.utf8.count > prefix.count && zip(uri.utf8, prefix).allSatisfy({ $0 | 0x20 == $1 || ($0 == $1) })
+    }
+
+    /// The target of a canonical `http` URL: its host and port, and its path and query as the
+    /// request target, exactly as the policy decided them.
+    init?(canonical url: CanonicalURL) {
+        guard url.scheme == "http", !url.host.isEmpty else { return nil }
+        (host, port, path) = (url.host, url.port ?? 80, url.requestTarget)
+    }
+
+    /// The target of an absolute-form `http://` request URI, in canonical form; nil when it is not
+    /// one or is invalid.
+    init?(absoluteURI uri: String) {
+        guard Self.isAbsoluteHTTP(uri), let url = try? CanonicalURL(uri) else { return nil }
+        self.init(canonical: url)
+    }
+
+    /// The target of a CONNECT request's `host:port`, the host in canonical form; nil when it is not
+    /// one.
     init?(connectAuthority authority: String) {
-        guard let (host, port) = Self.hostAndPort(Substring(authority), defaultPort: nil) else { return nil }
-        (self.host, self.port, self.path) = (host, port, "")
+        guard Self.hostAndPort(Substring(authority), defaultPort: nil) != nil,
+            let url = try? CanonicalURL("https://" + authority), !url.host.isEmpty, url.path == "/",
+            url.query.isEmpty, url.userinfo.isEmpty
+        else { return nil }
+        (self.host, self.port, self.path) = (url.host, url.port ?? 443, "")
+    }
+
+    /// Whether the `Host` header value `host` names this target (compared in canonical form, the
+    /// default port of `http` implied).
+    func isNamed(byHostHeader host: String) -> Bool {
+        guard let named = try? CanonicalURL("http://" + host), named.path == "/", named.query.isEmpty,
+            named.userinfo.isEmpty
+        else { return false }
+        return named.host == self.host && (named.port ?? 80) == port
     }
 
     /// The target of a URL a `redirect` rule names; nil unless it is an absolute http URL.

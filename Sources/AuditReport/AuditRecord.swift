@@ -58,8 +58,11 @@ public struct RequestSnapshot: Codable, Sendable, Equatable {
 
     /// HTTP method.
     public var method: String
-    /// URL, with secret query values and user-info passwords redacted.
+    /// The URL in canonical form (what every rule saw and what was sent; see `CanonicalURL`), or as
+    /// received when it is invalid; secret query values redacted.
     public var url: String
+    /// The URL as the client sent it, when canonicalizing changed it (redacted like ``url``).
+    public var receivedURL: String?
     /// Lower-cased host.
     public var host: String
     /// Headers, with secret values redacted.
@@ -68,7 +71,11 @@ public struct RequestSnapshot: Codable, Sendable, Equatable {
     public var bodyBytes: Int?
 
     /// Creates a snapshot.
-    public init(method: String, url: String, host: String, headers: [Header], bodyBytes: Int? = nil) {
+    public init(
+        method: String, url: String, host: String, headers: [Header], bodyBytes: Int? = nil,
+        receivedURL: String? = nil
+    ) {
+        self.receivedURL = receivedURL
         self.method = method
         self.url = url
         self.host = host

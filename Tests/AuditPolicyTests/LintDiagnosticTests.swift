@@ -33,10 +33,10 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         LintCase(source: "[block] message=1️⃣\"never closed\nr x", message: "quoted value has no closing '\"'"),
         LintCase(
             source: "[block] field=1️⃣cookie\nr x",
-            message: "unknown field 'cookie' (expected url, host, path, query, method or header:NAME)"),
+            message: "unknown field 'cookie' (expected url, host, path, query, userinfo, method or header:NAME)"),
         LintCase(
             source: "[block] field=1️⃣header:\nr x",
-            message: "unknown field 'header:' (expected url, host, path, query, method or header:NAME)"),
+            message: "unknown field 'header:' (expected url, host, path, query, userinfo, method or header:NAME)"),
         LintCase(
             source: "[block] methods=1️⃣GET,,POST\nr x",
             message: "invalid method '' in methods (expected a list such as GET,POST)"),
@@ -80,6 +80,57 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         #expect(found.map(\.message) == [lintCase.message])
         #expect(found.first?.location == SourceLocation(file: "test.rules", line: source.line, column: source.column))
         #expect(found.first?.severity == .error)
+    }
+
+    /// Pattern parts no canonical URL has: a warning each, at the part.
+    static let canonicalFormWarnings: [LintCase] = [
+        LintCase(
+            source: "[block] case=sensitive\nr ^https?://1️⃣Rival\\.com/",
+            message:
+                "the capital 'R' in the host never matches this case-sensitive rule: canonical hosts are lower-case"),
+        LintCase(
+            source: "[block]\nr ^https?://rival\\.com1️⃣\\./",
+            message: "a dot at the end of the host never matches: canonical hosts have none"),
+        LintCase(
+            source: "[block] field=host\nr ^rival\\.com1️⃣\\.$",
+            message: "a dot at the end of the host never matches: canonical hosts have none"),
+        LintCase(
+            source: "[block]\nr ^https?://me1️⃣@rival\\.com/",
+            message:
+                "'@' in the host never matches: canonical URLs have no user info (a rule on it takes field=userinfo)"),
+        LintCase(
+            source: "[block] field=path\nr ^/1️⃣%61dmin",
+            message: "'%61' never matches: canonical URLs decode escapes of unreserved characters, so write 'a'"),
+        LintCase(
+            source: "[block] case=sensitive\nr /a1️⃣%2fb",
+            message:
+                "'%2f' never matches a case-sensitive rule: canonical URLs write escapes in upper case, so write '%2F'"),
+    ]
+
+    @Test(
+        "a pattern part that can never match a canonical URL is a warning at that part",
+        arguments: canonicalFormWarnings)
+    func canonicalFormWarning(_ lintCase: LintCase) throws {
+        let source = MarkedSource(lintCase.source)
+        let found = try Policy(parsing: source.text, file: "test.rules").warnings
+        #expect(found.map(\.message) == [lintCase.message])
+        #expect(found.first?.location == SourceLocation(file: "test.rules", line: source.line, column: source.column))
+        #expect(found.first?.severity == .warning)
+    }
+
+    @Test("patterns written against the canonical form, and '@' or capitals where they can match, get no warning")
+    func canonicalFormClean() throws {
+        let clean = """
+            [block]
+            a ^https?://[^/@]*rival\\.com/A%2Fb%2fc
+            b ^https?://([a-z0-9-]+\\.)*rivalshop\\.com(/|$)
+            e ^https://api\\.
+            [block] case=sensitive
+            c ^https?://rival\\.com/Admin\\S
+            [block] field=header:from
+            d ^Me@Example%41
+            """
+        #expect(try Policy(parsing: clean, file: "clean.rules").warnings.isEmpty)
     }
 
     @Test("a diagnostic prints compiler-style")

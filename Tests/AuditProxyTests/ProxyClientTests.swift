@@ -48,7 +48,7 @@ import Testing
         #expect(records.count == 1)
         let record = try #require(records.first)
         #expect(record.request.method == "CONNECT")
-        #expect(try record.request.url == Servers.nginxTLS)
+        #expect(try record.request.url == Servers.nginxTLS + "/")
         #expect(record.outcome.kind == .tunnel)
         #expect((record.outcome.bytes ?? 0) > 1_024)
         #expect((record.outcome.sentBytes ?? 0) > 100)
@@ -82,7 +82,7 @@ import Testing
         #expect(run.status != 0)
         #expect(run.errors.contains("< HTTP/1.1 403 Forbidden"))
         #expect(run.errors.contains("< X-Request-Audit-Rule: p/tracker"))
-        #expect(records.map(\.request.url) == ["https://tracker.invalid"])
+        #expect(records.map(\.request.url) == ["https://tracker.invalid/"])
         #expect(records.map(\.outcome.kind) == [.blocked])
     }
 

@@ -38,6 +38,8 @@ final class RunningProxy: Sendable {
         configuration.port = 0
         configuration.threads = 2
         configuration.pipeline.logPath = logPath
+        // The test servers listen on free ports, not 443.
+        configuration.connectPorts = nil
         adjust(&configuration)
         let pipeline = try AuditPipeline(
             policy: Policy(directory: folder + "/policies"), configuration: configuration.pipeline)
@@ -53,6 +55,12 @@ final class RunningProxy: Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         return try AuditLogReader.read(atPath: logPath).records
     }
+}
+
+/// The `Host` header a request to `url` carries: its authority (`127.0.0.1:PORT`).
+func hostHeader(of url: String) -> String {
+    let afterScheme = url.split(separator: "://", maxSplits: 1).last ?? ""
+    return String(afterScheme.prefix { $0 != "/" })
 }
 
 /// What a client program printed and returned.

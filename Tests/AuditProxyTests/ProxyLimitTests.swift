@@ -45,7 +45,7 @@ import Testing
         let proxy = try await RunningProxy(rules: Self.rules) { $0.maximumHeaderBytes = 4_096 }
         let connection = try RawConnection(port: proxy.server.port ?? 0)
         connection.send(
-            "GET \(try Servers.nginx)/small.txt HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 8_000))\r\n\r\n"
+            "GET \(try Servers.nginx)/small.txt HTTP/1.1\r\nHost: \(hostHeader(of: try Servers.nginx))\r\nX-Big: \(String(repeating: "a", count: 8_000))\r\n\r\n"
         )
         let answer = connection.readToEnd()
         _ = try await proxy.finish()
@@ -73,7 +73,9 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
         let third = try RawConnection(port: port)
         let refused = third.readToEnd()
-        first.send("GET \(try Servers.nginx)/small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        first.send(
+            "GET \(try Servers.nginx)/small.txt HTTP/1.1\r\nHost: \(hostHeader(of: try Servers.nginx))\r\nConnection: close\r\n\r\n"
+        )
         let served = first.readToEnd()
         _ = second
         let records = try await proxy.finish()
@@ -103,7 +105,7 @@ import Testing
         let url = try Servers.nginx + "/small.txt"
         let connections = try (0..<1_000).map { _ in try RawConnection(port: port) }
         for connection in connections {
-            connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            connection.send("GET \(url) HTTP/1.1\r\nHost: \(hostHeader(of: url))\r\nConnection: close\r\n\r\n")
         }
         let answers = connections.map { $0.readToEnd() }
         let records = try await proxy.finish()
@@ -118,7 +120,8 @@ import Testing
     func slowReaderKeepAlive() async throws {
         let proxy = try await RunningProxy(rules: Self.rules)
         let connection = try RawConnection(port: proxy.server.port ?? 0, receiveBuffer: 16_384)
-        let request = "GET \(try Servers.nginx)/medium.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+        let request =
+            "GET \(try Servers.nginx)/medium.bin HTTP/1.1\r\nHost: \(hostHeader(of: try Servers.nginx))\r\n\r\n"
         var sizes: [Int] = []
         for _ in 0..<3 {
             connection.send(request)
@@ -137,7 +140,8 @@ import Testing
         let proxy = try await RunningProxy(rules: Self.rules)
         let url = try Servers.variable("UPGRADE_URL")
         let connection = try RawConnection(port: proxy.server.port ?? 0)
-        connection.send("GET \(url) HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+        connection.send(
+            "GET \(url) HTTP/1.1\r\nHost: \(hostHeader(of: url))\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
         let head = connection.readSome()
         connection.send("hello through the tunnel")
         var echoed = ""
@@ -174,7 +178,9 @@ import Testing
     func clientGoesAway() async throws {
         let proxy = try await RunningProxy(rules: Self.rules)
         let connection = try RawConnection(port: proxy.server.port ?? 0)
-        connection.send("GET \(try Servers.httpbin)/drip?duration=3&numbytes=6&delay=0 HTTP/1.1\r\nHost: x\r\n\r\n")
+        connection.send(
+            "GET \(try Servers.httpbin)/drip?duration=3&numbytes=6&delay=0 HTTP/1.1\r\nHost: \(hostHeader(of: try Servers.httpbin))\r\n\r\n"
+        )
         let head = connection.readSome()
         connection.close()
         let records = try await proxy.finish()

@@ -173,6 +173,14 @@ struct RuleFileParser {
             )
             return
         }
+        for finding in CanonicalFormCheck.findings(
+            in: rule.patternText, field: current.field, isCaseInsensitive: rule.isCaseInsensitive)
+        {
+            let column =
+                rule.patternColumn
+                + String(decoding: Array(rule.patternText.utf8)[..<finding.offset], as: UTF8.self).count
+            diagnostics.append(Diagnostic(.warning, at: location(rule.line, column), finding.message))
+        }
         rules.append(
             Rule(
                 id: "\(rule.category)/\(name)", category: rule.category, name: String(name), action: current.action,

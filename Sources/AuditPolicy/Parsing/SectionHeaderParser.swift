@@ -204,7 +204,7 @@ struct SectionHeaderParser {
                 } else {
                     error(
                         at: at,
-                        "unknown field '\(option.value)' (expected url, host, path, query, method or header:NAME)"
+                        "unknown field '\(option.value)' (expected url, host, path, query, userinfo, method or header:NAME)"
                     )
                 }
             case "methods":

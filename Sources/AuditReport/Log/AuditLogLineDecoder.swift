@@ -166,6 +166,7 @@ enum AuditLogLineDecoder {
         var host: String?
         var headers: [RequestSnapshot.Header]?
         var bodyBytes: Int?
+        var receivedURL: String?
         let isObject = scanner.readObject(RequestField.self) { scanner, field in
             switch field {
             case .method:
@@ -177,6 +178,10 @@ enum AuditLogLineDecoder {
             case .host:
                 host = scanner.readString()
                 return host != nil
+            case .receivedURL:
+                if scanner.consumeNull() { return true }
+                receivedURL = keepsURL ? scanner.readString() : scanner.skipString() ? "" : nil
+                return receivedURL != nil
             case .bodyBytes:
                 if scanner.consumeNull() { return true }
                 bodyBytes = scanner.readInt()
@@ -194,7 +199,8 @@ enum AuditLogLineDecoder {
             }
         }
         guard isObject, let method, let url, let host, let headers else { return nil }
-        return RequestSnapshot(method: method, url: url, host: host, headers: headers, bodyBytes: bodyBytes)
+        return RequestSnapshot(
+            method: method, url: url, host: host, headers: headers, bodyBytes: bodyBytes, receivedURL: receivedURL)
     }
 
     private static func header(_ scanner: inout JSONLineScanner) -> RequestSnapshot.Header? {
@@ -418,7 +424,7 @@ private enum RecordField: Int, JSONFields {
 }
 
 private enum RequestField: Int, JSONFields {
-    case bodyBytes, headers, host, method, url
+    case bodyBytes, headers, host, method, receivedURL, url
     static let keys = keyBytes()
 }
 

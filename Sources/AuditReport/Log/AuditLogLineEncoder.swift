@@ -123,6 +123,10 @@ enum AuditLogLineEncoder {
             out.string(request.host)
             out.key("method")
             out.string(request.method)
+            if let receivedURL = request.receivedURL {
+                out.key("receivedURL")
+                out.string(receivedURL)
+            }
             out.key("url")
             out.string(request.url)
         }

@@ -170,12 +170,14 @@ extension Redaction {
         return output + rest
     }
 
-    /// The snapshot of `request` that events, logs and reports keep: URL and headers redacted.
+    /// The snapshot of `request` that events, logs and reports keep: the canonical URL (and the URL
+    /// as received when it differs) and headers redacted.
     public func snapshot(of request: AuditRequest, bodyBytes: Int?) -> RequestSnapshot {
-        RequestSnapshot(
-            method: request.method, url: redact(url: request.url), host: request.host,
+        let canonical = request.normalizedURL
+        return RequestSnapshot(
+            method: request.method, url: redact(url: canonical), host: request.host,
             headers: redact(headers: request.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
-            bodyBytes: bodyBytes
+            bodyBytes: bodyBytes, receivedURL: canonical == request.url ? nil : redact(url: request.url)
         )
     }
 }
