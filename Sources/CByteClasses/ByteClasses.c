@@ -406,3 +406,175 @@ void literal_set_search(const uint8_t *subject, long count, const uint64_t *pair
         }
     }
 }
+
+/// Bit n: byte n (below 0x40), or byte 0x40 + n, is printable ASCII a canonical path or query keeps
+/// as it is wherever it stands (all of 0x21–0x7E but `"#%'./<>?\`{}`).
+static const uint64_t url_plain_low = 0x2fff3f5200000000ull;
+static const uint64_t url_plain_high = 0x57fffffeefffffffull;
+
+static inline int url_hex(uint8_t byte) {
+    if (byte >= '0' && byte <= '9') return byte - '0';
+    if (byte >= 'A' && byte <= 'F') return byte - 'A' + 10;
+    if (byte >= 'a' && byte <= 'f') return byte - 'a' + 10;
+    return -1;
+}
+
+static inline int url_unreserved(uint8_t byte) {
+    return (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') || (byte >= '0' && byte <= '9') ||
+           byte == '-' || byte == '.' || byte == '_' || byte == '~';
+}
+
+/// Where the scan of a path and query is.
+typedef struct {
+    int is_query;
+    uint8_t previous;
+} url_scan;
+
+/// Whether the `.` at `index` (after a `/`) starts a `.` or `..` segment.
+static inline int url_dot_segment(const uint8_t *bytes, long count, long index) {
+    uint8_t next = index + 1 < count ? bytes[index + 1] : 0;
+    if (next == 0 || next == '/' || next == '?') return 1;
+    if (next != '.') return 0;
+    uint8_t after = index + 2 < count ? bytes[index + 2] : 0;
+    return after == 0 || after == '/' || after == '?';
+}
+
+/// Reads the byte at `index`: how many bytes it takes (1, or 3 for an escape), or -1 when the
+/// URL is not canonical there.
+static inline long url_scan_byte(url_scan *scan, const uint8_t *bytes, long count, long index) {
+    uint8_t byte = bytes[index];
+    int plain = byte < 64 ? (int)((url_plain_low >> byte) & 1) : byte < 128 ? (int)((url_plain_high >> (byte - 64)) & 1) : 0;
+    if (!plain) {
+        switch (byte) {
+        case '/':
+            if (!scan->is_query && scan->previous == '/') return -1;
+            break;
+        case '.':
+            if (!scan->is_query && scan->previous == '/' && url_dot_segment(bytes, count, index)) return -1;
+            break;
+        case '?':
+            scan->is_query = 1;
+            break;
+        case '%': {
+            int high = index + 1 < count ? url_hex(bytes[index + 1]) : -1;
+            int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
+            if (high < 0 || low < 0) break;  // not an escape: kept as it is
+            if (bytes[index + 1] >= 'a' || bytes[index + 2] >= 'a' || url_unreserved((uint8_t)(high << 4 | low))) {
+                return -1;
+            }
+            scan->previous = 0;
+            return 3;
+        }
+        case '\'':
+            if (scan->is_query) return -1;
+            break;
+        case '`':
+        case '{':
+        case '}':
+            if (!scan->is_query) return -1;
+            break;
+        default:
+            return -1;
+        }
+    }
+    scan->previous = byte;
+    return 1;
+}
+
+#if defined(__SSE2__)
+/// Bit n: byte n of `block` is outside 0x21–0x7E.
+static inline uint32_t url_unprintable16(__m128i block) {
+    // 0x21–0x7E is 94 values: shifted to start at -128, they are the bytes below -128 + 94.
+    __m128i shifted = _mm_add_epi8(block, _mm_set1_epi8((char)(0x80 - 0x21)));
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpgt_epi8(shifted, _mm_set1_epi8((char)(-128 + 93)))) & 0xFFFF;
+}
+
+#endif
+
+/// Whether the escape at `index` (a `%`) is one the canonical form keeps: not followed by two hex
+/// digits (kept as written), or the escape of a reserved byte in upper-case hex.
+static inline int url_escape_kept(const uint8_t *bytes, long count, long index) {
+    int high = index + 1 < count ? url_hex(bytes[index + 1]) : -1;
+    int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
+    if (high < 0 || low < 0) return 1;
+    return bytes[index + 1] < 'a' && bytes[index + 2] < 'a' && !url_unreserved((uint8_t)(high << 4 | low));
+}
+
+#if defined(__SSE2__)
+/// Bit n: byte n of `block` equals `byte`.
+static inline uint32_t url_eq16(__m128i block, char byte) {
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(byte)));
+}
+
+/// Checks the sixteen bytes at `bytes + index`, of which the bits of `valid` count: the bytes never
+/// allowed in the part they are in, each escape, and in the path `//` and dot segments, told by
+/// masks; the `?` that starts the query splits a block. 1 when they are canonical.
+static inline __attribute__((always_inline)) int url_canonical_block(const uint8_t *bytes, long count, long index,
+                                                                     uint32_t valid, url_scan *scan) {
+    __m128i block = _mm_loadu_si128((const __m128i *)(bytes + index));
+    __m128i never = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')), _mm_cmpeq_epi8(block, _mm_set1_epi8('#'))),
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('<')), _mm_cmpeq_epi8(block, _mm_set1_epi8('>'))),
+                     _mm_cmpeq_epi8(block, _mm_set1_epi8('\\'))));
+    if (((url_unprintable16(block) | (uint32_t)_mm_movemask_epi8(never)) & valid) != 0) return 0;
+    uint32_t escapes = url_eq16(block, '%') & valid;
+    uint32_t path = valid, query = 0;
+    if (scan->is_query) {
+        path = 0;
+        query = valid;
+    } else {
+        uint32_t questions = url_eq16(block, '?') & valid;
+        if (questions) {
+            path = ((questions & (0u - questions)) - 1) & valid;
+            query = valid & ~path;
+            scan->is_query = 1;
+        }
+    }
+    if (path) {
+        __m128i braces = _mm_or_si128(
+            _mm_cmpeq_epi8(block, _mm_set1_epi8('`')),
+            _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('{')), _mm_cmpeq_epi8(block, _mm_set1_epi8('}'))));
+        if (((uint32_t)_mm_movemask_epi8(braces) & path) != 0) return 0;
+        uint32_t slashes = url_eq16(block, '/') & path;
+        uint32_t after_slash = (slashes << 1) | (scan->previous == '/' ? 1u : 0u);
+        if (slashes & after_slash) return 0;
+        uint32_t dots = url_eq16(block, '.') & after_slash & path;
+        for (; dots != 0; dots &= dots - 1) {
+            if (url_dot_segment(bytes, count, index + __builtin_ctz(dots))) return 0;
+        }
+    }
+    if (query && (url_eq16(block, '\'') & query) != 0) return 0;
+    for (; escapes != 0; escapes &= escapes - 1) {
+        if (!url_escape_kept(bytes, count, index + __builtin_ctz(escapes))) return 0;
+    }
+    scan->previous = bytes[index + 15];
+    return 1;
+}
+#endif
+
+int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
+    url_scan scan = {0, 0};
+    long index = from < 0 ? 0 : from;
+#if defined(__SSE2__)
+    for (; index + 16 <= count; index += 16) {
+        if (!url_canonical_block(bytes, count, index, 0xFFFF, &scan)) return 0;
+    }
+    if (index < count) {
+        // The last bytes, copied into a block padded with a plain letter; lookups past them see
+        // the end (`rest`), as they would in place.
+        uint8_t tail[16];
+        long rest = count - index;
+        memset(tail, 'a', sizeof tail);
+        memcpy(tail, bytes + index, (size_t)rest);
+        return url_canonical_block(tail, rest, 0, (1u << rest) - 1, &scan);
+    }
+    return 1;
+#else
+    while (index < count) {
+        long taken = url_scan_byte(&scan, bytes, count, index);
+        if (taken < 0) return 0;
+        index += taken;
+    }
+    return 1;
+#endif
+}

@@ -120,7 +120,22 @@ import Testing
         ("https://a.test:443/", false),
         ("https://u@a.test/", false),
         ("http://[::1]/", false),
-        ("http://10.0.0.1/", false),
+        ("http://10.0.0.1/", true),
+        ("http://010.0.0.1/", false),
+        ("http://10.0.1/", false),
+        ("http://256.0.0.1/", false),
+        ("http://a.test:8080/", true),
+        ("http://a.test:080/", false),
+        ("http://a.test:80/", false),
+        ("https://a.test:80/", true),
+        ("http://a.test:8080", false),
+        ("http://a.test/%u0041", true),
+        ("http://a.test/.../x", true),
+        ("http://a.test/..x", true),
+        ("http://a.test/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/./b", false),
+        ("http://a.test/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa//b", false),
+        ("http://a.test/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?q='", false),
+        ("http://a.test/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?q={}//./", true),
         ("http://a.0x10/", false),
         ("http://a.test./", false),
         ("http://xn--mnchen-3ya.de/", true),
@@ -143,12 +158,12 @@ import Testing
         let pieces = [
             "a", "B", "0", "9", ".", "/", "//", "/./", "/../", "%2e", "%2E", "%41", "%2F", "%2f", "%zz", "%",
             "?", "#", "'", "`", "{", "}", "\\", " ", "\t", "-", "--", "xn--", ":80", ":8080", "@", "[", "]", "~",
-            "\u{FC}", "\u{FF52}",
+            "\u{FC}", "\u{FF52}", "aaaaaaaaaaaaaaaa", "/bbbbbbbbbbbbbbb", "1.2.3.4", "255", ".0", "%u0",
         ]
         var random = SystemRandomNumberGenerator()
-        for _ in 0..<50_000 {
+        for _ in 0..<100_000 {
             var url = Bool.random(using: &random) ? "http://" : "https://"
-            for _ in 0..<Int.random(in: 1...12, using: &random) {
+            for _ in 0..<Int.random(in: 1...40, using: &random) {
                 url += pieces.randomElement(using: &random) ?? ""
             }
             if URLParts.isCanonical(url) {
@@ -167,7 +182,7 @@ import Testing
             // A trailing dot is removed: that host is not canonical.
             #expect(URLParts.isCanonical(scheme + host + "/P?Q") == !host.hasSuffix("."), "\(scheme + host)")
             for position in 0..<length {
-                for odd in ["A", "Z", "_", "@", ":", "`", "{", ",", "\u{FC}"] {
+                for odd in ["A", "Z", "_", "@", "`", "{", ",", "\u{FC}"] {
                     var changed = Array(host)
                     changed[position] = Character(odd)
                     let url = scheme + String(changed) + "/x"

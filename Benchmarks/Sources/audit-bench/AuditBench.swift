@@ -10,6 +10,7 @@ struct AuditBench: AsyncParsableCommand {
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
             Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self, Reports.self,
+            Canonicalization.self,
         ], defaultSubcommand: All.self)
 }
 

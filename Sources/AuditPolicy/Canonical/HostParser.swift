@@ -96,12 +96,17 @@ enum ParsedHost: Equatable {
     /// Whether the host's last label (before a trailing dot) is a number, which makes the host an
     /// IPv4 address or invalid.
     static func endsInANumber(_ host: [UInt8]) -> Bool {
-        var labels = host.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        if labels.last?.isEmpty == true {
-            if labels.count == 1 { return false }
-            labels.removeLast()
+        var end = host.count
+        if end > 0, host[end - 1] == UInt8(ascii: ".") {
+            if end == 1 { return false }
+            end -= 1
         }
-        guard let last = labels.last, !last.isEmpty else { return false }
+        var start = end
+        while start > 0, host[start - 1] != UInt8(ascii: ".") { start -= 1 }
+        let last = host[start..<end]
+        guard !last.isEmpty else { return false }
+        // Most hosts end in letters: no number.
+        guard let first = last.first, first &- UInt8(ascii: "0") < 10 else { return false }
         if last.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) { return true }
         return ipv4Number(last) != nil
     }

@@ -34,7 +34,11 @@ struct URLParts: Sendable {
     var schemeLength = 0
 
     init(_ url: String) {
-        self.init(bytes: Array(url.utf8))
+        if let parts = Self.nearlyCanonical(url) {
+            self = parts
+        } else {
+            self.init(bytes: Array(url.utf8))
+        }
     }
 
     var normalized: String { String(decoding: normalizedBytes, as: UTF8.self) }
@@ -73,7 +77,7 @@ struct URLParts: Sendable {
             scheme[index] |= 0x20
             changes.insert(.schemeLowerCased)
         }
-        guard let defaultPort = Self.specialSchemes[scheme] else {
+        guard let defaultPort = Self.defaultPort(ofSpecialScheme: scheme) else {
             self.changes = changes
             parseCustom(scheme: scheme, rest: bytes[(colon + 1)...])
             return
@@ -83,11 +87,16 @@ struct URLParts: Sendable {
         parseSpecial(scheme: scheme, defaultPort: defaultPort, rest: bytes[(colon + 1)...])
     }
 
-    /// The special schemes and their default ports (-1: none).
-    private static let specialSchemes: [[UInt8]: Int] = [
-        Array("http".utf8): 80, Array("https".utf8): 443, Array("ws".utf8): 80, Array("wss".utf8): 443,
-        Array("ftp".utf8): 21,
-    ]
+    /// The default port of a special scheme (lower-case), or nil for any other scheme.
+    private static func defaultPort(ofSpecialScheme scheme: [UInt8]) -> Int? {
+        switch scheme.count {
+        case 2: scheme == Array("ws".utf8) ? 80 : nil
+        case 3: scheme == Array("wss".utf8) ? 443 : scheme == Array("ftp".utf8) ? 21 : nil
+        case 4: scheme == Array("http".utf8) ? 80 : nil
+        case 5: scheme == Array("https".utf8) ? 443 : nil
+        default: nil
+        }
+    }
 
     private static func isTabOrNewline(_ byte: UInt8) -> Bool {
         byte == 0x09 || byte == 0x0A || byte == 0x0D
@@ -225,6 +234,7 @@ struct URLParts: Sendable {
         }
 
         var output = scheme
+        output.reserveCapacity(rest.count + scheme.count + 8)
         output.append(contentsOf: "://".utf8)
         let hostStart = output.count
         switch host {
@@ -300,7 +310,8 @@ struct URLParts: Sendable {
     /// at `/` and `\`, each escaped, `.` and `..` (also as `%2e`) resolved, then empty segments
     /// other than the last dropped (repeated slashes merged).
     private mutating func appendPath(_ path: ArraySlice<UInt8>, to output: inout [UInt8]) {
-        var segments: [ArraySlice<UInt8>] = []
+        // Ranges of `path`, not slices: a slice holds a reference to the buffer.
+        var segments: [Range<Int>] = []
         var index = path.startIndex
         if index < path.endIndex { index += 1 }  // the leading `/` or `\`
         var hasBackslash = false
@@ -309,17 +320,17 @@ struct URLParts: Sendable {
             while index < path.endIndex, path[index] != UInt8(ascii: "/"), path[index] != UInt8(ascii: "\\") {
                 index += 1
             }
-            let segment = path[segmentStart..<index]
+            let segment = segmentStart..<index
             let isLast = index == path.endIndex
             if !isLast, path[index] == UInt8(ascii: "\\") { hasBackslash = true }
-            switch Self.dotSegment(segment) {
+            switch Self.dotSegment(path[segment]) {
             case 2:
                 changes.insert(.dotSegmentsResolved)
                 if !segments.isEmpty { segments.removeLast() }
-                if isLast { segments.append([]) }
+                if isLast { segments.append(index..<index) }
             case 1:
                 changes.insert(.dotSegmentsResolved)
-                if isLast { segments.append([]) }
+                if isLast { segments.append(index..<index) }
             default:
                 segments.append(segment)
             }
@@ -333,7 +344,7 @@ struct URLParts: Sendable {
                 continue
             }
             output.append(UInt8(ascii: "/"))
-            appendEscaped(segment, to: &output, isQuery: false)
+            appendEscaped(path[segment], to: &output, isQuery: false)
         }
     }
 

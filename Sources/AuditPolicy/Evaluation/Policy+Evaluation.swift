@@ -25,6 +25,7 @@ extension Policy {
             // Most requests: no rule can match, and no subject is made or dropped.
             if isCollectedFromURL, candidates.isEmpty { return Verdict(action: .pass) }
             var subjects = RequestSubjects()
+            subjects.isURLCanonical = isCanonical
             if !isCanonical, let rejection = subjects.rejection(of: request) { return Verdict.refusing(rejection) }
             if !isCollectedFromURL {
                 index.collectCandidates(

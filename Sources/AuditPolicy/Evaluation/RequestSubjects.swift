@@ -9,6 +9,8 @@ struct RequestSubjects {
     /// an optional copied it (two reference counts a match).
     private var url = MatchSubject("")
     private var hasURL = false
+    /// Whether the request's URL is canonical as sent, when the caller has checked already.
+    var isURLCanonical: Bool?
     /// Everything but the URL's subject, made on first use: most policies read only the URL, and
     /// an evaluation then makes and drops one optional reference here rather than seven fields.
     private var others: Others?
@@ -69,7 +71,7 @@ struct RequestSubjects {
         guard !hasURL else { return }
         // Most URLs are sent canonical: then the subject is the URL itself, not a copy.
         url =
-            URLParts.isCanonical(request.url)
+            isURLCanonical ?? URLParts.isCanonical(request.url)
             ? MatchSubject(request.url) : MatchSubject(bytes: parts(of: request).normalizedBytes)
         hasURL = true
     }

@@ -59,6 +59,16 @@ extension Span where Element == UInt8 {
         }
     }
 
+    /// Whether the path and query from `start` (a URL's first `/`) are surely canonical (C kernel
+    /// `url_path_query_is_canonical`).
+    func isCanonicalPathAndQuery(from start: Int) -> Bool {
+        guard start >= 0, start < count else { return false }
+        return unsafe withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            return unsafe url_path_query_is_canonical(base, buffer.count, start) != 0
+        }
+    }
+
     /// The index of the first `/`, `?` or `#` at or after `from`, or ``count`` (C kernel
     /// `url_authority_end`).
     func authorityEnd(from start: Int) -> Int {

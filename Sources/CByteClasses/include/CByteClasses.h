@@ -176,6 +176,12 @@ long url_host_span(const uint8_t *bytes, long count, long from);
 /// authority ends), or `count` if there is none. Sixteen bytes at a time with SSE2.
 long url_authority_end(const uint8_t *bytes, long count, long from);
 
+/// Whether `bytes[from..<count]`, a URL's path and query from its first `/`, is surely in canonical
+/// form (AuditPolicy's URLParts): printable ASCII with nothing the canonical form escapes or
+/// decodes, no `//` or dot segment in the path, and percent-escapes only of reserved bytes in
+/// upper-case hex. 1 or 0. One pass, a table lookup a byte.
+int url_path_query_is_canonical(const uint8_t *bytes, long count, long from);
+
 /// Whether every byte of `bytes[0..<count]` is printable ASCII (0x20–0x7E). Sixteen bytes at a
 /// time with SSE2.
 ///
