@@ -41,6 +41,16 @@ struct ProxyDenial: Encodable, Sendable {
             hint: "the audit policy blocks this request; it was not sent", acknowledge: nil)
     }
 
+    static func blockedAddress(_ decision: AuditPipeline.Decision, _ refusal: ProxyHandler.AddressRefusal)
+        -> ProxyDenial
+    {
+        ProxyDenial(
+            error: "blocked-address", rule: refusal.verdict.rule?.id, category: refusal.verdict.rule?.category,
+            message: refusal.verdict.message, requestID: decision.id.uuidString,
+            hint: "\(refusal.host) resolves to \(refusal.address), which the audit policy blocks; it was not sent",
+            acknowledge: nil)
+    }
+
     static func warning(_ decision: AuditPipeline.Decision) -> ProxyDenial {
         let rule = decision.decision.rule ?? "-"
         return ProxyDenial(

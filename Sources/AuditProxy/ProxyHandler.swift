@@ -261,7 +261,17 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
         exchange.isUpgrade = head.headers.contains(name: "upgrade") && !Self.isH2CUpgrade(head.headers)
         let upstreamHead = Self.upstreamHead(head, target: target)
-        if let upstream, upstream.authority == target.authority, upstream.channel.isActive {
+        // What is sent, for the check of the addresses it goes to: the redirect target, if any.
+        let sent =
+            redirected == nil
+            ? request
+            : AuditRequest(
+                method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
+        if let upstream, upstream.authority == target.authority, upstream.channel.isActive,
+            Self.addressRefusal(
+                of: sent, host: target.host, address: upstream.channel.remoteAddress?.ipAddress,
+                pipeline: pipeline, policy: decision.policy) == nil
+        {
             state = .forwarding(exchange, upstream)
             upstream.handler.owner = self
             upstream.handler.send(.head(upstreamHead))
@@ -271,7 +281,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         upstream?.channel.close(promise: nil)
         upstream = nil
         state = .connecting(exchange, waiting: [.head(head)])
-        connect(to: target, context: context) { [self] result in
+        connect(to: target, request: sent, policy: decision.policy, context: context) { [self] result in
             guard case .connecting(let pending, let waiting) = state, pending === exchange else {
                 if case .success(let made) = result { made.channel.close(promise: nil) }
                 return
@@ -285,6 +295,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 for part in waiting.dropFirst() { forward(part, exchange, made) }
                 made.handler.flush()
                 resumeClientReads()
+            case .failure(let refusal as AddressRefusal):
+                answerWithoutUpstream(
+                    exchange, .forbidden, .blockedAddress(exchange.decision, refusal), kind: .blocked,
+                    reason: refusal.description)
             case .failure(let error):
                 failUpstream(exchange, reason: "cannot connect to \(target.authority): \(error)")
             }
@@ -554,16 +568,26 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func failUpstream(_ exchange: Exchange, reason: String) {
+        answerWithoutUpstream(
+            exchange, .badGateway, .upstream(exchange.decision, reason: reason), kind: .failure, reason: reason)
+    }
+
+    /// Answers a decided request the proxy could not, or must not, send: 502 when the server cannot
+    /// be reached, 403 when one of its addresses is blocked.
+    private func answerWithoutUpstream(
+        _ exchange: Exchange, _ status: HTTPResponseStatus, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind,
+        reason: String
+    ) {
         guard let context else { return }
-        services.value.report("\(context.remoteAddressText): 502 \(exchange.target.authority): \(reason)")
-        finish(exchange, kind: .failure, error: reason)
+        services.value.report("\(context.remoteAddressText): \(status.code) \(exchange.target.authority): \(reason)")
+        finish(exchange, kind: kind, error: reason)
         // As for a response: the state moves on before the answer is written.
         if exchange.isRequestEnded {
             leave(exchange)
         } else {
             state = .answered(closeAfter: !exchange.isClientKeepAlive || exchange.expectsContinue)
         }
-        writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: false, context: context)
+        writeProblem(status, denial, close: false, rule: denial.rule, context: context)
         if exchange.isRequestEnded {
             afterLeaving(exchange)
         } else {
@@ -603,24 +627,94 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head)
         upstream?.channel.close(promise: nil)
         upstream = nil
-        ClientBootstrap(group: context.eventLoop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
-            .connect(host: target.host, port: target.port)
-            .assumeIsolated()
-            .whenComplete { [self] result in
-                switch result {
-                case .success(let channel):
-                    spliceTunnel(exchange, to: channel)
-                case .failure(let error):
-                    let reason = "cannot connect to \(target.authority): \(error)"
-                    services.value.report("\(self.context?.remoteAddressText ?? "-"): 502 CONNECT \(reason)")
-                    finish(exchange, kind: .failure, error: reason)
-                    state = .done
-                    guard let context = self.context else { return }
-                    writeProblem(.badGateway, .upstream(decision, reason: reason), close: true, context: context)
+        resolveChecked(target, request: request, policy: decision.policy, context: context) { [self] resolved in
+            guard let context = self.context else { return }
+            let addresses: [SocketAddress]
+            switch resolved {
+            case .success(let found): addresses = found
+            case .failure(let refusal as AddressRefusal):
+                services.value.report("\(context.remoteAddressText): 403 CONNECT \(refusal)")
+                finish(exchange, kind: .blocked, error: refusal.description)
+                state = .done
+                writeProblem(
+                    .forbidden, .blockedAddress(decision, refusal), close: true, rule: refusal.verdict.rule?.id,
+                    context: context)
+                return
+            case .failure(let error):
+                return failTunnel(exchange, reason: "cannot connect to \(target.authority): \(error)")
+            }
+            ClientBootstrap(group: context.eventLoop)
+                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(10))
+                .resolver(FixedResolver(addresses: addresses, eventLoop: context.eventLoop))
+                .connect(host: target.host, port: target.port)
+                .assumeIsolated()
+                .whenComplete { [self] result in
+                    switch result {
+                    case .success(let channel):
+                        spliceTunnel(exchange, to: channel)
+                    case .failure(let error):
+                        failTunnel(exchange, reason: "cannot connect to \(target.authority): \(error)")
+                    }
+                }
+        }
+    }
+
+    /// Answers a CONNECT whose server cannot be reached with 502, and closes.
+    private func failTunnel(_ exchange: Exchange, reason: String) {
+        services.value.report("\(self.context?.remoteAddressText ?? "-"): 502 CONNECT \(reason)")
+        finish(exchange, kind: .failure, error: reason)
+        state = .done
+        guard let context = self.context else { return }
+        writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: true, context: context)
+    }
+
+    /// A block rule matches the request sent to one of its host's addresses.
+    struct AddressRefusal: Error, CustomStringConvertible {
+        let host: String
+        let address: String
+        let verdict: Verdict
+        var description: String {
+            "\(host) resolves to \(address), which \(verdict.rule?.id ?? "the policy") blocks"
+        }
+    }
+
+    /// Resolves `target`'s host once, off the event loop, and refuses when a block rule matches
+    /// `request` sent to any of its addresses (so a rule on an IP address holds for every name that
+    /// resolves to it); otherwise hands back the addresses, which are the ones connected to.
+    private func resolveChecked(
+        _ target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
+        then: @escaping (Result<[SocketAddress], any Error>) -> Void
+    ) {
+        let (host, port) = (target.host, target.port)
+        let pipeline = self.pipeline
+        NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { () throws -> [SocketAddress] in
+            let addresses = try HostResolution.addresses(of: host, port: port)
+            for address in addresses {
+                if let refusal = Self.addressRefusal(
+                    of: request, host: host, address: address.ipAddress, pipeline: pipeline, policy: policy)
+                {
+                    throw refusal
                 }
             }
+            return addresses
+        }.assumeIsolated().whenComplete(then)
+    }
+
+    /// The refusal when a block rule matches `request` sent to `address` (one of `host`'s); nil
+    /// when none does, or when the host is that address (the request itself was decided on it).
+    static func addressRefusal(
+        of request: AuditRequest, host: String, address: String?, pipeline: AuditPipeline, policy: Policy
+    ) -> AddressRefusal? {
+        guard let address, address != host, let canonical = try? CanonicalURL(request.url) else { return nil }
+        let name = address.contains(":") ? "[\(address)]" : address
+        let port = canonical.port.map { ":\($0)" } ?? ""
+        let hop = AuditRequest(
+            method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
+            headers: request.headers)
+        return pipeline.hopRefusal(hop, policy: policy).map {
+            AddressRefusal(host: host, address: address, verdict: $0)
+        }
     }
 
     /// Answers 200 to the CONNECT, then splices the client connection and `server`.
@@ -743,14 +837,32 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Connections upstream
 
+    /// Connects to `target` at the addresses its host resolves to once, checked against `policy`
+    /// for `request` (``resolveChecked(_:request:policy:context:then:)``).
     private func connect(
-        to target: ProxyTarget, context: ChannelHandlerContext,
+        to target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
+        then: @escaping (Result<Upstream, Error>) -> Void
+    ) {
+        resolveChecked(target, request: request, policy: policy, context: context) { [self] resolved in
+            switch resolved {
+            case .success(let addresses):
+                guard let context = self.context else { return }
+                connect(to: target, addresses: addresses, context: context, then: then)
+            case .failure(let error):
+                then(.failure(error))
+            }
+        }
+    }
+
+    private func connect(
+        to target: ProxyTarget, addresses: [SocketAddress], context: ChannelHandlerContext,
         then: @escaping (Result<Upstream, Error>) -> Void
     ) {
         let authority = target.authority
         ClientBootstrap(group: context.eventLoop)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
+            .resolver(FixedResolver(addresses: addresses, eventLoop: context.eventLoop))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -23,6 +23,7 @@ import Testing
         "http://1.2.3.4.5/", "http://1.2.3.08/", "http://a.b.c.0x/", "http://[::1]x/", "http://a:b@/",
         "http://a.com:65536/", "http://a.com:0080/", "http://xn--a.com/", "http://xn--mnchen-3ya.de/",
         "http://M\u{FC}nchen.de/stra\u{DF}e", "http://a.com/\u{1F600}?\u{1F600}#x", "http://a.com/a b?c d",
+        "http://xn--mnchen\u{E9}.de/", "http://xn--a.\u{E9}/", "http://ab--\u{E9}/", "http://xn--ls8h.\u{E9}/",
     ]
 
     /// Mutations of `url` that real spellings are made of, chosen by `random`.

@@ -229,4 +229,46 @@ import Testing
         let accessLog = try String(contentsOfFile: Servers.variable("HTTPBIN_ACCESS_LOG"), encoding: .utf8)
         #expect(!accessLog.contains("/anything/last"))
     }
+
+    @Test("a host name that resolves to a blocked address is refused before connecting, and nothing is sent")
+    func blockedAddressRefused() async throws {
+        let proxy = try await RunningProxy(
+            rules: "[block] field=host message=\"No loopback\"\nloop ^(127\\.0\\.0\\.1|::1)$")
+        let port = try Self.httpbinPort()
+        let marker = "address-\(UUID().uuidString)"
+        let answer = try Self.send("GET", "http://localhost:\(port)/anything/\(marker)", to: proxy)
+        let records = try await proxy.finish()
+        #expect(answer.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "\(answer)")
+        let body = try jsonObject(answer)
+        #expect(body["error"] as? String == "blocked-address")
+        #expect(body["rule"] as? String == "p/loop")
+        #expect(records.map(\.outcome.kind) == [.blocked])
+        #expect(records.first?.decision.verdict == .pass)
+        #expect(records.first?.outcome.error?.description.contains("localhost resolves to") == true)
+        let accessLog = try String(contentsOfFile: Servers.variable("HTTPBIN_ACCESS_LOG"), encoding: .utf8)
+        #expect(!accessLog.contains(marker))
+    }
+
+    @Test("a host name is resolved once and connected to at the addresses checked")
+    func resolvedNameConnected() async throws {
+        let proxy = try await RunningProxy(rules: "[block] field=host\nother ^192\\.0\\.2\\.1$")
+        let port = try Self.httpbinPort()
+        let answer = try Self.send("GET", "http://localhost:\(port)/anything/by-name", to: proxy)
+        let records = try await proxy.finish()
+        #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(300))")
+        #expect(records.map(\.outcome.status) == [200])
+    }
+
+    @Test("a CONNECT to a name that resolves to a blocked address is refused before connecting")
+    func blockedAddressTunnel() async throws {
+        let proxy = try await RunningProxy(rules: "[block] field=host\nloop ^(127\\.0\\.0\\.1|::1)$")
+        let port = try Self.httpbinPort()
+        let connection = try RawConnection(port: proxy.server.port ?? 0)
+        connection.send("CONNECT localhost:\(port) HTTP/1.1\r\nHost: localhost:\(port)\r\n\r\n")
+        let answer = connection.readToEnd()
+        let records = try await proxy.finish()
+        #expect(answer.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "\(answer)")
+        #expect(try jsonObject(answer)["error"] as? String == "blocked-address")
+        #expect(records.map(\.outcome.kind) == [.blocked])
+    }
 }

@@ -95,7 +95,9 @@ enum IDNAMapping {
                 labels.append(String(label))
                 continue
             }
-            guard label.unicodeScalars.allSatisfy(isValid), let encoded = Punycode.encode(label.unicodeScalars)
+            // A label with the ACE prefix must be ASCII (UTS #46 validity criteria).
+            guard !label.lowercased().hasPrefix("xn--"), label.unicodeScalars.allSatisfy(isValid),
+                let encoded = Punycode.encode(label.unicodeScalars)
             else { return .failure(.invalidDomain(domain)) }
             labels.append("xn--" + encoded)
         }
