@@ -42,6 +42,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let version: HTTPVersion
         let isClientKeepAlive: Bool
         let expectsContinue: Bool
+        /// Whether the request's body goes up in chunks the proxy frames itself: `chunked` after other
+        /// transfer codings (`gzip, chunked`), which the encoder does not frame.
+        let framesChunks: Bool
         var isRequestEnded = false
         var isResponseStarted = false
         var isResponseEnded = false
@@ -64,6 +67,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // not made) the connection closes: its decoder reads no more requests.
             self.isClientKeepAlive = head.isKeepAlive && !head.headers.contains(name: "upgrade")
             self.expectsContinue = head.expectsContinue
+            let codings = ProxyHandler.transferCodings(head.headers)
+            self.framesChunks = codings.count > 1 && codings.last == "chunked"
         }
     }
 
@@ -448,10 +453,25 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             break
         case .body(let buffer):
             exchange.bytesFromClient += buffer.readableBytes
-            upstream.handler.send(.body(.byteBuffer(buffer)))
+            guard exchange.framesChunks, buffer.readableBytes > 0 else {
+                upstream.handler.send(.body(.byteBuffer(buffer)))
+                return
+            }
+            var chunk = ByteBuffer(string: String(buffer.readableBytes, radix: 16) + "\r\n")
+            var data = buffer
+            chunk.writeBuffer(&data)
+            chunk.writeString("\r\n")
+            upstream.handler.send(.body(.byteBuffer(chunk)))
         case .end(let trailers):
             exchange.isRequestEnded = true
-            upstream.handler.send(.end(trailers), flush: true)
+            if exchange.framesChunks {
+                var last = "0\r\n"
+                for (name, value) in trailers ?? [:] { last += "\(name): \(value)\r\n" }
+                upstream.handler.send(.body(.byteBuffer(ByteBuffer(string: last + "\r\n"))))
+                upstream.handler.send(.end(nil), flush: true)
+            } else {
+                upstream.handler.send(.end(trailers), flush: true)
+            }
         }
     }
 
@@ -866,7 +886,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(HTTPRequestEncoder())
+                    // The proxy sets the framing headers itself (transfer codings as the client sent
+                    // them), and frames chunks itself when `chunked` follows other codings.
+                    var encoding = HTTPRequestEncoder.Configuration()
+                    encoding.automaticallySetFramingHeaders = false
+                    try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
                     try sync.addHandler(
                         ByteToMessageHandler(
                             HTTPResponseDecoder(

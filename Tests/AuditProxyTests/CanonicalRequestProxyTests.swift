@@ -271,4 +271,23 @@ import Testing
         #expect(try jsonObject(answer)["error"] as? String == "blocked-address")
         #expect(records.map(\.outcome.kind) == [.blocked])
     }
+
+    @Test("the server gets the canonical request line, the decided Host and the transfer codings as sent")
+    func forwardedBytes() async throws {
+        let proxy = try await RunningProxy(rules: Self.rules)
+        let base = try Servers.variable("UPGRADE_URL").replacingOccurrences(of: "/echo", with: "")
+        let connection = try RawConnection(port: proxy.server.port ?? 0)
+        connection.send(
+            "POST \(base)/x/%2e%2e/raw?%61=1#f HTTP/1.1\r\nHost: \(hostHeader(of: base))\r\n"
+                + "Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        let answer = connection.readToEnd()
+        let records = try await proxy.finish()
+        let received = answer.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        let lines = received.components(separatedBy: "\r\n")
+        #expect(lines.first == "POST /raw?a=1 HTTP/1.1", "\(answer)")
+        #expect(lines.filter { $0.lowercased().hasPrefix("host:") } == ["Host: \(hostHeader(of: base))"])
+        #expect(lines.contains("Transfer-Encoding: gzip, chunked"), "\(received)")
+        #expect(received.hasSuffix("5\r\nhello\r\n0\r\n\r\n"), "\(received)")
+        #expect(records.first?.request.url == "\(base)/raw?a=1")
+    }
 }

@@ -1,5 +1,7 @@
 """An HTTP/1.1 server that accepts any `Upgrade` request with 101 Switching Protocols and then
-echoes every byte it receives, for the proxy's upgrade pass-through test.
+echoes every byte it receives, for the proxy's upgrade pass-through test; and answers a request for
+`/raw` with the bytes of the request as it arrived (head and body, chunked framing included), so a
+test sees exactly what the proxy sent.
 Usage: python3 upgrade_echo.py PORT
 """
 import socket
@@ -16,6 +18,19 @@ def serve(connection):
                 return
             head += chunk
         request, _, rest = head.partition(b"\r\n\r\n")
+        if request.split(b" ")[1:2] and request.split(b" ")[1].split(b"?")[0] == b"/raw":
+            lower = request.lower()
+            if b"chunked" in lower:
+                while not rest.endswith(b"0\r\n\r\n"):
+                    chunk = connection.recv(4096)
+                    if not chunk:
+                        break
+                    rest += chunk
+            raw = request + b"\r\n\r\n" + rest
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n"
+                + b"Content-Length: " + str(len(raw)).encode() + b"\r\n\r\n" + raw)
+            return
         if b"\nupgrade:" not in request.lower():
             connection.sendall(b"HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return

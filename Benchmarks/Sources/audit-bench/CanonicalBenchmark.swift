@@ -29,6 +29,7 @@ struct Canonicalization: ParsableCommand {
         var decisionForm: [Double] = []
         var copyCanonical: [Double] = []
         var decisionFormCanonical: [Double] = []
+        var checkCanonical: [Double] = []
         var sink = 0
         func timed(_ body: () -> Void, count: Int) -> Double {
             let start = now()
@@ -46,6 +47,10 @@ struct Canonicalization: ParsableCommand {
                 timed(
                     { for request in canonicalForms { sink &+= Array(request.url.utf8).count } },
                     count: canonicalForms.count))
+            checkCanonical.append(
+                timed(
+                    { for request in canonicalForms where CanonicalURL.isCanonical(request.url) { sink &+= 1 } },
+                    count: canonicalForms.count))
             decisionFormCanonical.append(
                 timed(
                     { for request in canonicalForms { sink &+= request.normalizedURL.utf8.count } },
@@ -60,6 +65,7 @@ struct Canonicalization: ParsableCommand {
             |---|---:|---:|
             | copy the URL's bytes (baseline) | \(formatNanoseconds(median(copy))) | \(formatNanoseconds(median(copyCanonical))) |
             | `CanonicalURL` (full parse) | \(formatNanoseconds(median(parse))) | — |
+            | `CanonicalURL.isCanonical` (the check alone) | — | \(formatNanoseconds(median(checkCanonical))) |
             | `normalizedURL` (what a decision pays) | \(formatNanoseconds(median(decisionForm))) | \(formatNanoseconds(median(decisionFormCanonical))) |
             | ratio to the copy | \(String(format: "%.2f×", median(decisionForm) / median(copy))) | \(String(format: "%.2f×", median(decisionFormCanonical) / median(copyCanonical))) |
             """)

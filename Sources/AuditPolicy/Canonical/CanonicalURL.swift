@@ -30,6 +30,12 @@ public struct CanonicalURL: Sendable, Hashable, CustomStringConvertible {
         self.parts = parts
     }
 
+    /// Whether `text` is surely its own canonical form: a check of its bytes that takes no copy, the
+    /// one every decision makes first (false also when it would take the full parse to tell).
+    public static func isCanonical(_ text: String) -> Bool {
+        URLParts.isCanonical(text)
+    }
+
     /// The canonical URL.
     public var string: String { parts.normalized }
     /// The canonical URL.
