@@ -24,6 +24,9 @@ import Testing
         "http://a.com:65536/", "http://a.com:0080/", "http://xn--a.com/", "http://xn--mnchen-3ya.de/",
         "http://M\u{FC}nchen.de/stra\u{DF}e", "http://a.com/\u{1F600}?\u{1F600}#x", "http://a.com/a b?c d",
         "http://xn--mnchen\u{E9}.de/", "http://xn--a.\u{E9}/", "http://ab--\u{E9}/", "http://xn--ls8h.\u{E9}/",
+        "http://rival\u{200B}shop.com/", "http://rival\u{200C}shop.com/", "http://rival\u{200D}shop.com/",
+        "http://rival\u{2060}shop.com/", "http://rival\u{FEFF}shop.com/", "http://rival\u{034F}shop.com/",
+        "http://rival\u{2028}shop.com/", "http://rival\u{0338}shop.com/", "http://\u{0915}\u{094D}\u{200D}\u{0937}.in/",
     ]
 
     /// Mutations of `url` that real spellings are made of, chosen by `random`.
@@ -32,7 +35,8 @@ import Testing
         let insertions = [
             "/./", "/../", "//", "/%2e/", "/%2E%2e/", "\\", "%61", "%7e", "%2f", "%41", "\t", "\n", ".", "..", "@",
             ":", ":80", ":443", ":0", "%", "%zz", "?", "#", "'", "\"", "<", " ", "\u{FF41}", "\u{3002}", "\u{AD}",
-            "\u{E9}", "xn--", "[", "]", "0x", "0", "%00", "%2E", "%252e",
+            "\u{E9}", "xn--", "[", "]", "0x", "0", "%00", "%2E", "%252e", "\u{200B}", "\u{200D}", "\u{FEFF}",
+            "\u{FF0E}", "\u{2488}", "\u{1D400}",
         ]
         for _ in 0..<Int.random(in: 1...3, using: &random) {
             guard !text.isEmpty else { break }

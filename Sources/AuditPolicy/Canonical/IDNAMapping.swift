@@ -87,7 +87,11 @@ enum IDNAMapping {
         }
         let normalized = String(mapped).precomposedStringWithCanonicalMapping
         var labels: [String] = []
-        for label in normalized.split(separator: ".", omittingEmptySubsequences: false) {
+        // Split at the full stop scalar, not at characters: a full stop followed by a combining
+        // mark is one character.
+        let labelScalars = normalized.unicodeScalars.split(separator: ".", omittingEmptySubsequences: false)
+        for scalars in labelScalars {
+            let label = Substring(Substring.UnicodeScalarView(scalars))
             if label.unicodeScalars.allSatisfy(\.isASCII) {
                 if label.lowercased().hasPrefix("xn--") {
                     guard isValidPunycodeLabel(label.dropFirst(4)) else { return .failure(.invalidDomain(domain)) }
@@ -95,8 +99,11 @@ enum IDNAMapping {
                 labels.append(String(label))
                 continue
             }
-            // A label with the ACE prefix must be ASCII (UTS #46 validity criteria).
+            // A label with the ACE prefix must be ASCII (UTS #46 validity criteria), and a zero-width
+            // joiner or non-joiner must follow a virama (CheckJoiners, RFC 5892 appendix A.1–A.2;
+            // the non-joiner's joining-type context is not applied, so such a label is refused).
             guard !label.lowercased().hasPrefix("xn--"), label.unicodeScalars.allSatisfy(isValid),
+                hasJoinersOnlyAfterVirama(label.unicodeScalars), !startsWithMark(label.unicodeScalars),
                 let encoded = Punycode.encode(label.unicodeScalars)
             else { return .failure(.invalidDomain(domain)) }
             labels.append("xn--" + encoded)
@@ -105,11 +112,33 @@ enum IDNAMapping {
         return result.isEmpty ? .failure(.invalidDomain(domain)) : .success(result)
     }
 
+    /// Whether `label` begins with a combining mark, which no label may (UTS #46 validity criteria).
+    private static func startsWithMark(_ label: some Sequence<Unicode.Scalar>) -> Bool {
+        guard let first = label.first(where: { _ in true }) else { return false }
+        switch first.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return false
+        }
+    }
+
+    /// Whether the first zero-width joiner or non-joiner of `label`, if any, follows a virama: the
+    /// CheckJoiners rule as the reference parser (ada-url) applies it, to the first one only.
+    private static func hasJoinersOnlyAfterVirama(_ label: Substring.UnicodeScalarView) -> Bool {
+        var previous: Unicode.Scalar?
+        for scalar in label {
+            if scalar.value == 0x200C || scalar.value == 0x200D {
+                return previous?.properties.canonicalCombiningClass == .virama
+            }
+            previous = scalar
+        }
+        return true
+    }
+
     /// Whether the part of an `xn--` label after the prefix decodes to a label UTS #46 accepts: not
     /// empty, not all ASCII, every code point valid, in NFC.
     static func isValidPunycodeLabel(_ encoded: Substring) -> Bool {
         guard let decoded = Punycode.decode(encoded), !decoded.isEmpty, !decoded.allSatisfy(\.isASCII),
-            decoded.allSatisfy(isValid)
+            decoded.allSatisfy(isValid), !startsWithMark(decoded)
         else { return false }
         var view = String.UnicodeScalarView()
         view.append(contentsOf: decoded)
