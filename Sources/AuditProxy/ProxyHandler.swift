@@ -112,7 +112,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.http = http
     }
 
-    private var pipeline: AuditPipeline { services.value.pipeline }
+    var pipeline: AuditPipeline { services.value.pipeline }
     private var configuration: ProxyConfiguration { services.value.configuration }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -388,60 +388,6 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             fallback: configuration.warnings == .allow ? .proceed : .cancel)
     }
 
-    /// Headers that concern one connection only, never sent on (RFC 9110 §7.6.1), and the proxy's own.
-    private static let hopByHop: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer",
-        "transfer-encoding", "upgrade", ProxyDenial.acknowledgeHeader.lowercased(),
-    ]
-
-    /// The headers of `headers` to send on: hop-by-hop headers and those `Connection` names are
-    /// dropped, except `Upgrade` (and its `Connection: upgrade`) when `keepsUpgrade`.
-    private static func endToEnd(_ headers: HTTPHeaders, keepsUpgrade: Bool) -> HTTPHeaders {
-        let named = Set(headers[canonicalForm: "connection"].map { $0.lowercased() })
-        var kept = HTTPHeaders()
-        for (name, value) in headers {
-            let lowered = name.lowercased()
-            if keepsUpgrade, lowered == "upgrade" {
-                kept.add(name: name, value: value)
-                continue
-            }
-            if hopByHop.contains(lowered) || named.contains(lowered) { continue }
-            kept.add(name: name, value: value)
-        }
-        if keepsUpgrade, headers.contains(name: "upgrade") { kept.add(name: "Connection", value: "Upgrade") }
-        return kept
-    }
-
-    private static func upstreamHead(_ head: HTTPRequestHead, target: ProxyTarget)
-        -> HTTPRequestHead
-    {
-        // An upgrade to cleartext HTTP/2 is not made: the proxy decides HTTP/1.1 requests only, so
-        // the request goes on without it and the server answers in HTTP/1.1.
-        let isH2C = isH2CUpgrade(head.headers)
-        var headers = endToEnd(head.headers, keepsUpgrade: !isH2C)
-        if isH2C { headers.remove(name: "HTTP2-Settings") }
-        // The request body's framing is the encoder's: chunked when the client chunked it, with the
-        // codings before it kept as sent (`gzip, chunked`).
-        let codings = Self.transferCodings(head.headers)
-        if codings.last == "chunked" {
-            headers.add(name: "Transfer-Encoding", value: codings.joined(separator: ", "))
-        }
-        // The server acts on the request the policy decided: the Host is the decided target's.
-        headers.replaceOrAdd(name: "Host", value: target.hostHeader)
-        return HTTPRequestHead(
-            version: .http1_1, method: head.method, uri: target.path, headers: headers)
-    }
-
-    /// Whether the request asks to upgrade to cleartext HTTP/2 (`Upgrade: h2c`).
-    static func isH2CUpgrade(_ headers: HTTPHeaders) -> Bool {
-        headers[canonicalForm: "upgrade"].contains { $0.lowercased() == "h2c" }
-    }
-
-    /// The transfer codings of `headers`, lower-cased, in order.
-    static func transferCodings(_ headers: HTTPHeaders) -> [String] {
-        headers[canonicalForm: "transfer-encoding"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-    }
-
     private func forward(_ part: HTTPServerRequestPart, _ exchange: Exchange, _ upstream: Upstream) {
         guard !exchange.isResponseEnded else {
             // The server answered before the whole request came: drop the rest, then go idle.
@@ -687,54 +633,6 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .done
         guard let context = self.context else { return }
         writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: true, context: context)
-    }
-
-    /// A block rule matches the request sent to one of its host's addresses.
-    struct AddressRefusal: Error, CustomStringConvertible {
-        let host: String
-        let address: String
-        let verdict: Verdict
-        var description: String {
-            "\(host) resolves to \(address), which \(verdict.rule?.id ?? "the policy") blocks"
-        }
-    }
-
-    /// Resolves `target`'s host once, off the event loop, and refuses when a block rule matches
-    /// `request` sent to any of its addresses (so a rule on an IP address holds for every name that
-    /// resolves to it); otherwise hands back the addresses, which are the ones connected to.
-    private func resolveChecked(
-        _ target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
-        then: @escaping (Result<[SocketAddress], any Error>) -> Void
-    ) {
-        let (host, port) = (target.host, target.port)
-        let pipeline = self.pipeline
-        NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { () throws -> [SocketAddress] in
-            let addresses = try HostResolution.addresses(of: host, port: port)
-            for address in addresses {
-                if let refusal = Self.addressRefusal(
-                    of: request, host: host, address: address.ipAddress, pipeline: pipeline, policy: policy)
-                {
-                    throw refusal
-                }
-            }
-            return addresses
-        }.assumeIsolated().whenComplete(then)
-    }
-
-    /// The refusal when a block rule matches `request` sent to `address` (one of `host`'s); nil
-    /// when none does, or when the host is that address (the request itself was decided on it).
-    static func addressRefusal(
-        of request: AuditRequest, host: String, address: String?, pipeline: AuditPipeline, policy: Policy
-    ) -> AddressRefusal? {
-        guard let address, address != host, let canonical = try? CanonicalURL(request.url) else { return nil }
-        let name = address.contains(":") ? "[\(address)]" : address
-        let port = canonical.port.map { ":\($0)" } ?? ""
-        let hop = AuditRequest(
-            method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
-            headers: request.headers)
-        return pipeline.hopRefusal(hop, policy: policy).map {
-            AddressRefusal(host: host, address: address, verdict: $0)
-        }
     }
 
     /// Answers 200 to the CONNECT, then splices the client connection and `server`.

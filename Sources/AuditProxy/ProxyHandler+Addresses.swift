@@ -1,0 +1,55 @@
+import AuditPipeline
+import AuditPolicy
+import NIOCore
+import NIOPosix
+
+/// The addresses a request goes to: resolved once, decided, connected to.
+extension ProxyHandler {
+    /// A block rule matches the request sent to one of its host's addresses.
+    struct AddressRefusal: Error, CustomStringConvertible {
+        let host: String
+        let address: String
+        let verdict: Verdict
+        var description: String {
+            "\(host) resolves to \(address), which \(verdict.rule?.id ?? "the policy") blocks"
+        }
+    }
+
+    /// Resolves `target`'s host once, off the event loop, and refuses when a block rule matches
+    /// `request` sent to any of its addresses (so a rule on an IP address holds for every name that
+    /// resolves to it); otherwise hands back the addresses, which are the ones connected to.
+    func resolveChecked(
+        _ target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
+        then: @escaping (Result<[SocketAddress], any Error>) -> Void
+    ) {
+        let (host, port) = (target.host, target.port)
+        let pipeline = self.pipeline
+        NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { () throws -> [SocketAddress] in
+            let addresses = try HostResolution.addresses(of: host, port: port)
+            for address in addresses {
+                if let refusal = Self.addressRefusal(
+                    of: request, host: host, address: address.ipAddress, pipeline: pipeline, policy: policy)
+                {
+                    throw refusal
+                }
+            }
+            return addresses
+        }.assumeIsolated().whenComplete(then)
+    }
+
+    /// The refusal when a block rule matches `request` sent to `address` (one of `host`'s); nil
+    /// when none does, or when the host is that address (the request itself was decided on it).
+    static func addressRefusal(
+        of request: AuditRequest, host: String, address: String?, pipeline: AuditPipeline, policy: Policy
+    ) -> AddressRefusal? {
+        guard let address, address != host, let canonical = try? CanonicalURL(request.url) else { return nil }
+        let name = address.contains(":") ? "[\(address)]" : address
+        let port = canonical.port.map { ":\($0)" } ?? ""
+        let hop = AuditRequest(
+            method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
+            headers: request.headers)
+        return pipeline.hopRefusal(hop, policy: policy).map {
+            AddressRefusal(host: host, address: address, verdict: $0)
+        }
+    }
+}
