@@ -506,6 +506,36 @@ static inline uint32_t url_eq16(__m128i block, char byte) {
     return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(byte)));
 }
 
+/// Bit n: byte n of `block` is in `low`…`high`.
+static inline uint32_t url_in16(__m128i block, char low, char high) {
+    // Shifted so that `low` lands on -128: the range is then the bytes below -128 + its size.
+    __m128i shifted = _mm_add_epi8(block, _mm_set1_epi8((char)(0x80 - (uint8_t)low)));
+    return (uint32_t)_mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((char)(-128 + (high - low) + 1))));
+}
+
+/// Whether the escapes at the bits of `escapes` in the sixteen bytes at `bytes` are all kept by the
+/// canonical form: each `%` followed by two hex digits must have them in upper case and must not
+/// stand for an unreserved byte; a `%` not followed by two hex digits is kept as written. Reads
+/// two bytes past the block, told by masks: bit n of a mask of the bytes at `bytes + 1` (or + 2)
+/// is about the first (or second) digit after the `%` at n.
+static inline int url_escapes_kept16(const uint8_t *bytes, uint32_t escapes) {
+    __m128i high = _mm_loadu_si128((const __m128i *)(bytes + 1));
+    __m128i low = _mm_loadu_si128((const __m128i *)(bytes + 2));
+    uint32_t high_digit = url_in16(high, '0', '9'), low_digit = url_in16(low, '0', '9');
+    uint32_t high_upper = url_in16(high, 'A', 'F'), low_upper = url_in16(low, 'A', 'F');
+    uint32_t high_lower = url_in16(high, 'a', 'f'), low_lower = url_in16(low, 'a', 'f');
+    uint32_t is_escape = escapes & (high_digit | high_upper | high_lower) & (low_digit | low_upper | low_lower);
+    if (is_escape & (high_lower | low_lower)) return 0;
+    // The escapes of unreserved bytes, in upper-case hex: 2D 2E, 30–39, 41–4F, 50–5A 5F, 61–6F, 70–7A 7E.
+    uint32_t low_1_9 = url_in16(low, '1', '9');
+    uint32_t unreserved =
+        (url_eq16(high, '2') & (url_eq16(low, 'D') | url_eq16(low, 'E'))) | (url_eq16(high, '3') & low_digit) |
+        ((url_eq16(high, '4') | url_eq16(high, '6')) & (low_1_9 | low_upper)) |
+        (url_eq16(high, '5') & (low_digit | url_eq16(low, 'A') | url_eq16(low, 'F'))) |
+        (url_eq16(high, '7') & (low_digit | url_eq16(low, 'A') | url_eq16(low, 'E')));
+    return (is_escape & unreserved) == 0;
+}
+
 /// Checks the sixteen bytes at `bytes + index`, of which the bits of `valid` count: the bytes never
 /// allowed in the part they are in, each escape, and in the path `//` and dot segments, told by
 /// masks; the `?` that starts the query splits a block. 1 when they are canonical.
@@ -544,8 +574,14 @@ static inline __attribute__((always_inline)) int url_canonical_block(const uint8
         }
     }
     if (query && (url_eq16(block, '\'') & query) != 0) return 0;
-    for (; escapes != 0; escapes &= escapes - 1) {
-        if (!url_escape_kept(bytes, count, index + __builtin_ctz(escapes))) return 0;
+    if (escapes != 0) {
+        if (index + 18 <= count) {
+            if (!url_escapes_kept16(bytes + index, escapes)) return 0;
+        } else {
+            for (; escapes != 0; escapes &= escapes - 1) {
+                if (!url_escape_kept(bytes, count, index + __builtin_ctz(escapes))) return 0;
+            }
+        }
     }
     scan->previous = bytes[index + 15];
     return 1;
@@ -562,9 +598,10 @@ int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
     if (index < count) {
         // The last bytes, copied into a block padded with a plain letter; lookups past them see
         // the end (`rest`), as they would in place.
-        uint8_t tail[16];
+        // `z`: a plain letter that is no hex digit, so no escape reaches past the end.
+        uint8_t tail[32];
         long rest = count - index;
-        memset(tail, 'a', sizeof tail);
+        memset(tail, 'z', sizeof tail);
         memcpy(tail, bytes + index, (size_t)rest);
         return url_canonical_block(tail, rest, 0, (1u << rest) - 1, &scan);
     }
