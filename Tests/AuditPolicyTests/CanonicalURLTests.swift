@@ -257,6 +257,16 @@ import Testing
             ])
     }
 
+    @Test("user info is out of the url field and in a field of its own")
+    func userinfoField() throws {
+        let policy = try Policy(
+            parsing: "[block] field=userinfo\nadmin ^admin(:|$)\n[warn]\nat @", file: "u.rules")
+        #expect(policy.evaluate(AuditRequest(url: "http://admin:pw@a.test/")).rule?.id == "u/admin")
+        #expect(policy.evaluate(AuditRequest(url: "http://admin@a.test/")).rule?.id == "u/admin")
+        #expect(policy.evaluate(AuditRequest(url: "http://guest:admin@a.test/")).action == .pass)
+        #expect(policy.evaluate(AuditRequest(url: "http://a.test/")).action == .pass)
+    }
+
     @Test("the method is upper-cased")
     func method() {
         #expect(AuditRequest(method: "post", url: "https://a.test/").method == "POST")
