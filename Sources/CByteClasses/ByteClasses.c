@@ -615,3 +615,56 @@ int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
     return 1;
 #endif
 }
+
+/// Whether `bytes[start..<end]` is four decimal parts of 0–255 without leading zeros.
+static int url_dotted_decimal(const uint8_t *bytes, long start, long end) {
+    int parts = 0;
+    long index = start;
+    while (index < end) {
+        long part_start = index;
+        int value = 0;
+        while (index < end && bytes[index] >= '0' && bytes[index] <= '9' && index - part_start < 3) {
+            value = value * 10 + (bytes[index] - '0');
+            index++;
+        }
+        long length = index - part_start;
+        if (length == 0 || value > 255 || (length > 1 && bytes[part_start] == '0')) return 0;
+        parts++;
+        if (index == end) break;
+        if (bytes[index] != '.' || parts >= 4) return 0;
+        index++;
+    }
+    return parts == 4 && index == end;
+}
+
+int url_is_canonical(const uint8_t *bytes, long count) {
+    long authority;
+    if (count >= 8 && memcmp(bytes, "https://", 8) == 0) {
+        authority = 8;
+    } else if (count >= 7 && memcmp(bytes, "http://", 7) == 0) {
+        authority = 7;
+    } else {
+        return 0;
+    }
+    long host_end = url_host_span(bytes, count, authority);
+    if (host_end <= authority || host_end >= count || bytes[host_end - 1] == '.') return 0;
+    long label = host_end - 1;
+    while (label > authority && bytes[label - 1] != '.') label--;
+    // A last label starting with a digit makes the host an IPv4 address (or invalid).
+    if (bytes[label] >= '0' && bytes[label] <= '9' && !url_dotted_decimal(bytes, authority, host_end)) return 0;
+    long path = host_end;
+    if (bytes[host_end] == ':') {
+        // A port other than the scheme's default, written without leading zeros.
+        long end = host_end + 1;
+        long port = 0;
+        while (end < count && bytes[end] >= '0' && bytes[end] <= '9' && end - host_end <= 5) {
+            port = port * 10 + (bytes[end] - '0');
+            end++;
+        }
+        long default_port = authority == 8 ? 443 : 80;
+        if (end == host_end + 1 || bytes[host_end + 1] == '0' || port > 65535 || port == default_port) return 0;
+        path = end;
+    }
+    if (path >= count || bytes[path] != '/') return 0;
+    return url_path_query_is_canonical(bytes, count, path);
+}

@@ -12,55 +12,10 @@ extension URLParts {
         isCanonical(url.utf8.span)
     }
 
-    /// ``isCanonical(_:)`` of a URL's bytes.
+    /// ``isCanonical(_:)`` of a URL's bytes: one call of the C kernel `url_is_canonical`, which reads
+    /// scheme, host, port, path and query in one pass.
     static func isCanonical(_ bytes: Span<UInt8>) -> Bool {
-        guard let authority = lowerCaseHTTPAuthorityStart(bytes) else { return false }
-        let hostEnd = bytes.hostSpan(from: authority)
-        guard hostEnd > authority, hostEnd < bytes.count, bytes[hostEnd - 1] != UInt8(ascii: ".") else { return false }
-        var labelStart = hostEnd - 1
-        while labelStart > authority, bytes[labelStart - 1] != UInt8(ascii: ".") { labelStart -= 1 }
-        // A last label starting with a digit makes the host an IPv4 address (or invalid): canonical
-        // only as four decimal parts of 0–255 without leading zeros.
-        if bytes[labelStart] &- UInt8(ascii: "0") < 10, !isDottedDecimal(bytes, from: authority, to: hostEnd) {
-            return false
-        }
-        var pathStart = hostEnd
-        if bytes[hostEnd] == UInt8(ascii: ":") {
-            // A port other than the scheme's default, written without leading zeros.
-            var end = hostEnd + 1
-            var port = 0
-            while end < bytes.count, bytes[end] &- UInt8(ascii: "0") < 10, end - hostEnd <= 5 {
-                port = port * 10 + Int(bytes[end] &- UInt8(ascii: "0"))
-                end += 1
-            }
-            let defaultPort = authority == 8 ? 443 : 80
-            guard end > hostEnd + 1, bytes[hostEnd + 1] != UInt8(ascii: "0"), port <= 65_535, port != defaultPort
-            else { return false }
-            pathStart = end
-        }
-        guard pathStart < bytes.count, bytes[pathStart] == UInt8(ascii: "/") else { return false }
-        return bytes.isCanonicalPathAndQuery(from: pathStart)
-    }
-
-    /// Whether `bytes[start..<end]` is four decimal parts of 0–255 without leading zeros.
-    private static func isDottedDecimal(_ bytes: Span<UInt8>, from start: Int, to end: Int) -> Bool {
-        var parts = 0
-        var index = start
-        while index < end {
-            var value = 0
-            let partStart = index
-            while index < end, bytes[index] &- UInt8(ascii: "0") < 10, index - partStart < 3 {
-                value = value * 10 + Int(bytes[index] &- UInt8(ascii: "0"))
-                index += 1
-            }
-            let length = index - partStart
-            guard length > 0, value <= 255, length == 1 || bytes[partStart] != UInt8(ascii: "0") else { return false }
-            parts += 1
-            if index == end { break }
-            guard bytes[index] == UInt8(ascii: "."), parts < 4 else { return false }
-            index += 1
-        }
-        return parts == 4 && index == end
+        bytes.isCanonicalURL()
     }
 
     /// The parts of `url` without the full parse when it is canonical but for a fragment or the `/`

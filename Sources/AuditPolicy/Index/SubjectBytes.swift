@@ -59,13 +59,11 @@ extension Span where Element == UInt8 {
         }
     }
 
-    /// Whether the path and query from `start` (a URL's first `/`) are surely canonical (C kernel
-    /// `url_path_query_is_canonical`).
-    func isCanonicalPathAndQuery(from start: Int) -> Bool {
-        guard start >= 0, start < count else { return false }
-        return unsafe withUnsafeBufferPointer { buffer in
+    /// Whether the bytes are surely a canonical URL (C kernel `url_is_canonical`).
+    func isCanonicalURL() -> Bool {
+        unsafe withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return false }
-            return unsafe url_path_query_is_canonical(base, buffer.count, start) != 0
+            return unsafe url_is_canonical(base, buffer.count) != 0
         }
     }
 

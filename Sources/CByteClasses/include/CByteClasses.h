@@ -176,6 +176,12 @@ long url_host_span(const uint8_t *bytes, long count, long from);
 /// authority ends), or `count` if there is none. Sixteen bytes at a time with SSE2.
 long url_authority_end(const uint8_t *bytes, long count, long from);
 
+/// Whether `bytes[0..<count]` is surely a canonical URL (AuditPolicy's URLParts.isCanonical): `http://`
+/// or `https://` as written, a host of lower-case letters, digits, dots and dashes not ending in a dot
+/// (an IPv4 address as four decimal parts), a port other than the default without leading zeros,
+/// then a path and query ``url_path_query_is_canonical`` accepts. 1 or 0.
+int url_is_canonical(const uint8_t *bytes, long count);
+
 /// Whether `bytes[from..<count]`, a URL's path and query from its first `/`, is surely in canonical
 /// form (AuditPolicy's URLParts): printable ASCII with nothing the canonical form escapes or
 /// decodes, no `//` or dot segment in the path, and percent-escapes only of reserved bytes in
