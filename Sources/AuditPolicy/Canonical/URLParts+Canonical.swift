@@ -42,6 +42,13 @@ extension URLParts {
         return URLParts(canonicalBytes: bytes, authority: authority, changes: changes)
     }
 
+    /// The parts of `url`, which ``isCanonical(_:)`` holds for (the caller has checked): no second
+    /// check, no parse.
+    init(knownCanonical url: String) {
+        let bytes = Array(url.utf8)
+        self.init(canonicalBytes: bytes, authority: bytes[4] == UInt8(ascii: "s") ? 8 : 7, changes: [])
+    }
+
     /// The parts of `bytes`, an `http(s)` URL ``isCanonical(_:)-(Span<UInt8>)`` holds for, whose
     /// authority starts at `authority`.
     init(canonicalBytes bytes: [UInt8], authority: Int, changes: URLChanges) {

@@ -42,7 +42,7 @@ struct RequestSubjects {
     private mutating func parts(of request: AuditRequest) -> URLParts {
         let others = othersMade()
         if let parts = others.parts { return parts }
-        let parts = URLParts(request.url)
+        let parts = isURLCanonical == true ? URLParts(knownCanonical: request.url) : URLParts(request.url)
         others.parts = parts
         return parts
     }

@@ -173,9 +173,14 @@ extension Redaction {
     /// The snapshot of `request` that events, logs and reports keep: the canonical URL (and the URL
     /// as received when it differs) and headers redacted.
     public func snapshot(of request: AuditRequest, bodyBytes: Int?) -> RequestSnapshot {
-        let canonical = request.normalizedURL
+        // One parse for URL and host; an invalid URL is kept as received, with no host.
+        let (canonical, host) =
+            switch request.canonicalURL {
+            case .success(let url): (url.string, url.host)
+            case .failure: (request.normalizedURL, request.host)
+            }
         return RequestSnapshot(
-            method: request.method, url: redact(url: canonical), host: request.host,
+            method: request.method, url: redact(url: canonical), host: host,
             headers: redact(headers: request.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
             bodyBytes: bodyBytes, receivedURL: canonical == request.url ? nil : redact(url: request.url)
         )
