@@ -59,27 +59,15 @@ enum ParsedHost: Equatable {
         output.reserveCapacity(input.count)
         var index = input.startIndex
         while index < input.endIndex {
-            let byte = input[index]
-            if byte == UInt8(ascii: "%"), index + 2 < input.endIndex,
-                let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2])
-            {
-                output.append(high << 4 | low)
+            if let decoded = percentEscapedByte(in: input, at: index) {
+                output.append(decoded)
                 index += 3
             } else {
-                output.append(byte)
+                output.append(input[index])
                 index += 1
             }
         }
         return output
-    }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// The forbidden domain code points of the URL Standard that are ASCII.
@@ -128,7 +116,7 @@ enum ParsedHost: Equatable {
         }
         var value: UInt64 = 0
         for byte in digits {
-            guard let digit = hexValue(byte), UInt64(digit) < radix else { return nil }
+            guard let digit = byte.hexDigitValue, UInt64(digit) < radix else { return nil }
             value = min(value * radix + UInt64(digit), 1 << 33)
         }
         return value
@@ -178,7 +166,7 @@ enum ParsedHost: Equatable {
             }
             var value: UInt16 = 0
             var length = 0
-            while length < 4, let next = at(pointer), let digit = hexValue(next) {
+            while length < 4, let next = at(pointer), let digit = next.hexDigitValue {
                 value = value << 4 | UInt16(digit)
                 pointer += 1
                 length += 1

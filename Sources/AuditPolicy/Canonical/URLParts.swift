@@ -375,17 +375,18 @@ struct URLParts: Sendable {
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), bytes.endIndex - index >= 3,
-                let high = ParsedHost.hexValue(bytes[index + 1]), let low = ParsedHost.hexValue(bytes[index + 2])
-            {
-                let decoded = high << 4 | low
+            if let decoded = percentEscapedByte(in: bytes, at: index) {
                 if Self.isUnreserved(decoded) {
                     output.append(decoded)
                     changes.insert(.unreservedDecoded)
                 } else {
-                    let escape = [UInt8(ascii: "%"), Self.hexDigits[Int(high)], Self.hexDigits[Int(low)]]
-                    if !escape.elementsEqual(bytes[index..<(index + 3)]) { changes.insert(.escapesUpperCased) }
-                    output.append(contentsOf: escape)
+                    // Hex digits of 0x61 or more are lower-case letters.
+                    if bytes[index + 1] >= UInt8(ascii: "a") || bytes[index + 2] >= UInt8(ascii: "a") {
+                        changes.insert(.escapesUpperCased)
+                    }
+                    output.append(UInt8(ascii: "%"))
+                    output.append(Self.hexDigits[Int(decoded >> 4)])
+                    output.append(Self.hexDigits[Int(decoded & 15)])
                 }
                 index += 3
                 continue

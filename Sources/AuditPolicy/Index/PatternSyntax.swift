@@ -213,7 +213,7 @@ struct PatternSyntaxReader {
             position += 1
             var digits = 0
             while let byte = current, byte != UInt8(ascii: "}") {
-                guard let digit = Self.hexValue(byte), digits < 8 else { throw GiveUp() }
+                guard let digit = byte.hexDigitValue.map(UInt32.init), digits < 8 else { throw GiveUp() }
                 value = value << 4 | digit
                 digits += 1
                 position += 1
@@ -223,7 +223,7 @@ struct PatternSyntaxReader {
             return value
         }
         for _ in 0..<2 {
-            guard let byte = current, let digit = Self.hexValue(byte) else { break }
+            guard let byte = current, let digit = byte.hexDigitValue.map(UInt32.init) else { break }
             value = value << 4 | digit
             position += 1
         }
@@ -487,15 +487,6 @@ struct PatternSyntaxReader {
     static func isLetter(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt32? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-        default: nil
-        }
     }
 }
 

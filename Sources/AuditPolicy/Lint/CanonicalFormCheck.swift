@@ -38,10 +38,7 @@ enum CanonicalFormCheck {
             }
             if byte == UInt8(ascii: "[") { classDepth += 1 }
             if byte == UInt8(ascii: "]"), classDepth > 0 { classDepth -= 1 }
-            if readsURLText, byte == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = ParsedHost.hexValue(bytes[index + 1]), let low = ParsedHost.hexValue(bytes[index + 2])
-            {
-                let decoded = high << 4 | low
+            if readsURLText, let decoded = percentEscapedByte(in: bytes, at: index) {
                 let escape = String(decoding: bytes[index..<(index + 3)], as: UTF8.self)
                 if URLParts.isUnreserved(decoded) {
                     findings.append(
