@@ -26,30 +26,33 @@ extension ProxyHandler {
         let pipeline = self.pipeline
         NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { () throws -> [SocketAddress] in
             let addresses = try HostResolution.addresses(of: host, port: port)
-            for address in addresses {
-                if let refusal = Self.addressRefusal(
-                    of: request, host: host, address: address.ipAddress, pipeline: pipeline, policy: policy)
-                {
-                    throw refusal
-                }
+            if let refusal = Self.addressRefusal(
+                of: request, host: host, addresses: addresses.compactMap(\.ipAddress), pipeline: pipeline,
+                policy: policy)
+            {
+                throw refusal
             }
             return addresses
         }.assumeIsolated().whenComplete(then)
     }
 
-    /// The refusal when a block rule matches `request` sent to `address` (one of `host`'s); nil
-    /// when none does, or when the host is that address (the request itself was decided on it).
+    /// The refusal when a block rule matches `request` sent to one of `addresses` (those of
+    /// `host`); nil when none does. The host itself is skipped: the request was decided on it.
     static func addressRefusal(
-        of request: AuditRequest, host: String, address: String?, pipeline: AuditPipeline, policy: Policy
+        of request: AuditRequest, host: String, addresses: [String], pipeline: AuditPipeline, policy: Policy
     ) -> AddressRefusal? {
-        guard let address, address != host, let canonical = try? CanonicalURL(request.url) else { return nil }
-        let name = address.contains(":") ? "[\(address)]" : address
+        let others = addresses.filter { $0 != host }
+        guard !others.isEmpty, let canonical = try? CanonicalURL(request.url) else { return nil }
         let port = canonical.port.map { ":\($0)" } ?? ""
-        let hop = AuditRequest(
-            method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
-            headers: request.headers)
-        return pipeline.hopRefusal(hop, policy: policy).map {
-            AddressRefusal(host: host, address: address, verdict: $0)
+        for address in others {
+            let name = address.contains(":") ? "[\(address)]" : address
+            let hop = AuditRequest(
+                method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
+                headers: request.headers)
+            if let verdict = pipeline.hopRefusal(hop, policy: policy) {
+                return AddressRefusal(host: host, address: address, verdict: verdict)
+            }
         }
+        return nil
     }
 }

@@ -251,14 +251,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // Decided, so valid: an invalid URL is refused by the policy.
         guard let requested else {
-            finish(
-                Exchange(
-                    decision: decision, warning: warning, target: ProxyTarget.unknown, forwardedURL: "", head: head),
-                kind: .failure, error: "not an http URL")
-            state = .answered(closeAfter: true)
-            writeProblem(
-                .badRequest, .problem("bad-request", "not an http URL: '\(head.uri)'"), close: false, context: context)
-            return
+            return refuse(decision, .blocked(decision), kind: .blocked, warning: warning, head: head, context: context)
         }
         let target = redirected ?? requested
         let exchange = Exchange(
@@ -274,7 +267,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         if let upstream, upstream.authority == target.authority, upstream.channel.isActive,
             Self.addressRefusal(
-                of: sent, host: target.host, address: upstream.channel.remoteAddress?.ipAddress,
+                of: sent, host: target.host, addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 },
                 pipeline: pipeline, policy: decision.policy) == nil
         {
             state = .forwarding(exchange, upstream)
@@ -456,9 +449,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             exchange.status = Int(head.status.code)
             exchange.keepsUpstream = head.isKeepAlive
             var headers = Self.endToEnd(head.headers, keepsUpgrade: false)
-            let codings = Self.transferCodings(head.headers)
-            if codings.last == "chunked" {
-                headers.add(name: "Transfer-Encoding", value: codings.joined(separator: ", "))
+            // The response encoder frames the body: chunked when the server chunked it.
+            if Self.transferCodings(head.headers).last == "chunked" {
+                headers.add(name: "Transfer-Encoding", value: "chunked")
             }
             if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
             let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)

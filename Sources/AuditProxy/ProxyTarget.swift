@@ -20,21 +20,11 @@ struct ProxyTarget: Equatable, Sendable {
         return port == 80 ? name : "\(name):\(port)"
     }
 
-    /// The request URL the policy sees for plain HTTP.
-    var httpURL: String { "http://\(hostHeader)\(path)" }
-
     /// The URL the policy sees for a CONNECT tunnel, in canonical form: `https://HOST/`, with
     /// `:PORT` when not 443.
     var tunnelURL: String {
         let name = host.contains(":") ? "[\(host)]" : host
         return port == 443 ? "https://\(name)/" : "https://\(name):\(port)/"
-    }
-
-    /// No target: for the record of a request that could not be sent.
-    static let unknown = ProxyTarget(host: "", port: 0, path: "")
-
-    private init(host: String, port: Int, path: String) {
-        (self.host, self.port, self.path) = (host, port, path)
     }
 
     /// Whether `uri` is in absolute form with the `http` scheme (any case), as a proxy request is.
@@ -60,7 +50,7 @@ struct ProxyTarget: Equatable, Sendable {
     /// The target of a CONNECT request's `host:port`, the host in canonical form; nil when it is not
     /// one.
     init?(connectAuthority authority: String) {
-        guard Self.hostAndPort(Substring(authority), defaultPort: nil) != nil,
+        guard Self.explicitPort(authority) != nil,
             let url = try? CanonicalURL("https://" + authority), !url.host.isEmpty, url.path == "/",
             url.query.isEmpty, url.userinfo.isEmpty
         else { return nil }
@@ -81,39 +71,12 @@ struct ProxyTarget: Equatable, Sendable {
         self.init(absoluteURI: url)
     }
 
-    /// `host[:port]` split; user info is refused, the host lowercased, the port checked.
-    private static func hostAndPort(_ authority: Substring, defaultPort: Int?) -> (String, Int)? {
-        guard !authority.isEmpty, !authority.utf8.contains(UInt8(ascii: "@")) else { return nil }
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
-                portText = after.dropFirst()
-            }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        } else {
-            host = authority
-        }
-        guard !host.isEmpty,
-            !host.utf8.contains(where: {
-                $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\")
-            })
+    /// The port written after the last `:` outside IPv6 brackets, when it is one from 1 to 65535: a
+    /// CONNECT target must name its port.
+    private static func explicitPort(_ authority: String) -> Int? {
+        guard let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]"),
+            let port = Int(authority[authority.index(after: colon)...]), (1...65_535).contains(port)
         else { return nil }
-        let port: Int
-        if let portText {
-            guard let value = Int(portText), (1...65_535).contains(value) else { return nil }
-            port = value
-        } else {
-            guard let defaultPort else { return nil }
-            port = defaultPort
-        }
-        let isLowercase = !host.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-        return (isLowercase ? String(host) : host.lowercased(), port)
+        return port
     }
 }
