@@ -104,7 +104,7 @@ import Testing
 
     @Test("every URL is canonicalized as ada-url plus the documented additions: corpus, spellings and mutations")
     func agreesWithReference() throws {
-        var random = SeededGenerator(seed: 20_261_127)
+        var random = IndexDifferentialTests.Generator(state: 20_261_127)
         let corpus = Self.benchmarkURLs()
         let bases = Self.spellings + corpus.prefix(2_000) + ["http://a.test/x/y?z=1#f", "https://[::1]:8443/p?q"]
         let mutations = (0..<30_000).map { index in Self.mutated(bases[index % bases.count], using: &random) }
@@ -127,20 +127,5 @@ import Testing
         }
         #expect(compared > urls.count / 2)
         #expect(differences.isEmpty, "\(differences.joined(separator: "\n"))")
-    }
-}
-
-/// A small seeded generator (SplitMix64), so that a failing mutation can be found again.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

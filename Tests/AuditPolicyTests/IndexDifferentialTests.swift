@@ -6,7 +6,7 @@ import Testing
 /// compare the indexed evaluation with matching every rule in turn.
 @Suite struct IndexDifferentialTests {
     /// SplitMix64: the same sequence on every run, so a failure can be reproduced.
-    struct Generator {
+    struct Generator: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {
             state &+= 0x9E37_79B9_7F4A_7C15

@@ -184,20 +184,30 @@ import Testing
         #expect(records.map(\.outcome.status) == [200])
     }
 
-    @Test("pipelined requests on one connection are each answered in order, decided and logged once")
-    func pipelinedRequests() async throws {
+    /// Sends the requests `text(base, authority)` spells (httpbin's base URL and Host) on one
+    /// connection to a proxy deciding by ``rules``: the answer, the status of each response in it,
+    /// and the records.
+    static func pipelined(_ text: (String, String) -> String) async throws
+        -> (answer: String, statuses: [Substring], records: [AuditRecord], base: String)
+    {
         let proxy = try await RunningProxy(rules: Self.rules)
         let base = try Servers.httpbin
-        let authority = hostHeader(of: base)
         let connection = try RawConnection(port: proxy.server.port ?? 0)
-        connection.send(
-            "GET \(base)/anything/one HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
-                + "GET \(base)/anything/admin HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
-                + "POST \(base)/anything/three HTTP/1.1\r\nHost: \(authority)\r\nContent-Length: 5\r\n\r\nhello"
-                + "GET \(base)/anything/four HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n\r\n")
+        connection.send(text(base, hostHeader(of: base)))
         let answer = connection.readToEnd()
         let records = try await proxy.finish()
         let statuses = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        return (answer, statuses, records, base)
+    }
+
+    @Test("pipelined requests on one connection are each answered in order, decided and logged once")
+    func pipelinedRequests() async throws {
+        let (answer, statuses, records, base) = try await Self.pipelined { base, authority in
+            "GET \(base)/anything/one HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
+                + "GET \(base)/anything/admin HTTP/1.1\r\nHost: \(authority)\r\n\r\n"
+                + "POST \(base)/anything/three HTTP/1.1\r\nHost: \(authority)\r\nContent-Length: 5\r\n\r\nhello"
+                + "GET \(base)/anything/four HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n\r\n"
+        }
         #expect(statuses == ["200", "403", "200", "200"], "\(answer)")
         #expect(records.map(\.request.url) == ["one", "admin", "three", "four"].map { "\(base)/anything/\($0)" })
     }
@@ -206,20 +216,14 @@ import Testing
         "requests pipelined after a chunked body and a refused body are answered in order; a refused upgrade closes"
     )
     func pipelinedAfterBodiesAndRefusals() async throws {
-        let proxy = try await RunningProxy(rules: Self.rules)
-        let base = try Servers.httpbin
-        let authority = hostHeader(of: base)
-        let connection = try RawConnection(port: proxy.server.port ?? 0)
-        connection.send(
+        let (answer, statuses, records, base) = try await Self.pipelined { base, authority in
             "POST \(base)/anything/chunked HTTP/1.1\r\nHost: \(authority)\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "5\r\nhello\r\n0\r\n\r\n"
                 + "POST \(base)/anything/admin HTTP/1.1\r\nHost: \(authority)\r\nContent-Length: 3\r\n\r\nabc"
                 + "GET \(base)/anything/admin HTTP/1.1\r\nHost: \(authority)\r\nConnection: Upgrade\r\n"
                 + "Upgrade: websocket\r\n\r\n"
-                + "GET \(base)/anything/last HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n\r\n")
-        let answer = connection.readToEnd()
-        let records = try await proxy.finish()
-        let statuses = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+                + "GET \(base)/anything/last HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n\r\n"
+        }
         // The refused upgrade's answer says `Connection: close`: what follows it is neither sent nor
         // recorded, and the client sends it again on a new connection.
         #expect(statuses == ["200", "403", "403"], "\(answer)")

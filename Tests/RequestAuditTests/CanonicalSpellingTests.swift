@@ -49,12 +49,7 @@ extension InterceptionTests {
             let marker = "spell-\(UUID().uuidString)"
             let url = HTTPBin.url(
                 spelling.replacingOccurrences(of: "PORT", with: port).replacingOccurrences(of: "MARK", with: marker))
-            var caught: URLError?
-            do {
-                _ = try await audited.session.data(from: url)
-            } catch let error as URLError {
-                caught = error
-            }
+            let caught = await #expect(throws: URLError.self) { _ = try await audited.session.data(from: url) }
             let records = try await audited.finish()
             #expect(caught?.code == RequestAuditError.refusalCode, "\(spelling)")
             #expect(records.map(\.outcome.kind) == [.blocked])
