@@ -13,8 +13,8 @@ struct Canonicalization: ParsableCommand {
     @Option(help: "Passes of each measurement (median reported).") var passes = 7
 
     func run() throws {
-        let urls = try BenchData(directory: options.data).lines("urls-bench.txt").prefix(options.urls).map { $0 }
-        let requests = urls.map { AuditRequest(url: $0) }
+        let requests = try BenchData(directory: options.data).requests(count: options.urls)
+        let urls = requests.map(\.url)
         var invalid = 0
         var canonicalForms: [AuditRequest] = []
         for request in requests {
