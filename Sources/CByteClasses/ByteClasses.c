@@ -566,7 +566,8 @@ static inline __attribute__((always_inline)) int url_canonical_block(const uint8
             _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('{')), _mm_cmpeq_epi8(block, _mm_set1_epi8('}'))));
         if (((uint32_t)_mm_movemask_epi8(braces) & path) != 0) return 0;
         uint32_t slashes = url_eq16(block, '/') & path;
-        uint32_t after_slash = (slashes << 1) | (scan->previous == '/' ? 1u : 0u);
+        // The first byte counted follows the last one checked before.
+        uint32_t after_slash = (slashes << 1) | (scan->previous == '/' ? valid & (0u - valid) : 0u);
         if (slashes & after_slash) return 0;
         uint32_t dots = url_eq16(block, '.') & after_slash & path;
         for (; dots != 0; dots &= dots - 1) {
@@ -588,16 +589,133 @@ static inline __attribute__((always_inline)) int url_canonical_block(const uint8
 }
 #endif
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define URL_AVX2 __attribute__((target("avx2")))
+
+/// Bit n: byte n of the 32 bytes of `block` equals `byte`.
+static inline URL_AVX2 uint32_t url_eq32(__m256i block, char byte) {
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(block, _mm256_set1_epi8(byte)));
+}
+
+/// Bit n: byte n of `block` is in `low`…`high` (see url_in16).
+static inline URL_AVX2 uint32_t url_in32(__m256i block, char low, char high) {
+    __m256i shifted = _mm256_add_epi8(block, _mm256_set1_epi8((char)(0x80 - (uint8_t)low)));
+    return (uint32_t)_mm256_movemask_epi8(
+        _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + (high - low) + 1)), shifted));
+}
+
+/// url_escapes_kept16 for 32 bytes; reads two bytes past them.
+static inline URL_AVX2 int url_escapes_kept32(const uint8_t *bytes, uint32_t escapes) {
+    __m256i high = _mm256_loadu_si256((const __m256i *)(bytes + 1));
+    __m256i low = _mm256_loadu_si256((const __m256i *)(bytes + 2));
+    uint32_t high_digit = url_in32(high, '0', '9'), low_digit = url_in32(low, '0', '9');
+    uint32_t high_upper = url_in32(high, 'A', 'F'), low_upper = url_in32(low, 'A', 'F');
+    uint32_t high_lower = url_in32(high, 'a', 'f'), low_lower = url_in32(low, 'a', 'f');
+    uint32_t is_escape = escapes & (high_digit | high_upper | high_lower) & (low_digit | low_upper | low_lower);
+    if (is_escape & (high_lower | low_lower)) return 0;
+    uint32_t low_1_9 = url_in32(low, '1', '9');
+    uint32_t unreserved =
+        (url_eq32(high, '2') & (url_eq32(low, 'D') | url_eq32(low, 'E'))) | (url_eq32(high, '3') & low_digit) |
+        ((url_eq32(high, '4') | url_eq32(high, '6')) & (low_1_9 | low_upper)) |
+        (url_eq32(high, '5') & (low_digit | url_eq32(low, 'A') | url_eq32(low, 'F'))) |
+        (url_eq32(high, '7') & (low_digit | url_eq32(low, 'A') | url_eq32(low, 'E')));
+    return (is_escape & unreserved) == 0;
+}
+
+/// url_canonical_block for the 32 bytes at `bytes + index`, all of them counted.
+static inline URL_AVX2 int url_canonical_block32(const uint8_t *bytes, long count, long index, url_scan *scan) {
+    __m256i block = _mm256_loadu_si256((const __m256i *)(bytes + index));
+    // Outside 0x21–0x7E, or one of `"#<>\` (`<` and `>` are the bytes that are `>` once bit 1 is set).
+    uint32_t printable = url_in32(block, 0x21, 0x7E);
+    uint32_t never = url_in32(block, '"', '#') | url_eq32(_mm256_or_si256(block, _mm256_set1_epi8(2)), '>') |
+                     url_eq32(block, '\\');
+    if ((~printable | never) != 0) return 0;
+    uint32_t escapes = url_eq32(block, '%');
+    uint32_t path = 0xFFFFFFFFu, query = 0;
+    if (scan->is_query) {
+        path = 0;
+        query = 0xFFFFFFFFu;
+    } else {
+        uint32_t questions = url_eq32(block, '?');
+        if (questions) {
+            path = (questions & (0u - questions)) - 1;
+            query = ~path;
+            scan->is_query = 1;
+        }
+    }
+    if (path) {
+        uint32_t braces = url_eq32(block, '`') | url_eq32(block, '{') | url_eq32(block, '}');
+        if (braces & path) return 0;
+        uint32_t slashes = url_eq32(block, '/') & path;
+        uint32_t after_slash = (slashes << 1) | (scan->previous == '/' ? 1u : 0u);
+        if (slashes & after_slash) return 0;
+        uint32_t dots = url_eq32(block, '.') & after_slash & path;
+        for (; dots != 0; dots &= dots - 1) {
+            if (url_dot_segment(bytes, count, index + __builtin_ctz(dots))) return 0;
+        }
+    }
+    if (query && (url_eq32(block, '\'') & query) != 0) return 0;
+    if (escapes != 0) {
+        if (index + 34 <= count) {
+            if (!url_escapes_kept32(bytes + index, escapes)) return 0;
+        } else {
+            for (; escapes != 0; escapes &= escapes - 1) {
+                if (!url_escape_kept(bytes, count, index + __builtin_ctz(escapes))) return 0;
+            }
+        }
+    }
+    scan->previous = bytes[index + 31];
+    return 1;
+}
+
+/// Checks the 32-byte blocks from `*index` on while 32 bytes are left, moving `*index` past them.
+/// 0 when one is not canonical.
+static URL_AVX2 int url_canonical_blocks32(const uint8_t *bytes, long count, long *index, url_scan *scan) {
+    for (; *index + 32 <= count; *index += 32) {
+        if (!url_canonical_block32(bytes, count, *index, scan)) return 0;
+    }
+    return 1;
+}
+
+/// Whether the processor and the system run AVX2 code (CPUID leaf 7's AVX2 bit, and the YMM state
+/// saved by the system, as XGETBV tells); asked once.
+static int url_has_avx2(void) {
+    static int known = -1;
+    if (known >= 0) return known;
+    unsigned a, b, c, d;
+    int has = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX)) {
+        unsigned low, high;
+        __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+        if ((low & 6) == 6 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) has = (b & bit_AVX2) != 0;
+    }
+    known = has;
+    return has;
+}
+#endif
+
 int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
     url_scan scan = {0, 0};
     long index = from < 0 ? 0 : from;
+#if defined(__x86_64__) && defined(__SSE2__)
+    if (count - index >= 32 && url_has_avx2() && !url_canonical_blocks32(bytes, count, &index, &scan)) return 0;
+#endif
 #if defined(__SSE2__)
     for (; index + 16 <= count; index += 16) {
         if (!url_canonical_block(bytes, count, index, 0xFFFF, &scan)) return 0;
     }
+    if (index < count && count >= 16) {
+        // The last bytes, as the top of the sixteen that end the URL; those before them were
+        // checked already (or are the authority's) and are not counted.
+        long start = count - 16;
+        return url_canonical_block(bytes, count, start, 0xFFFFu << (index - start) & 0xFFFFu, &scan);
+    }
     if (index < count) {
-        // The last bytes, copied into a block padded with a plain letter; lookups past them see
-        // the end (`rest`), as they would in place.
+        // A URL of fewer than sixteen bytes: its last bytes copied into a block padded with a plain
+        // letter; lookups past them see the end (`rest`), as they would in place.
         // `z`: a plain letter that is no hex digit, so no escape reaches past the end.
         uint8_t tail[32];
         long rest = count - index;
@@ -607,13 +725,19 @@ int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
     }
     return 1;
 #else
+    return url_path_query_is_canonical_bytewise(bytes, count, index);
+#endif
+}
+
+int url_path_query_is_canonical_bytewise(const uint8_t *bytes, long count, long from) {
+    url_scan scan = {0, 0};
+    long index = from < 0 ? 0 : from;
     while (index < count) {
         long taken = url_scan_byte(&scan, bytes, count, index);
         if (taken < 0) return 0;
         index += taken;
     }
     return 1;
-#endif
 }
 
 /// Whether `bytes[start..<end]` is four decimal parts of 0–255 without leading zeros.

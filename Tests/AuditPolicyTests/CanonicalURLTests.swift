@@ -192,6 +192,29 @@ import Testing
         }
     }
 
+    @Test("the path and query check reads blocks of sixteen and thirty-two bytes as it reads one byte at a time")
+    func pathQueryCheckAgainstByteByByte() {
+        let pieces = [
+            "a", "Z", "0", "/", "/", "//", ".", "..", "/./", "/../", "?", "%", "%2F", "%2f", "%41", "%7E", "%2E",
+            "%zz", "%4", "'", "`", "{", "}", "\\", "\"", "#", "<", ">", " ", "\u{7F}", "\u{FC}", "-", "=", "&", "~",
+        ]
+        var random = SystemRandomNumberGenerator()
+        var canonical = 0
+        for _ in 0..<50_000 {
+            // Mostly plain bytes, so that the odd ones fall at every place of a block.
+            var text = "http://h.test"
+            for _ in 0..<Int.random(in: 0...90, using: &random) {
+                text += Int.random(in: 0..<5, using: &random) == 0 ? pieces.randomElement(using: &random) ?? "" : "b"
+            }
+            let bytes = Array(text.utf8)
+            let from = 13
+            let expected = bytes.span.isCanonicalPathAndQuery(from: from, isBytewise: true)
+            #expect(bytes.span.isCanonicalPathAndQuery(from: from) == expected, "\(text)")
+            if expected { canonical += 1 }
+        }
+        #expect(canonical > 1_000)
+    }
+
     @Test(
         "a host of any length is matched as sent only when every byte is a lower-case letter, digit, dot or dash",
         arguments: ["https://", "http://"])

@@ -372,8 +372,20 @@ struct URLParts: Sendable {
     /// Appends `bytes` escaped as the URL Standard escapes a path segment or a special URL's query,
     /// with escapes of unreserved characters decoded and the others' hex digits upper-cased.
     private mutating func appendEscaped(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8], isQuery: Bool) {
+        // Bytes kept as they are, other than `%`: bit n of the first word is byte n, of the second
+        // byte 64 + n.
+        let kept = isQuery ? Self.keptInQuery : Self.keptInPath
         var index = bytes.startIndex
         while index < bytes.endIndex {
+            // A run of bytes kept as they are goes in whole.
+            let runStart = index
+            while index < bytes.endIndex, bytes[index] < 0x80,
+                (bytes[index] < 64 ? kept.low >> bytes[index] : kept.high >> (bytes[index] &- 64)) & 1 == 1
+            {
+                index += 1
+            }
+            if index > runStart { output.append(contentsOf: bytes[runStart..<index]) }
+            guard index < bytes.endIndex else { break }
             let byte = bytes[index]
             if let decoded = percentEscapedByte(in: bytes, at: index) {
                 if Self.isUnreserved(decoded) {
@@ -404,6 +416,20 @@ struct URLParts: Sendable {
     }
 
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    /// The ASCII bytes a path segment (a special URL's query) keeps as they are: neither `%` nor
+    /// escaped (``isEscaped(_:isQuery:)``), as bits (byte n: bit n of `low`, byte 64 + n: bit n of
+    /// `high`).
+    private static let keptInPath = keptBytes(isQuery: false)
+    private static let keptInQuery = keptBytes(isQuery: true)
+
+    private static func keptBytes(isQuery: Bool) -> (low: UInt64, high: UInt64) {
+        var bits: (low: UInt64, high: UInt64) = (0, 0)
+        for byte in UInt8(0)..<0x80 where byte != UInt8(ascii: "%") && !isEscaped(byte, isQuery: isQuery) {
+            if byte < 64 { bits.low |= 1 << byte } else { bits.high |= 1 << (byte - 64) }
+        }
+        return bits
+    }
 
     /// RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`.
     static func isUnreserved(_ byte: UInt8) -> Bool {

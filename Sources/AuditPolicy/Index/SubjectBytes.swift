@@ -67,6 +67,17 @@ extension Span where Element == UInt8 {
         }
     }
 
+    /// Whether the bytes from `from` on are a canonical path and query (C kernel
+    /// `url_path_query_is_canonical`, or with `isBytewise` its byte-at-a-time reference).
+    func isCanonicalPathAndQuery(from start: Int, isBytewise: Bool = false) -> Bool {
+        unsafe withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return true }
+            return unsafe isBytewise
+                ? url_path_query_is_canonical_bytewise(base, buffer.count, start) != 0
+                : url_path_query_is_canonical(base, buffer.count, start) != 0
+        }
+    }
+
     /// The index of the first `/`, `?` or `#` at or after `from`, or ``count`` (C kernel
     /// `url_authority_end`).
     func authorityEnd(from start: Int) -> Int {

@@ -185,8 +185,13 @@ int url_is_canonical(const uint8_t *bytes, long count);
 /// Whether `bytes[from..<count]`, a URL's path and query from its first `/`, is surely in canonical
 /// form (AuditPolicy's URLParts): printable ASCII with nothing the canonical form escapes or
 /// decodes, no `//` or dot segment in the path, and percent-escapes only of reserved bytes in
-/// upper-case hex. 1 or 0. One pass, a table lookup a byte.
+/// upper-case hex. 1 or 0. Sixteen bytes at a time (SSE2), thirty-two where the processor has AVX2
+/// (CPUID, asked once); the last bytes as the top of the sixteen that end the URL.
 int url_path_query_is_canonical(const uint8_t *bytes, long count, long from);
+
+/// ``url_path_query_is_canonical`` a byte at a time: the reference its blocks of sixteen (SSE2)
+/// and thirty-two (AVX2, where the processor has it) bytes are tested against.
+int url_path_query_is_canonical_bytewise(const uint8_t *bytes, long count, long from);
 
 /// Whether every byte of `bytes[0..<count]` is printable ASCII (0x20–0x7E). Sixteen bytes at a
 /// time with SSE2.
