@@ -94,7 +94,14 @@ let package = Package(
         .testTarget(
             name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .testTarget(
-            name: "AuditProxyTests", dependencies: ["AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport"]),
+            name: "AuditProxyTests",
+            dependencies: [
+                "AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .executableTarget(name: "AuditLoadDriver", dependencies: ["RequestAudit"], path: "Tests/AuditLoadDriver"),
         .testTarget(
             name: "RequestAuditTests", dependencies: ["RequestAudit", "AuditLocking", "AuditLoadDriver"],

@@ -15,17 +15,16 @@ extension ProxyHandler {
         }
     }
 
-    /// Resolves `target`'s host once, off the event loop, and refuses when a block rule matches
+    /// Resolves `target`'s host once, without blocking the event loop, and refuses when a block rule matches
     /// `request` sent to any of its addresses (so a rule on an IP address holds for every name that
     /// resolves to it); otherwise hands back the addresses, which are the ones connected to.
     func resolveChecked(
         _ target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
         then: @escaping (Result<[SocketAddress], any Error>) -> Void
     ) {
-        let (host, port) = (target.host, target.port)
+        let host = target.host
         let pipeline = self.pipeline
-        NIOThreadPool.singleton.runIfActive(eventLoop: context.eventLoop) { () throws -> [SocketAddress] in
-            let addresses = try HostResolution.addresses(of: host, port: port)
+        upstreams.resolve(host, target.port, context.eventLoop).flatMapThrowing { addresses in
             if let refusal = Self.addressRefusal(
                 of: request, host: host, addresses: addresses.compactMap(\.ipAddress), pipeline: pipeline,
                 policy: policy)

@@ -12,6 +12,8 @@ struct ProxyServices: Sendable {
     let configuration: ProxyConfiguration
     /// Writes one line about a problem (a malformed or slow request, an unreachable server).
     let report: @Sendable (String) -> Void
+    /// How servers are reached.
+    var upstreams = UpstreamConnector.sockets
 }
 
 /// The HTTP handlers of a client connection, removed when it becomes a tunnel.
@@ -24,7 +26,9 @@ struct ClientHTTPHandlers {
 
 /// The proxy's front-end for one client connection: turns each request into an `AuditRequest`,
 /// has the pipeline decide it, and carries out the verdict: answers a refusal itself, sends the
-/// request upstream with both bodies streamed under backpressure, or opens a CONNECT tunnel.
+/// request upstream with both bodies streamed under backpressure, or opens a CONNECT tunnel. Where
+/// the connection is, and what each event leads to, is ``ProxyConnection``'s; this handler does
+/// the I/O its answers ask for.
 ///
 /// A plain HTTP request is decided on everything it carries (method, absolute URL, headers). A
 /// CONNECT is decided on what a proxy sees of it: `https://HOST[:PORT]` and its headers.
@@ -33,44 +37,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// One request and what became of it.
-    private final class Exchange {
-        let decision: AuditPipeline.Decision
-        let warning: WarningResolution?
-        let target: ProxyTarget
-        let forwardedURL: String
-        let version: HTTPVersion
-        let isClientKeepAlive: Bool
-        let expectsContinue: Bool
-        /// Whether the request's body goes up in chunks the proxy frames itself: `chunked` after other
-        /// transfer codings (`gzip, chunked`), which the encoder does not frame.
-        let framesChunks: Bool
-        var isRequestEnded = false
-        var isResponseStarted = false
-        var isResponseEnded = false
-        var status: Int?
-        var bytesFromServer = 0
-        var bytesFromClient = 0
-        var keepsUpstream = true
-        var isUpgrade = false
-
-        init(
-            decision: AuditPipeline.Decision, warning: WarningResolution?, target: ProxyTarget, forwardedURL: String,
-            head: HTTPRequestHead
-        ) {
-            self.decision = decision
-            self.warning = warning
-            self.target = target
-            self.forwardedURL = forwardedURL
-            self.version = head.version
-            // After an upgrade request that is not spliced (refused by the server, or h2c, which is
-            // not made) the connection closes: its decoder reads no more requests.
-            self.isClientKeepAlive = head.isKeepAlive && !head.headers.contains(name: "upgrade")
-            self.expectsContinue = head.expectsContinue
-            let codings = ProxyHandler.transferCodings(head.headers)
-            self.framesChunks = codings.count > 1 && codings.last == "chunked"
-        }
-    }
+    typealias Exchange = ProxyConnection.Exchange
 
     /// An upstream connection, kept between requests to the same server.
     private struct Upstream {
@@ -79,27 +46,15 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let handler: UpstreamHandler
     }
 
-    private enum State {
-        /// Waiting for a request head.
-        case idle
-        /// The request was answered by the proxy; its body (if any) is read and dropped.
-        case answered(closeAfter: Bool)
-        /// Connecting upstream; the request parts that arrive meanwhile wait.
-        case connecting(Exchange, waiting: [HTTPServerRequestPart])
-        /// The request goes upstream and the response comes back.
-        case forwarding(Exchange, Upstream)
-        /// A CONNECT is being opened.
-        case openingTunnel
-        /// The connection is closing or became a tunnel.
-        case done
-    }
-
     private let services: ServicesBox
     private let http: ClientHTTPHandlers
     private var context: ChannelHandlerContext?
-    private var state = State.idle
+    /// Where the connection is; every transition is the state machine's.
+    private var connection = ProxyConnection()
+    /// The server connection of the exchange under way, or kept from the last one.
     private var upstream: Upstream?
-    private var pendingRead = false
+    /// The server connection of a CONNECT made before the CONNECT's end came.
+    private var tunnelServer: Channel?
 
     /// The services, boxed so the handler can pass them to Sendable closures.
     private final class ServicesBox: Sendable {
@@ -112,7 +67,31 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.http = http
     }
 
+    /// Sets up a client connection's handlers: the guard against slow clients, the HTTP/1.1
+    /// decoder and encoder, the handler that holds pipelined requests back, and the proxy's.
+    static func install(on channel: any Channel, services: ProxyServices) throws {
+        let configuration = services.configuration
+        let connectionGuard = ConnectionGuard(
+            headerTimeout: configuration.headerTimeout, idleTimeout: configuration.idleTimeout,
+            report: services.report)
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderListSize = configuration.maximumHeaderBytes
+        limits.maxHeaderFieldSize = configuration.maximumHeaderBytes
+        let http = ClientHTTPHandlers(
+            decoder: ByteToMessageHandler(
+                HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
+            encoder: HTTPResponseEncoder(), pipelining: HTTPServerPipelineHandler(),
+            connectionGuard: connectionGuard)
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(connectionGuard)
+        try sync.addHandler(http.encoder)
+        try sync.addHandler(http.decoder)
+        try sync.addHandler(http.pipelining)
+        try sync.addHandler(ProxyHandler(services: services, http: http))
+    }
+
     var pipeline: AuditPipeline { services.value.pipeline }
+    var upstreams: UpstreamConnector { services.value.upstreams }
     private var configuration: ProxyConfiguration { services.value.configuration }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -127,49 +106,49 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        switch (state, part) {
-        case (.idle, .head(let head)):
+        if case .head(let head) = part {
+            guard connection.isAwaitingHead else { return }
             http.connectionGuard.headReceived()
             if head.method == .CONNECT {
                 openTunnel(head, context: context)
             } else {
                 startExchange(head, context: context)
             }
-        case (.answered(let closeAfter), .end):
-            if closeAfter {
-                state = .done
-                Self.closeGracefully(context.channel)
-            } else {
-                state = .idle
-                http.connectionGuard.waitForNextHead()
-            }
-        case (.answered, _):
-            break  // the body of a request already answered
-        case (.connecting(let exchange, var waiting), _):
-            if case .end = part { exchange.isRequestEnded = true }
-            waiting.append(part)
-            state = .connecting(exchange, waiting: waiting)
-        case (.forwarding(let exchange, let upstream), _):
-            forward(part, exchange, upstream)
-        case (.idle, _), (.openingTunnel, _), (.done, _):
+            return
+        }
+        perform(connection.requestPart(part), context: context)
+    }
+
+    /// Carries out what a request part leads to.
+    private func perform(_ action: ProxyConnection.RequestPartAction, context: ChannelHandlerContext) {
+        switch action {
+        case .none:
             break
+        case .send(let part, let flush):
+            upstream?.handler.send(part, flush: flush)
+        case .sendLastChunk(let chunk):
+            upstream?.handler.send(.body(.byteBuffer(chunk)))
+            upstream?.handler.send(.end(nil), flush: true)
+        case .answered(.awaitNextHead):
+            http.connectionGuard.waitForNextHead()
+        case .answered(.close):
+            Self.closeGracefully(context.channel)
+        case .exchangeEnded(let next):
+            follow(next)
+        case .spliceTunnel(let exchange):
+            guard let server = tunnelServer else { return }
+            tunnelServer = nil
+            spliceTunnel(exchange, to: server, context: context)
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if case .forwarding(_, let upstream) = state { upstream.handler.flush() }
+        if connection.isForwarding { upstream?.handler.flush() }
         context.fireChannelReadComplete()
     }
 
     func read(context: ChannelHandlerContext) {
-        switch state {
-        case .connecting, .openingTunnel:
-            pendingRead = true
-        case .forwarding(_, let upstream) where !upstream.handler.isWritable:
-            pendingRead = true
-        default:
-            context.read()
-        }
+        if connection.shouldRead(isUpstreamWritable: upstream?.handler.isWritable ?? false) { context.read() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -180,17 +159,13 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        switch state {
-        case .connecting(let exchange, _):
+        if let exchange = connection.clientClosed() {
             finish(exchange, kind: .cancelled, error: "the client closed the connection")
-        case .forwarding(let exchange, _):
-            finish(exchange, kind: .cancelled, error: "the client closed the connection")
-        default:
-            break
         }
-        state = .done
         upstream?.channel.close(promise: nil)
         upstream = nil
+        tunnelServer?.close(promise: nil)
+        tunnelServer = nil
         context.fireChannelInactive()
     }
 
@@ -203,11 +178,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             parserError == .headerOverflow
             ? (HTTPResponseStatus.requestHeaderFieldsTooLarge, "too-large") : (.badRequest, "bad-request")
         services.value.report("\(context.remoteAddressText): \(status.code) malformed request (\(parserError))")
-        guard case .idle = state else {
+        guard connection.isAwaitingHead else {
             context.close(promise: nil)
             return
         }
-        state = .done
+        connection.failRequest()
         writeProblem(status, .problem(kind, "malformed request: \(parserError)"), close: true, context: context)
     }
 
@@ -216,7 +191,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         guard ProxyTarget.isAbsoluteHTTP(head.uri) else {
             services.value.report("\(context.remoteAddressText): 400 not a proxy request: \(head.method) \(head.uri)")
-            state = .answered(closeAfter: true)
+            _ = connection.answer(closesAfter: true)
             writeProblem(
                 .badRequest,
                 .problem(
@@ -237,7 +212,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 ? "the request has \(hosts.count) Host headers"
                 : "the Host header '\(hosts.first ?? "")' names another server than the request URI '\(head.uri)'"
             services.value.report("\(context.remoteAddressText): 400 \(problem)")
-            state = .answered(closeAfter: true)
+            _ = connection.answer(closesAfter: true)
             writeProblem(.badRequest, .problem("bad-request", problem), close: false, context: context)
             return
         }
@@ -257,7 +232,6 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let exchange = Exchange(
             decision: decision, warning: warning, target: target,
             forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
-        exchange.isUpgrade = head.headers.contains(name: "upgrade") && !Self.isH2CUpgrade(head.headers)
         let upstreamHead = Self.upstreamHead(head, target: target)
         // What is sent, for the check of the addresses it goes to: the redirect target, if any.
         let sent =
@@ -265,40 +239,46 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             ? request
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
-        if let upstream, upstream.authority == target.authority, upstream.channel.isActive,
-            Self.addressRefusal(
-                of: sent, host: target.host, addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 },
-                pipeline: pipeline, policy: decision.policy) == nil
-        {
-            state = .forwarding(exchange, upstream)
-            upstream.handler.owner = self
-            upstream.handler.send(.head(upstreamHead))
-            if context.channel.isWritable { upstream.handler.resumeReading() }
-            return
+        let kept = upstream.flatMap { upstream in
+            upstream.authority == target.authority && upstream.channel.isActive
+                && Self.addressRefusal(
+                    of: sent, host: target.host,
+                    addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 }, pipeline: pipeline,
+                    policy: decision.policy) == nil
+                ? upstream : nil
         }
-        upstream?.channel.close(promise: nil)
-        upstream = nil
-        state = .connecting(exchange, waiting: [.head(head)])
-        connect(to: target, request: sent, policy: decision.policy, context: context) { [self] result in
-            guard case .connecting(let pending, let waiting) = state, pending === exchange else {
-                if case .success(let made) = result { made.channel.close(promise: nil) }
-                return
-            }
-            switch result {
-            case .success(let made):
-                upstream = made
-                made.handler.owner = self
-                state = .forwarding(exchange, made)
-                made.handler.send(.head(upstreamHead))
-                for part in waiting.dropFirst() { forward(part, exchange, made) }
-                made.handler.flush()
-                resumeClientReads()
-            case .failure(let refusal as AddressRefusal):
-                answerWithoutUpstream(
-                    exchange, .forbidden, .blockedAddress(exchange.decision, refusal), kind: .blocked,
-                    reason: refusal.description)
-            case .failure(let error):
-                failUpstream(exchange, reason: "cannot connect to \(target.authority): \(error)")
+        switch connection.forward(exchange, onKeptUpstream: kept != nil) {
+        case .sendHead:
+            guard let kept else { return }
+            kept.handler.owner = self
+            kept.handler.send(.head(upstreamHead))
+            if context.channel.isWritable { kept.handler.resumeReading() }
+        case .connect:
+            upstream?.channel.close(promise: nil)
+            upstream = nil
+            let id = decision.id
+            connect(to: target, request: sent, policy: decision.policy, context: context) { [self] result in
+                switch result {
+                case .success(let made):
+                    guard let waiting = connection.upstreamConnected(for: id) else {
+                        made.channel.close(promise: nil)
+                        return
+                    }
+                    upstream = made
+                    made.handler.owner = self
+                    made.handler.send(.head(upstreamHead))
+                    if let context = self.context {
+                        for part in waiting { perform(connection.requestPart(part), context: context) }
+                    }
+                    made.handler.flush()
+                    resumeClientReads()
+                case .failure(let refusal as AddressRefusal):
+                    answerWithoutUpstream(
+                        id, .forbidden, { .blockedAddress($0.decision, refusal) }, kind: .blocked,
+                        reason: refusal.description)
+                case .failure(let error):
+                    failUpstream(id, reason: "cannot connect to \(target.authority): \(error)")
+                }
             }
         }
     }
@@ -358,7 +338,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 kind: .responded, status: response.status, bytes: body.count,
                 durationMilliseconds: decision.elapsedMilliseconds))
         let closeAfter = head.closesAfterAnswer
-        state = .answered(closeAfter: closeAfter)
+        _ = connection.answer(closesAfter: closeAfter)
         var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
         if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
@@ -381,100 +361,35 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             fallback: configuration.warnings == .allow ? .proceed : .cancel)
     }
 
-    private func forward(_ part: HTTPServerRequestPart, _ exchange: Exchange, _ upstream: Upstream) {
-        guard !exchange.isResponseEnded else {
-            // The server answered before the whole request came: drop the rest, then go idle.
-            if case .end = part { endExchange(exchange) }
-            return
-        }
-        switch part {
-        case .head:
-            break
-        case .body(let buffer):
-            exchange.bytesFromClient += buffer.readableBytes
-            guard exchange.framesChunks, buffer.readableBytes > 0 else {
-                upstream.handler.send(.body(.byteBuffer(buffer)))
-                return
-            }
-            var chunk = ByteBuffer(string: String(buffer.readableBytes, radix: 16) + "\r\n")
-            var data = buffer
-            chunk.writeBuffer(&data)
-            chunk.writeString("\r\n")
-            upstream.handler.send(.body(.byteBuffer(chunk)))
-        case .end(let trailers):
-            exchange.isRequestEnded = true
-            if exchange.framesChunks {
-                var last = "0\r\n"
-                for (name, value) in trailers ?? [:] { last += "\(name): \(value)\r\n" }
-                upstream.handler.send(.body(.byteBuffer(ByteBuffer(string: last + "\r\n"))))
-                upstream.handler.send(.end(nil), flush: true)
-            } else {
-                upstream.handler.send(.end(trailers), flush: true)
-            }
-        }
-    }
-
     // MARK: Responses from the server
 
     /// Whether the client connection can take more without queueing.
     var isClientWritable: Bool { context?.channel.isWritable ?? false }
 
     func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
-        guard let context, case .forwarding(let exchange, let upstream) = state, upstream.handler === handler else {
-            return
-        }
-        switch part {
-        case .head(let head):
-            if head.status == .switchingProtocols, exchange.isUpgrade {
-                // Passed on now; the connections are spliced at this response's end, once the
-                // server's decoder has nothing more of HTTP to hand on.
-                exchange.isResponseStarted = true
-                exchange.status = Int(head.status.code)
-                var headers = Self.endToEnd(head.headers, keepsUpgrade: true)
-                headers.replaceOrAdd(name: "Connection", value: "Upgrade")
-                let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
-                context.write(wrapOutboundOut(.head(response)), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                return
-            }
-            if head.status.code / 100 == 1 {
-                // An informational response (100 Continue, 103 Early Hints) goes on as it is.
-                let interim = HTTPResponseHead(
-                    version: exchange.version, status: head.status,
-                    headers: Self.endToEnd(head.headers, keepsUpgrade: false))
-                context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
-                return
-            }
-            exchange.isResponseStarted = true
-            exchange.status = Int(head.status.code)
-            exchange.keepsUpstream = head.isKeepAlive
-            var headers = Self.endToEnd(head.headers, keepsUpgrade: false)
-            // The response encoder frames the body: chunked when the server chunked it.
-            if Self.transferCodings(head.headers).last == "chunked" {
-                headers.add(name: "Transfer-Encoding", value: "chunked")
-            }
-            if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-            let response = HTTPResponseHead(version: exchange.version, status: head.status, headers: headers)
-            context.write(wrapOutboundOut(.head(response)), promise: nil)
-        case .body(let buffer):
-            exchange.bytesFromServer += buffer.readableBytes
-            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-        case .end(let trailers):
-            if exchange.status == 101, exchange.isUpgrade {
-                return upgrade(exchange, upstream, context: context)
-            }
-            exchange.isResponseEnded = true
+        guard let context, let upstream, upstream.handler === handler else { return }
+        switch connection.responsePart(part) {
+        case .none:
+            break
+        case .write(let part):
+            context.write(wrapOutboundOut(part), promise: nil)
+        case .writeInterim(let head):
+            context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        case .writeUpgrade(let head):
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        case .splice(let exchange):
+            upgrade(exchange, upstream, context: context)
+        case .end(let exchange, let trailers, let closesUpstream, let next):
             finish(exchange, kind: .response)
-            if !exchange.keepsUpstream {
+            if closesUpstream {
                 upstream.channel.close(promise: nil)
                 self.upstream = nil
             }
-            // The state moves on before the end is written: writing it hands this handler the next
-            // pipelined request at once, which must find the connection idle.
-            let isOver = exchange.isRequestEnded
-            if isOver { leave(exchange) }
+            // The state moved on before the end is written: writing it hands this handler the
+            // next pipelined request at once, which must find the connection idle.
             context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
-            if isOver { afterLeaving(exchange) }
+            if let next { follow(next) }
         }
     }
 
@@ -483,72 +398,56 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func upstreamBecameWritable(_ handler: UpstreamHandler) {
-        guard case .forwarding(_, let upstream) = state, upstream.handler === handler else { return }
+        guard connection.isForwarding, upstream?.handler === handler else { return }
         resumeClientReads()
     }
 
     func upstreamClosed(_ handler: UpstreamHandler, error: Error?) {
-        if upstream?.handler === handler { upstream = nil }
-        guard case .forwarding(let exchange, let upstream) = state, upstream.handler === handler else { return }
-        guard !exchange.isResponseEnded else { return }
+        guard upstream?.handler === handler else { return }
+        upstream = nil
         let reason = error.map { "the server connection failed: \($0)" } ?? "the server closed the connection"
-        guard exchange.isResponseStarted else { return failUpstream(exchange, reason: reason) }
-        // The response was cut short: the client must see it end abnormally.
-        finish(exchange, kind: .failure, error: reason)
-        state = .done
-        context?.close(promise: nil)
-    }
-
-    /// The exchange is over on both sides: wait for the next request, or close.
-    private func endExchange(_ exchange: Exchange) {
-        leave(exchange)
-        afterLeaving(exchange)
-    }
-
-    /// The state after `exchange`, set before its last response part is written: idle for the next
-    /// request, or done.
-    private func leave(_ exchange: Exchange) {
-        if exchange.isClientKeepAlive {
-            state = .idle
-            http.connectionGuard.waitForNextHead()
-        } else {
-            state = .done
+        switch connection.upstreamClosed() {
+        case .none:
+            break
+        case .answerBadGateway(let id):
+            failUpstream(id, reason: reason)
+        case .cutShort(let exchange):
+            // The response was cut short: the client must see it end abnormally.
+            finish(exchange, kind: .failure, error: reason)
+            context?.close(promise: nil)
         }
     }
 
-    /// What follows ``leave(_:)`` once the response is written: close, or read the next request.
-    private func afterLeaving(_ exchange: Exchange) {
+    /// What follows an exchange once its answer is written: read the next request, or close.
+    private func follow(_ next: ProxyConnection.Next) {
         guard let context else { return }
-        if exchange.isClientKeepAlive {
+        switch next {
+        case .awaitNextHead:
+            http.connectionGuard.waitForNextHead()
             resumeClientReads()
-        } else {
+        case .close:
             context.close(promise: nil)
         }
     }
 
-    private func failUpstream(_ exchange: Exchange, reason: String) {
+    private func failUpstream(_ id: UUID, reason: String) {
         answerWithoutUpstream(
-            exchange, .badGateway, .upstream(exchange.decision, reason: reason), kind: .failure, reason: reason)
+            id, .badGateway, { .upstream($0.decision, reason: reason) }, kind: .failure, reason: reason)
     }
 
     /// Answers a decided request the proxy could not, or must not, send: 502 when the server cannot
     /// be reached, 403 when one of its addresses is blocked.
     private func answerWithoutUpstream(
-        _ exchange: Exchange, _ status: HTTPResponseStatus, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind,
+        _ id: UUID, _ status: HTTPResponseStatus, _ denial: (Exchange) -> ProxyDenial, kind: OutcomeSnapshot.Kind,
         reason: String
     ) {
-        guard let context else { return }
+        guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         services.value.report("\(context.remoteAddressText): \(status.code) \(exchange.target.authority): \(reason)")
         finish(exchange, kind: kind, error: reason)
-        // As for a response: the state moves on before the answer is written.
-        if exchange.isRequestEnded {
-            leave(exchange)
-        } else {
-            state = .answered(closeAfter: !exchange.isClientKeepAlive || exchange.expectsContinue)
-        }
-        writeProblem(status, denial, close: false, rule: denial.rule, context: context)
-        if exchange.isRequestEnded {
-            afterLeaving(exchange)
+        let problem = denial(exchange)
+        writeProblem(status, problem, close: false, rule: problem.rule, context: context)
+        if let next {
+            follow(next)
         } else {
             resumeClientReads()
         }
@@ -559,7 +458,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func openTunnel(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         guard let target = ProxyTarget(connectAuthority: head.uri) else {
             services.value.report("\(context.remoteAddressText): 400 bad CONNECT target '\(head.uri)'")
-            state = .answered(closeAfter: true)
+            _ = connection.answer(closesAfter: true)
             writeProblem(
                 .badRequest, .problem("bad-request", "CONNECT takes HOST:PORT (got '\(head.uri)')"), close: false,
                 context: context)
@@ -581,9 +480,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         guard let (warning, _) = admit(decision, head: head, canRedirect: false, context: context) else { return }
-        state = .openingTunnel
-        let exchange = Exchange(
-            decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head)
+        connection.openTunnel(
+            Exchange(decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head))
         upstream?.channel.close(promise: nil)
         upstream = nil
         resolveChecked(target, request: request, policy: decision.policy, context: context) { [self] resolved in
@@ -592,49 +490,47 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             switch resolved {
             case .success(let found): addresses = found
             case .failure(let refusal as AddressRefusal):
+                guard let exchange = connection.tunnelFailed() else { return }
                 services.value.report("\(context.remoteAddressText): 403 CONNECT \(refusal)")
                 finish(exchange, kind: .blocked, error: refusal.description)
-                state = .done
                 writeProblem(
                     .forbidden, .blockedAddress(decision, refusal), close: true, rule: refusal.verdict.rule?.id,
                     context: context)
                 return
             case .failure(let error):
-                return failTunnel(exchange, reason: "cannot connect to \(target.authority): \(error)")
+                return failTunnel(reason: "cannot connect to \(target.authority): \(error)")
             }
-            ClientBootstrap(group: context.eventLoop)
-                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(.seconds(10))
-                .resolver(FixedResolver(addresses: addresses, eventLoop: context.eventLoop))
-                .connect(host: target.host, port: target.port)
-                .assumeIsolated()
-                .whenComplete { [self] result in
-                    switch result {
-                    case .success(let channel):
-                        spliceTunnel(exchange, to: channel)
-                    case .failure(let error):
-                        failTunnel(exchange, reason: "cannot connect to \(target.authority): \(error)")
+            services.value.upstreams.connect(target, addresses, context.eventLoop) {
+                $0.eventLoop.makeSucceededVoidFuture()
+            }
+            .assumeIsolated()
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let channel):
+                    guard let context = self.context else { return channel.close(promise: nil) }
+                    switch connection.tunnelConnected() {
+                    case .splice(let exchange): spliceTunnel(exchange, to: channel, context: context)
+                    case .awaitRequestEnd: tunnelServer = channel
+                    case .close: channel.close(promise: nil)
                     }
+                case .failure(let error):
+                    failTunnel(reason: "cannot connect to \(target.authority): \(error)")
                 }
+            }
         }
     }
 
     /// Answers a CONNECT whose server cannot be reached with 502, and closes.
-    private func failTunnel(_ exchange: Exchange, reason: String) {
+    private func failTunnel(reason: String) {
+        guard let exchange = connection.tunnelFailed() else { return }
         services.value.report("\(self.context?.remoteAddressText ?? "-"): 502 CONNECT \(reason)")
         finish(exchange, kind: .failure, error: reason)
-        state = .done
         guard let context = self.context else { return }
         writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: true, context: context)
     }
 
     /// Answers 200 to the CONNECT, then splices the client connection and `server`.
-    private func spliceTunnel(_ exchange: Exchange, to server: Channel) {
-        guard let context, context.channel.isActive else {
-            server.close(promise: nil)
-            finish(exchange, kind: .cancelled, error: "the client closed the connection")
-            return
-        }
+    private func spliceTunnel(_ exchange: Exchange, to server: Channel, context: ChannelHandlerContext) {
         let head = HTTPResponseHead(version: exchange.version, status: .ok, headers: ["Content-Length": "0"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -662,13 +558,12 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         _ exchange: Exchange, server: Channel, serverHTTPHandlers: [RemovableChannelHandler],
         context: ChannelHandlerContext
     ) {
-        state = .done
-        let isUpgrade = exchange.isUpgrade
         let account = TunnelHandler.Account { [self] account in
-            exchange.bytesFromClient += account.fromClient
-            exchange.bytesFromServer += account.fromServer
-            exchange.status = exchange.status ?? 200
-            finish(exchange, kind: isUpgrade ? .response : .tunnel)
+            var tunnelled = exchange
+            tunnelled.bytesFromClient += account.fromClient
+            tunnelled.bytesFromServer += account.fromServer
+            tunnelled.status = tunnelled.status ?? 200
+            finish(tunnelled, kind: tunnelled.isUpgrade ? .response : .tunnel)
         }
         let (clientSide, serverSide) = TunnelHandler.pair(account: account)
         do {
@@ -705,15 +600,12 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
         // A CONNECT or a request whose body would follow closes after the answer.
         let closeAfter = head.method == .CONNECT || head.closesAfterAnswer
-        state = .answered(closeAfter: closeAfter)
+        let next = connection.answer(closesAfter: closeAfter, isConnect: head.method == .CONNECT)
         writeProblem(
             .forbidden, denial, close: false, announcesClose: closeAfter, rule: decision.decision.rule,
             context: context)
-        if head.method == .CONNECT {
-            // The CONNECT's end has come already (it has no body); nothing more is read.
-            state = .done
-            context.close(promise: nil)
-        }
+        // A CONNECT has no body: nothing more is read.
+        if next == .close { context.close(promise: nil) }
     }
 
     private func writeProblem(
@@ -770,38 +662,33 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         then: @escaping (Result<Upstream, Error>) -> Void
     ) {
         let authority = target.authority
-        ClientBootstrap(group: context.eventLoop)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
-            .resolver(FixedResolver(addresses: addresses, eventLoop: context.eventLoop))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    // The proxy sets the framing headers itself (transfer codings as the client sent
-                    // them), and frames chunks itself when `chunked` follows other codings.
-                    var encoding = HTTPRequestEncoder.Configuration()
-                    encoding.automaticallySetFramingHeaders = false
-                    try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
-                    try sync.addHandler(
-                        ByteToMessageHandler(
-                            HTTPResponseDecoder(
-                                leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
-                    try sync.addHandler(NIOHTTPRequestHeadersValidator())
-                    try sync.addHandler(UpstreamHandler())
-                }
+        services.value.upstreams.connect(target, addresses, context.eventLoop) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let sync = channel.pipeline.syncOperations
+                // The proxy sets the framing headers itself (transfer codings as the client sent
+                // them), and frames chunks itself when `chunked` follows other codings.
+                var encoding = HTTPRequestEncoder.Configuration()
+                encoding.automaticallySetFramingHeaders = false
+                try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
+                try sync.addHandler(
+                    ByteToMessageHandler(
+                        HTTPResponseDecoder(
+                            leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
+                try sync.addHandler(NIOHTTPRequestHeadersValidator())
+                try sync.addHandler(UpstreamHandler())
             }
-            .connect(host: target.host, port: target.port)
-            .assumeIsolated()
-            .whenComplete { result in
-                then(
-                    result.flatMap { channel in
-                        Result {
-                            Upstream(
-                                authority: authority, channel: channel,
-                                handler: try channel.pipeline.syncOperations.handler(type: UpstreamHandler.self))
-                        }
-                    })
-            }
+        }
+        .assumeIsolated()
+        .whenComplete { result in
+            then(
+                result.flatMap { channel in
+                    Result {
+                        Upstream(
+                            authority: authority, channel: channel,
+                            handler: try channel.pipeline.syncOperations.handler(type: UpstreamHandler.self))
+                    }
+                })
+        }
     }
 
     /// Closes the client connection after an answer without losing it: the output first (the client
@@ -814,13 +701,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func resumeClientReads() {
-        guard pendingRead, let context else { return }
-        switch state {
-        case .connecting, .openingTunnel: return
-        case .forwarding(_, let upstream) where !upstream.handler.isWritable: return
-        default: break
+        guard let context, connection.resumeReading(isUpstreamWritable: upstream?.handler.isWritable ?? false) else {
+            return
         }
-        pendingRead = false
         context.read()
     }
 }

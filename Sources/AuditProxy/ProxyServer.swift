@@ -67,23 +67,7 @@ public final class ProxyServer: Sendable {
                     }
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    let connectionGuard = ConnectionGuard(
-                        headerTimeout: configuration.headerTimeout, idleTimeout: configuration.idleTimeout,
-                        report: services.report)
-                    var limits = NIOHTTPDecoderLimitConfiguration()
-                    limits.maxHeaderListSize = configuration.maximumHeaderBytes
-                    limits.maxHeaderFieldSize = configuration.maximumHeaderBytes
-                    let http = ClientHTTPHandlers(
-                        decoder: ByteToMessageHandler(
-                            HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
-                        encoder: HTTPResponseEncoder(), pipelining: HTTPServerPipelineHandler(),
-                        connectionGuard: connectionGuard)
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(connectionGuard)
-                    try sync.addHandler(http.encoder)
-                    try sync.addHandler(http.decoder)
-                    try sync.addHandler(http.pipelining)
-                    try sync.addHandler(ProxyHandler(services: services, http: http))
+                    try ProxyHandler.install(on: channel, services: services)
                 }
             }
             .bind(host: configuration.host, port: configuration.port)

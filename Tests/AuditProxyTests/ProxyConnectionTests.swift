@@ -1,0 +1,219 @@
+import AuditPipeline
+import AuditPolicy
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import AuditProxy
+
+/// The proxy's connection state machine alone: events in, actions out, no channel.
+@Suite struct ProxyConnectionTests {
+    static let pipeline: AuditPipeline = {
+        // swift-format-ignore: NeverUseForceTry
+        try! AuditPipeline(policy: Policy(parsing: "[block]\nnever ^x-never:", file: "p.rules"))
+    }()
+
+    /// An exchange for `head` (absolute-form, or a CONNECT authority), as the handler makes it.
+    static func exchange(_ head: HTTPRequestHead) throws -> ProxyConnection.Exchange {
+        let target = try #require(
+            head.method == .CONNECT ? ProxyTarget(connectAuthority: head.uri) : ProxyTarget(absoluteURI: head.uri))
+        let decision = pipeline.decide(AuditRequest(method: head.method.rawValue, url: head.uri), bodyBytes: nil)
+        return ProxyConnection.Exchange(
+            decision: decision, warning: nil, target: target, forwardedURL: head.uri, head: head)
+    }
+
+    static func head(_ method: HTTPMethod = .GET, _ uri: String = "http://a.test/", _ headers: HTTPHeaders = [:])
+        -> HTTPRequestHead
+    {
+        HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
+    }
+
+    @Test("reads are held back while connecting upstream, and made once the request goes on")
+    func readsHeldWhileConnecting() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head())
+        let start = connection.forward(exchange, onKeptUpstream: false)
+        #expect(start == .connect)
+        let readsWhileConnecting = connection.shouldRead(isUpstreamWritable: true)
+        let resumesWhileConnecting = connection.resumeReading(isUpstreamWritable: true)
+        let waiting = connection.upstreamConnected(for: exchange.decision.id)
+        let resumesWhileServerFull = connection.resumeReading(isUpstreamWritable: false)
+        let resumes = connection.resumeReading(isUpstreamWritable: true)
+        let resumesTwice = connection.resumeReading(isUpstreamWritable: true)
+        #expect(!readsWhileConnecting && !resumesWhileConnecting)
+        #expect(waiting != nil)
+        #expect(!resumesWhileServerFull)
+        #expect(resumes && !resumesTwice)
+    }
+
+    @Test("request parts that come while connecting wait, and are handed back when the connection is made")
+    func partsWaitForTheConnection() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head(.POST))
+        _ = connection.forward(exchange, onKeptUpstream: false)
+        guard case .none = connection.requestPart(.body(ByteBuffer(string: "abc"))) else {
+            Issue.record("a body part while connecting is sent")
+            return
+        }
+        _ = connection.requestPart(.end(nil))
+        let waiting = connection.upstreamConnected(for: exchange.decision.id)
+        #expect(waiting?.count == 2)
+        #expect(connection.isForwarding)
+    }
+
+    @Test("a connection made for an exchange that no longer waits is not used")
+    func staleConnection() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head())
+        _ = connection.forward(exchange, onKeptUpstream: false)
+        let cutShort = connection.clientClosed()
+        let waiting = connection.upstreamConnected(for: exchange.decision.id)
+        let cutShortAgain = connection.clientClosed()
+        #expect(cutShort?.decision.id == exchange.decision.id)
+        #expect(waiting == nil)
+        #expect(cutShortAgain == nil)
+    }
+
+    @Test("the connection is idle for the next request before the last part of the response is written")
+    func idleBeforeTheEndIsWritten() throws {
+        var connection = ProxyConnection()
+        _ = connection.forward(try Self.exchange(Self.head()), onKeptUpstream: true)
+        _ = connection.requestPart(.end(nil))
+        _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        guard case .end(let exchange, _, let closesUpstream, let next) = connection.responsePart(.end(nil)) else {
+            Issue.record("the response's end is not the exchange's")
+            return
+        }
+        #expect(next == .awaitNextHead)
+        #expect(!closesUpstream)
+        #expect(exchange.status == 200)
+        #expect(connection.isAwaitingHead)
+    }
+
+    @Test("a response that ends before its request keeps the exchange until the request's end, whose rest is dropped")
+    func responseBeforeRequestEnd() throws {
+        var connection = ProxyConnection()
+        _ = connection.forward(try Self.exchange(Self.head(.POST)), onKeptUpstream: true)
+        _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .payloadTooLarge)))
+        guard case .end(_, _, _, nil) = connection.responsePart(.end(nil)) else {
+            Issue.record("the exchange ended before its request")
+            return
+        }
+        guard case .none = connection.requestPart(.body(ByteBuffer(string: "late"))) else {
+            Issue.record("a body part after the response is sent")
+            return
+        }
+        guard case .exchangeEnded(.awaitNextHead) = connection.requestPart(.end(nil)) else {
+            Issue.record("the request's end does not end the exchange")
+            return
+        }
+        #expect(connection.isAwaitingHead)
+    }
+
+    @Test("a server that closes after its response is not kept; the client's connection is")
+    func serverCloses() throws {
+        var connection = ProxyConnection()
+        _ = connection.forward(try Self.exchange(Self.head()), onKeptUpstream: true)
+        _ = connection.requestPart(.end(nil))
+        _ = connection.responsePart(
+            .head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Connection": "close"])))
+        guard case .end(_, _, true, .awaitNextHead) = connection.responsePart(.end(nil)) else {
+            Issue.record("the server's connection is kept")
+            return
+        }
+    }
+
+    @Test("an upgrade the server refuses closes the client connection after the response")
+    func refusedUpgradeCloses() throws {
+        var connection = ProxyConnection()
+        let head = Self.head(.GET, "http://a.test/ws", ["Connection": "Upgrade", "Upgrade": "websocket"])
+        _ = connection.forward(try Self.exchange(head), onKeptUpstream: true)
+        _ = connection.requestPart(.end(nil))
+        _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .forbidden)))
+        guard case .end(_, _, _, .close) = connection.responsePart(.end(nil)) else {
+            Issue.record("the connection waits for a request its decoder will not read")
+            return
+        }
+    }
+
+    @Test("a 101 to an upgrade request splices at the response's end; to h2c it is not an upgrade")
+    func upgradeSplices() throws {
+        for (upgrade, splices) in [("websocket", true), ("h2c", false)] {
+            var connection = ProxyConnection()
+            let head = Self.head(.GET, "http://a.test/", ["Connection": "Upgrade", "Upgrade": upgrade])
+            _ = connection.forward(try Self.exchange(head), onKeptUpstream: true)
+            _ = connection.requestPart(.end(nil))
+            let switching = connection.responsePart(
+                .head(HTTPResponseHead(version: .http1_1, status: .switchingProtocols)))
+            let end = connection.responsePart(.end(nil))
+            if splices {
+                guard case .writeUpgrade = switching, case .splice = end else {
+                    Issue.record("a WebSocket upgrade is not spliced")
+                    continue
+                }
+            } else {
+                guard case .writeInterim = switching else {
+                    Issue.record("an h2c 101 is passed on as the response")
+                    continue
+                }
+                if case .splice = end { Issue.record("an h2c 101 is spliced") }
+            }
+        }
+    }
+
+    @Test("a CONNECT is spliced once its server connection is made and its end has come, in either order")
+    func tunnelWaitsForBoth() throws {
+        var first = ProxyConnection()
+        first.openTunnel(try Self.exchange(Self.head(.CONNECT, "a.test:443")))
+        guard case .awaitRequestEnd = first.tunnelConnected(), case .spliceTunnel = first.requestPart(.end(nil)) else {
+            Issue.record("connected first: not spliced at the CONNECT's end")
+            return
+        }
+        var second = ProxyConnection()
+        second.openTunnel(try Self.exchange(Self.head(.CONNECT, "a.test:443")))
+        guard case .none = second.requestPart(.end(nil)), case .splice = second.tunnelConnected() else {
+            Issue.record("ended first: not spliced once connected")
+            return
+        }
+    }
+
+    @Test("a client that leaves while its tunnel opens gets its CONNECT recorded, and the connection made closed")
+    func clientLeavesOpeningTunnel() throws {
+        var connection = ProxyConnection()
+        connection.openTunnel(try Self.exchange(Self.head(.CONNECT, "a.test:443")))
+        let cutShort = connection.clientClosed()
+        #expect(cutShort != nil)
+        guard case .close = connection.tunnelConnected() else {
+            Issue.record("a tunnel is spliced to a closed client")
+            return
+        }
+        let failed = connection.tunnelFailed()
+        #expect(failed == nil)
+    }
+
+    @Test("an answer of the proxy's own drains the request, then waits for the next or closes")
+    func answeredRequestDrains() {
+        for closesAfter in [false, true] {
+            var connection = ProxyConnection()
+            let next = connection.answer(closesAfter: closesAfter)
+            #expect(next == nil)
+            guard case .none = connection.requestPart(.body(ByteBuffer(string: "dropped"))),
+                case .answered(let after) = connection.requestPart(.end(nil))
+            else {
+                Issue.record("the answered request's parts are not drained")
+                continue
+            }
+            #expect(after == (closesAfter ? .close : .awaitNextHead))
+            #expect(connection.isAwaitingHead == !closesAfter)
+        }
+    }
+
+    @Test("a refused CONNECT closes the connection after the answer")
+    func refusedConnectCloses() {
+        var connection = ProxyConnection()
+        let next = connection.answer(closesAfter: true, isConnect: true)
+        #expect(next == .close)
+        #expect(!connection.isAwaitingHead)
+    }
+}
