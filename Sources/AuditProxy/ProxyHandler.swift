@@ -40,24 +40,24 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias Exchange = ProxyConnection.Exchange
 
     /// An upstream connection, kept between requests to the same server.
-    private struct Upstream {
+    struct Upstream {
         let authority: String
         let channel: Channel
         let handler: UpstreamHandler
     }
 
-    private let services: ServicesBox
-    private let http: ClientHTTPHandlers
-    private var context: ChannelHandlerContext?
+    let services: ServicesBox
+    let http: ClientHTTPHandlers
+    var context: ChannelHandlerContext?
     /// Where the connection is; every transition is the state machine's.
-    private var connection = ProxyConnection()
+    var connection = ProxyConnection()
     /// The server connection of the exchange under way, or kept from the last one.
-    private var upstream: Upstream?
+    var upstream: Upstream?
     /// The server connection of a CONNECT made before the CONNECT's end came.
-    private var tunnelServer: Channel?
+    var tunnelServer: Channel?
 
     /// The services, boxed so the handler can pass them to Sendable closures.
-    private final class ServicesBox: Sendable {
+    final class ServicesBox: Sendable {
         let value: ProxyServices
         init(_ value: ProxyServices) { self.value = value }
     }
@@ -92,7 +92,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     var pipeline: AuditPipeline { services.value.pipeline }
     var upstreams: UpstreamConnector { services.value.upstreams }
-    private var configuration: ProxyConfiguration { services.value.configuration }
+    var configuration: ProxyConfiguration { services.value.configuration }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -120,7 +120,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Carries out what a request part leads to.
-    private func perform(_ action: ProxyConnection.RequestPartAction, context: ChannelHandlerContext) {
+    func perform(_ action: ProxyConnection.RequestPartAction, context: ChannelHandlerContext) {
         switch action {
         case .none:
             break
@@ -188,7 +188,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Plain HTTP
 
-    private func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+    func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         guard ProxyTarget.isAbsoluteHTTP(head.uri) else {
             services.value.report("\(context.remoteAddressText): 400 not a proxy request: \(head.method) \(head.uri)")
             _ = connection.answer(closesAfter: true)
@@ -283,84 +283,6 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Carries out the part of `decision` that happens before anything is sent: answers the client
-    /// itself and returns nil when the request is refused (blocked, a warning not acknowledged, a
-    /// redirect it cannot follow); otherwise returns the warning's resolution and, for a redirect
-    /// (only when `canRedirect`), where to send the request instead.
-    private func admit(
-        _ decision: AuditPipeline.Decision, head: HTTPRequestHead, canRedirect: Bool, context: ChannelHandlerContext
-    ) -> (warning: WarningResolution?, redirect: ProxyTarget?)? {
-        switch decision.verdict.action {
-        case .block:
-            refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
-            return nil
-        case .warn:
-            let resolution = resolveWarning(decision, acknowledgement: head.headers)
-            guard resolution.decision == .proceed else {
-                refuse(
-                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
-                    context: context)
-                return nil
-            }
-            return (resolution, nil)
-        case .redirect:
-            guard canRedirect, let target = decision.verdict.redirectTarget.flatMap(ProxyTarget.init(redirectURL:))
-            else {
-                refuse(
-                    decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head,
-                    context: context)
-                return nil
-            }
-            return (nil, target)
-        case .respond:
-            guard canRedirect, let response = decision.verdict.response.flatMap(HandlerResponse.init) else {
-                refuse(
-                    decision, .responseUnavailable(decision, isTunnel: !canRedirect), kind: .blocked, warning: nil,
-                    head: head, context: context)
-                return nil
-            }
-            respond(decision, response, head: head, context: context)
-            return nil
-        case .allow, .pass:
-            return (nil, nil)
-        }
-    }
-
-    /// Answers a plain HTTP request with a rule's local response (its body or file); nothing is sent.
-    private func respond(
-        _ decision: AuditPipeline.Decision, _ response: HandlerResponse, head: HTTPRequestHead,
-        context: ChannelHandlerContext
-    ) {
-        let body: Data = if case .data(let data) = response.body, head.method != .HEAD { data } else { Data() }
-        _ = try? pipeline.finish(
-            decision, warning: nil,
-            outcome: OutcomeSnapshot(
-                kind: .responded, status: response.status, bytes: body.count,
-                durationMilliseconds: decision.elapsedMilliseconds))
-        let closeAfter = head.closesAfterAnswer
-        _ = connection.answer(closesAfter: closeAfter)
-        var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
-        if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let status = HTTPResponseStatus(statusCode: response.status)
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if !body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-    }
-
-    /// How the pipeline resolves the warning: proceed when the request acknowledges the rule, else
-    /// as `--warn` says.
-    private func resolveWarning(_ decision: AuditPipeline.Decision, acknowledgement headers: HTTPHeaders)
-        -> WarningResolution
-    {
-        pipeline.resolveWarning(
-            decision, acknowledgements: headers[canonicalForm: ProxyDenial.acknowledgeHeader].map(String.init),
-            fallback: configuration.warnings == .allow ? .proceed : .cancel)
-    }
-
     // MARK: Responses from the server
 
     /// Whether the client connection can take more without queueing.
@@ -419,7 +341,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// What follows an exchange once its answer is written: read the next request, or close.
-    private func follow(_ next: ProxyConnection.Next) {
+    func follow(_ next: ProxyConnection.Next) {
         guard let context else { return }
         switch next {
         case .awaitNextHead:
@@ -430,14 +352,14 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func failUpstream(_ id: UUID, reason: String) {
+    func failUpstream(_ id: UUID, reason: String) {
         answerWithoutUpstream(
             id, .badGateway, { .upstream($0.decision, reason: reason) }, kind: .failure, reason: reason)
     }
 
     /// Answers a decided request the proxy could not, or must not, send: 502 when the server cannot
     /// be reached, 403 when one of its addresses is blocked.
-    private func answerWithoutUpstream(
+    func answerWithoutUpstream(
         _ id: UUID, _ status: HTTPResponseStatus, _ denial: (Exchange) -> ProxyDenial, kind: OutcomeSnapshot.Kind,
         reason: String
     ) {
@@ -453,243 +375,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    // MARK: Tunnels (CONNECT, and upgraded connections)
-
-    private func openTunnel(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        guard let target = ProxyTarget(connectAuthority: head.uri) else {
-            services.value.report("\(context.remoteAddressText): 400 bad CONNECT target '\(head.uri)'")
-            _ = connection.answer(closesAfter: true)
-            writeProblem(
-                .badRequest, .problem("bad-request", "CONNECT takes HOST:PORT (got '\(head.uri)')"), close: false,
-                context: context)
-            return
-        }
-        let request = AuditRequest(
-            method: "CONNECT", url: target.tunnelURL,
-            headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
-        let decision = pipeline.decide(request, bodyBytes: nil)
-        if let ports = configuration.connectPorts, !ports.contains(target.port) {
-            let allowed = ports.sorted().map(String.init).joined(separator: ", ")
-            refuse(
-                decision,
-                .problem(
-                    "connect-port",
-                    "CONNECT opens tunnels to port \(allowed) only (got \(target.port)); send plain HTTP requests to "
-                        + "the proxy in absolute form instead"),
-                kind: .blocked, warning: nil, head: head, context: context)
-            return
-        }
-        guard let (warning, _) = admit(decision, head: head, canRedirect: false, context: context) else { return }
-        connection.openTunnel(
-            Exchange(decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head))
-        upstream?.channel.close(promise: nil)
-        upstream = nil
-        resolveChecked(target, request: request, policy: decision.policy, context: context) { [self] resolved in
-            guard let context = self.context else { return }
-            let addresses: [SocketAddress]
-            switch resolved {
-            case .success(let found): addresses = found
-            case .failure(let refusal as AddressRefusal):
-                guard let exchange = connection.tunnelFailed() else { return }
-                services.value.report("\(context.remoteAddressText): 403 CONNECT \(refusal)")
-                finish(exchange, kind: .blocked, error: refusal.description)
-                writeProblem(
-                    .forbidden, .blockedAddress(decision, refusal), close: true, rule: refusal.verdict.rule?.id,
-                    context: context)
-                return
-            case .failure(let error):
-                return failTunnel(reason: "cannot connect to \(target.authority): \(error)")
-            }
-            services.value.upstreams.connect(target, addresses, context.eventLoop) {
-                $0.eventLoop.makeSucceededVoidFuture()
-            }
-            .assumeIsolated()
-            .whenComplete { [self] result in
-                switch result {
-                case .success(let channel):
-                    guard let context = self.context else { return channel.close(promise: nil) }
-                    switch connection.tunnelConnected() {
-                    case .splice(let exchange): spliceTunnel(exchange, to: channel, context: context)
-                    case .awaitRequestEnd: tunnelServer = channel
-                    case .close: channel.close(promise: nil)
-                    }
-                case .failure(let error):
-                    failTunnel(reason: "cannot connect to \(target.authority): \(error)")
-                }
-            }
-        }
-    }
-
-    /// Answers a CONNECT whose server cannot be reached with 502, and closes.
-    private func failTunnel(reason: String) {
-        guard let exchange = connection.tunnelFailed() else { return }
-        services.value.report("\(self.context?.remoteAddressText ?? "-"): 502 CONNECT \(reason)")
-        finish(exchange, kind: .failure, error: reason)
-        guard let context = self.context else { return }
-        writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: true, context: context)
-    }
-
-    /// Answers 200 to the CONNECT, then splices the client connection and `server`.
-    private func spliceTunnel(_ exchange: Exchange, to server: Channel, context: ChannelHandlerContext) {
-        let head = HTTPResponseHead(version: exchange.version, status: .ok, headers: ["Content-Length": "0"])
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        splice(exchange, server: server, serverHTTPHandlers: [], context: context)
-    }
-
-    /// The end of a `101 Switching Protocols` from the server (already passed on): splices both
-    /// connections.
-    private func upgrade(_ exchange: Exchange, _ upstream: Upstream, context: ChannelHandlerContext) {
-        self.upstream = nil
-        upstream.handler.owner = nil
-        let serverHandlers: [RemovableChannelHandler] =
-            (try? [
-                upstream.channel.pipeline.syncOperations.handler(type: HTTPRequestEncoder.self),
-                upstream.channel.pipeline.syncOperations.handler(type: NIOHTTPRequestHeadersValidator.self),
-                upstream.handler,
-                upstream.channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self),
-            ]) ?? []
-        splice(exchange, server: upstream.channel, serverHTTPHandlers: serverHandlers, context: context)
-    }
-
-    /// Replaces the HTTP handlers on both connections by a tunnel pair; the record is written when
-    /// the tunnel closes. The decoders go last, so bytes they hold pass on into the tunnel.
-    private func splice(
-        _ exchange: Exchange, server: Channel, serverHTTPHandlers: [RemovableChannelHandler],
-        context: ChannelHandlerContext
-    ) {
-        let account = TunnelHandler.Account { [self] account in
-            var tunnelled = exchange
-            tunnelled.bytesFromClient += account.fromClient
-            tunnelled.bytesFromServer += account.fromServer
-            tunnelled.status = tunnelled.status ?? 200
-            finish(tunnelled, kind: tunnelled.isUpgrade ? .response : .tunnel)
-        }
-        let (clientSide, serverSide) = TunnelHandler.pair(account: account)
-        do {
-            try server.pipeline.syncOperations.addHandler(serverSide)
-            try context.pipeline.syncOperations.addHandler(clientSide)
-            for handler in serverHTTPHandlers { server.pipeline.syncOperations.removeHandler(handler, promise: nil) }
-            let sync = context.pipeline.syncOperations
-            sync.removeHandler(http.connectionGuard, promise: nil)
-            sync.removeHandler(http.pipelining, promise: nil)
-            sync.removeHandler(http.encoder, promise: nil)
-            sync.removeHandler(self, promise: nil)
-            sync.removeHandler(http.decoder, promise: nil)
-            // Reads held back while the tunnel opened start again, now through the tunnel handlers.
-            context.channel.read()
-            server.read()
-        } catch {
-            server.close(promise: nil)
-            context.close(promise: nil)
-            account.closed()
-        }
-    }
-
-    // MARK: Answers of the proxy's own
-
-    private func refuse(
-        _ decision: AuditPipeline.Decision, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind,
-        warning: WarningResolution?, head: HTTPRequestHead, context: ChannelHandlerContext
-    ) {
-        _ = try? pipeline.finish(
-            decision, warning: warning,
-            outcome: OutcomeSnapshot(
-                kind: kind, durationMilliseconds: decision.elapsedMilliseconds,
-                error: OutcomeSnapshot.ErrorSnapshot(
-                    domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
-        // A CONNECT or a request whose body would follow closes after the answer.
-        let closeAfter = head.method == .CONNECT || head.closesAfterAnswer
-        let next = connection.answer(closesAfter: closeAfter, isConnect: head.method == .CONNECT)
-        writeProblem(
-            .forbidden, denial, close: false, announcesClose: closeAfter, rule: decision.decision.rule,
-            context: context)
-        // A CONNECT has no body: nothing more is read.
-        if next == .close { context.close(promise: nil) }
-    }
-
-    private func writeProblem(
-        _ status: HTTPResponseStatus, _ denial: ProxyDenial, close: Bool, announcesClose: Bool = false,
-        rule: String? = nil, context: ChannelHandlerContext
-    ) {
-        let body = denial.json
-        var headers: HTTPHeaders = [
-            "Content-Type": "application/json", "Content-Length": String(body.utf8.count),
-            "Cache-Control": "no-store",
-        ]
-        if let rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
-        if close || announcesClose || status == .badRequest { headers.add(name: "Connection", value: "close") }
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
-        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if close { written.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
-    }
-
-    // MARK: Records
-
-    private func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
-        _ = try? pipeline.finish(
-            exchange.decision, warning: exchange.warning,
-            outcome: OutcomeSnapshot(
-                kind: kind, status: exchange.status, bytes: exchange.bytesFromServer,
-                durationMilliseconds: exchange.decision.elapsedMilliseconds, forwardedURL: exchange.forwardedURL,
-                error: error.map { OutcomeSnapshot.ErrorSnapshot(domain: "AuditProxy", code: 502, description: $0) },
-                sentBytes: exchange.bytesFromClient))
-    }
-
-    // MARK: Connections upstream
-
-    /// Connects to `target` at the addresses its host resolves to once, checked against `policy`
-    /// for `request` (``resolveChecked(_:request:policy:context:then:)``).
-    private func connect(
-        to target: ProxyTarget, request: AuditRequest, policy: Policy, context: ChannelHandlerContext,
-        then: @escaping (Result<Upstream, Error>) -> Void
-    ) {
-        resolveChecked(target, request: request, policy: policy, context: context) { [self] resolved in
-            switch resolved {
-            case .success(let addresses):
-                guard let context = self.context else { return }
-                connect(to: target, addresses: addresses, context: context, then: then)
-            case .failure(let error):
-                then(.failure(error))
-            }
-        }
-    }
-
-    private func connect(
-        to target: ProxyTarget, addresses: [SocketAddress], context: ChannelHandlerContext,
-        then: @escaping (Result<Upstream, Error>) -> Void
-    ) {
-        let authority = target.authority
-        services.value.upstreams.connect(target, addresses, context.eventLoop) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let sync = channel.pipeline.syncOperations
-                // The proxy sets the framing headers itself (transfer codings as the client sent
-                // them), and frames chunks itself when `chunked` follows other codings.
-                var encoding = HTTPRequestEncoder.Configuration()
-                encoding.automaticallySetFramingHeaders = false
-                try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
-                try sync.addHandler(
-                    ByteToMessageHandler(
-                        HTTPResponseDecoder(
-                            leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
-                try sync.addHandler(NIOHTTPRequestHeadersValidator())
-                try sync.addHandler(UpstreamHandler())
-            }
-        }
-        .assumeIsolated()
-        .whenComplete { result in
-            then(
-                result.flatMap { channel in
-                    Result {
-                        Upstream(
-                            authority: authority, channel: channel,
-                            handler: try channel.pipeline.syncOperations.handler(type: UpstreamHandler.self))
-                    }
-                })
-        }
-    }
+    // MARK: The client connection
 
     /// Closes the client connection after an answer without losing it: the output first (the client
     /// reads the answer, then the end), the whole connection a moment later. Closing at once while
@@ -700,12 +386,25 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
     }
 
-    private func resumeClientReads() {
+    func resumeClientReads() {
         guard let context, connection.resumeReading(isUpstreamWritable: upstream?.handler.isWritable ?? false) else {
             return
         }
         context.read()
     }
+
+    // MARK: Records
+
+    func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
+        _ = try? pipeline.finish(
+            exchange.decision, warning: exchange.warning,
+            outcome: OutcomeSnapshot(
+                kind: kind, status: exchange.status, bytes: exchange.bytesFromServer,
+                durationMilliseconds: exchange.decision.elapsedMilliseconds, forwardedURL: exchange.forwardedURL,
+                error: error.map { OutcomeSnapshot.ErrorSnapshot(domain: "AuditProxy", code: 502, description: $0) },
+                sentBytes: exchange.bytesFromClient))
+    }
+
 }
 
 extension HTTPRequestHead {
