@@ -22,10 +22,12 @@ struct ProxyConnection {
         /// The URL the request went to: the canonical one, or a redirect rule's target.
         let forwardedURL: String
         let version: HTTPVersion
-        /// Whether the client keeps the connection for another request. Not after an upgrade
-        /// request that is not spliced (refused by the server, or h2c, which is not made): its
-        /// decoder reads no more requests.
+        /// Whether the client keeps the connection for another request.
         let isClientKeepAlive: Bool
+        /// Whether the request asked for an upgrade (`Upgrade`, and `upgrade` in `Connection`): the
+        /// request decoder reads nothing after such a request, so when it is not spliced (refused,
+        /// answered without 101, or h2c, which is not made) the next request is read by a new one.
+        let pausesDecoder: Bool
         let expectsContinue: Bool
         /// Whether the request's body goes up in chunks framed here: `chunked` after other transfer
         /// codings (`gzip, chunked`), which the encoder does not frame.
@@ -51,7 +53,8 @@ struct ProxyConnection {
             self.target = target
             self.forwardedURL = forwardedURL
             version = head.version
-            isClientKeepAlive = head.isKeepAlive && !head.headers.contains(name: "upgrade")
+            isClientKeepAlive = head.isKeepAlive
+            pausesDecoder = head.asksForUpgrade
             expectsContinue = head.expectsContinue
             let codings = ProxyHandler.transferCodings(head.headers)
             framesChunks = codings.count > 1 && codings.last == "chunked"
@@ -63,7 +66,7 @@ struct ProxyConnection {
         /// Waiting for a request head.
         case idle
         /// The proxy answered the request itself; its body (if any) is read and dropped.
-        case answered(closesAfter: Bool)
+        case answered(closesAfter: Bool, pausesDecoder: Bool)
         /// Connecting upstream; the request parts that arrive meanwhile wait.
         case connecting(Exchange, waiting: [HTTPServerRequestPart])
         /// The request goes upstream and the response comes back.
@@ -83,6 +86,9 @@ struct ProxyConnection {
     enum Next: Equatable {
         /// Wait for the next request on the connection, reading again.
         case awaitNextHead
+        /// Wait for the next request on a new request decoder, which reads on from where the one
+        /// that read an upgrade request stopped.
+        case awaitNextHeadOnNewDecoder
         /// Close the connection.
         case close
     }
@@ -103,14 +109,14 @@ struct ProxyConnection {
 
     /// The proxy answers the request itself (a refusal, a rule's response, a request it does not
     /// take): the rest of the request is read and dropped, then the connection waits for the next
-    /// (or closes when `closesAfter`). A refused CONNECT has no body: the connection closes after
-    /// the answer (``Next/close``); otherwise nil.
-    mutating func answer(closesAfter: Bool, isConnect: Bool = false) -> Next? {
+    /// (on a new decoder when `pausesDecoder`) or closes when `closesAfter`. A refused CONNECT has
+    /// no body: the connection closes after the answer (``Next/close``); otherwise nil.
+    mutating func answer(closesAfter: Bool, isConnect: Bool = false, pausesDecoder: Bool = false) -> Next? {
         if isConnect {
             phase = .closed
             return .close
         }
-        phase = .answered(closesAfter: closesAfter)
+        phase = .answered(closesAfter: closesAfter, pausesDecoder: pausesDecoder)
         return nil
     }
 
@@ -159,10 +165,10 @@ struct ProxyConnection {
     /// A part of the request after its head.
     mutating func requestPart(_ part: HTTPServerRequestPart) -> RequestPartAction {
         switch phase {
-        case .answered(let closesAfter):
+        case .answered(let closesAfter, let pausesDecoder):
             guard case .end = part else { return .none }  // the body of a request answered already
             phase = closesAfter ? .closed : .idle
-            return .answered(closesAfter ? .close : .awaitNextHead)
+            return .answered(closesAfter ? .close : pausesDecoder ? .awaitNextHeadOnNewDecoder : .awaitNextHead)
         case .connecting(var exchange, var waiting):
             phase = .closed  // not to copy `waiting` on append
             if case .end = part { exchange.isRequestEnded = true }
@@ -235,7 +241,8 @@ struct ProxyConnection {
         }
         // As for a response: the state moves on before the answer is written.
         if exchange.isRequestEnded { return (exchange, leave(exchange)) }
-        phase = .answered(closesAfter: !exchange.isClientKeepAlive || exchange.expectsContinue)
+        phase = .answered(
+            closesAfter: !exchange.isClientKeepAlive || exchange.expectsContinue, pausesDecoder: exchange.pausesDecoder)
         return (exchange, nil)
     }
 
@@ -406,7 +413,7 @@ struct ProxyConnection {
     private mutating func leave(_ exchange: Exchange) -> Next {
         if exchange.isClientKeepAlive {
             phase = .idle
-            return .awaitNextHead
+            return exchange.pausesDecoder ? .awaitNextHeadOnNewDecoder : .awaitNextHead
         }
         phase = .closed
         return .close

@@ -62,7 +62,7 @@ extension ProxyHandler {
                 kind: .responded, status: response.status, bytes: body.count,
                 durationMilliseconds: decision.elapsedMilliseconds))
         let closeAfter = head.closesAfterAnswer
-        _ = connection.answer(closesAfter: closeAfter)
+        _ = connection.answer(closesAfter: closeAfter, pausesDecoder: head.asksForUpgrade)
         var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
         if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
@@ -97,7 +97,8 @@ extension ProxyHandler {
                     domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
         // A CONNECT or a request whose body would follow closes after the answer.
         let closeAfter = head.method == .CONNECT || head.closesAfterAnswer
-        let next = connection.answer(closesAfter: closeAfter, isConnect: head.method == .CONNECT)
+        let next = connection.answer(
+            closesAfter: closeAfter, isConnect: head.method == .CONNECT, pausesDecoder: head.asksForUpgrade)
         writeProblem(
             .forbidden, denial, close: false, announcesClose: closeAfter, rule: decision.decision.rule,
             context: context)

@@ -18,7 +18,9 @@ struct ProxyServices: Sendable {
 
 /// The HTTP handlers of a client connection, removed when it becomes a tunnel.
 struct ClientHTTPHandlers {
-    let decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    var decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    /// A decoder like the first, to read on after an upgrade request that was not spliced.
+    let makeDecoder: () -> ByteToMessageHandler<HTTPRequestDecoder>
     let encoder: HTTPResponseEncoder
     let pipelining: HTTPServerPipelineHandler
     let connectionGuard: ConnectionGuard
@@ -47,7 +49,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     let services: ServicesBox
-    let http: ClientHTTPHandlers
+    var http: ClientHTTPHandlers
     var context: ChannelHandlerContext?
     /// Where the connection is; every transition is the state machine's.
     var connection = ProxyConnection()
@@ -77,9 +79,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderListSize = configuration.maximumHeaderBytes
         limits.maxHeaderFieldSize = configuration.maximumHeaderBytes
+        let makeDecoder = {
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits))
+        }
         let http = ClientHTTPHandlers(
-            decoder: ByteToMessageHandler(
-                HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
+            decoder: makeDecoder(), makeDecoder: makeDecoder,
             encoder: HTTPResponseEncoder(), pipelining: HTTPServerPipelineHandler(),
             connectionGuard: connectionGuard)
         let sync = channel.pipeline.syncOperations
@@ -130,6 +134,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             upstream?.handler.send(.body(.byteBuffer(chunk)))
             upstream?.handler.send(.end(nil), flush: true)
         case .answered(.awaitNextHead):
+            http.connectionGuard.waitForNextHead()
+        case .answered(.awaitNextHeadOnNewDecoder):
+            replaceDecoder(context: context)
             http.connectionGuard.waitForNextHead()
         case .answered(.close):
             Self.closeGracefully(context.channel)
@@ -347,9 +354,30 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .awaitNextHead:
             http.connectionGuard.waitForNextHead()
             resumeClientReads()
+        case .awaitNextHeadOnNewDecoder:
+            replaceDecoder(context: context)
+            http.connectionGuard.waitForNextHead()
+            resumeClientReads()
         case .close:
             context.close(promise: nil)
         }
+    }
+
+    /// Puts a new request decoder in place of the one that read an upgrade request (which reads
+    /// nothing after it): the bytes the old one holds, the next request's, pass on into the new one
+    /// as it is removed.
+    func replaceDecoder(context: ChannelHandlerContext) {
+        let fresh = http.makeDecoder()
+        let sync = context.pipeline.syncOperations
+        do {
+            try sync.addHandler(fresh, position: .after(http.decoder))
+        } catch {
+            context.close(promise: nil)
+            return
+        }
+        let old = http.decoder
+        http.decoder = fresh
+        sync.removeHandler(old, promise: nil)
     }
 
     func failUpstream(_ id: UUID, reason: String) {
@@ -409,12 +437,18 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
 extension HTTPRequestHead {
     /// Whether the connection closes after the proxy answers this request itself: when the client
-    /// asked for it, when it waits for `100 Continue` before a body it will now never send, or when
-    /// it asked for an upgrade (the request decoder reads no HTTP after an upgrade request, so a
-    /// request pipelined behind it could be neither decided nor answered). The body of any other
-    /// request is read and dropped, and the next request on the connection is served.
+    /// asked for it, or when it waits for `100 Continue` before a body it will now never send. The
+    /// body of any other request is read and dropped, and the next request on the connection is
+    /// served (after an upgrade request, by a new decoder).
     var closesAfterAnswer: Bool {
-        !isKeepAlive || (hasBody && expectsContinue) || headers.contains(name: "upgrade")
+        !isKeepAlive || (hasBody && expectsContinue)
+    }
+
+    /// Whether the request asks for an upgrade as the request decoder (llhttp) reads it: an
+    /// `Upgrade` header and the `upgrade` token in `Connection`. The decoder then stops after it.
+    var asksForUpgrade: Bool {
+        headers.contains(name: "upgrade")
+            && headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
     }
 
     /// Whether the request waits for `100 Continue` before sending its body.

@@ -124,15 +124,29 @@ import Testing
         }
     }
 
-    @Test("an upgrade the server refuses closes the client connection after the response")
-    func refusedUpgradeCloses() throws {
+    @Test("after an upgrade the server refuses, the next request is read by a new decoder")
+    func refusedUpgradeReadsOn() throws {
         var connection = ProxyConnection()
         let head = Self.head(.GET, "http://a.test/ws", ["Connection": "Upgrade", "Upgrade": "websocket"])
         _ = connection.forward(try Self.exchange(head), onKeptUpstream: true)
         _ = connection.requestPart(.end(nil))
         _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .forbidden)))
-        guard case .end(_, _, _, .close) = connection.responsePart(.end(nil)) else {
+        guard case .end(_, _, _, .awaitNextHeadOnNewDecoder) = connection.responsePart(.end(nil)) else {
             Issue.record("the connection waits for a request its decoder will not read")
+            return
+        }
+        #expect(connection.isAwaitingHead)
+    }
+
+    @Test("an Upgrade header without the upgrade token in Connection does not stop the decoder")
+    func upgradeHeaderAlone() throws {
+        var connection = ProxyConnection()
+        _ = connection.forward(
+            try Self.exchange(Self.head(.GET, "http://a.test/", ["Upgrade": "websocket"])), onKeptUpstream: true)
+        _ = connection.requestPart(.end(nil))
+        _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        guard case .end(_, _, _, .awaitNextHead) = connection.responsePart(.end(nil)) else {
+            Issue.record("the decoder is replaced after a request it read on from")
             return
         }
     }

@@ -193,6 +193,32 @@ import Testing
         #expect(try await proxy.records().count == 2)
     }
 
+    @Test("a request pipelined after an upgrade the proxy refuses is answered, sent and recorded")
+    func pipeliningAfterRefusedUpgrade() async throws {
+        let proxy = try EmbeddedProxy(rules: Self.rules)
+        try proxy.send(
+            "GET http://a.test/admin HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                + "GET http://a.test/next HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        #expect(try proxy.sent(toServer: 0) == "GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        try proxy.reply(fromServer: 0, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(try proxy.answer().statusLines == ["HTTP/1.1 403 Forbidden", "HTTP/1.1 200 OK"])
+        #expect(try await proxy.records().map(\.request.url) == ["http://a.test/admin", "http://a.test/next"])
+    }
+
+    @Test("a request pipelined after an upgrade the server answers without 101 is answered, sent and recorded")
+    func pipeliningAfterUpgradeNotMade() async throws {
+        let proxy = try EmbeddedProxy(rules: Self.rules)
+        try proxy.send(
+            "GET http://a.test/ws HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                + "GET http://a.test/next HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        #expect(try proxy.sent(toServer: 0).statusLine == "GET /ws HTTP/1.1")
+        try proxy.reply(fromServer: 0, "HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\n\r\n")
+        #expect(try proxy.sent(toServer: 0) == "GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        try proxy.reply(fromServer: 0, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(try proxy.answer().statusLines == ["HTTP/1.1 426 Upgrade Required", "HTTP/1.1 200 OK"])
+        #expect(try await proxy.records().compactMap(\.outcome.status) == [426, 200])
+    }
+
     @Test("transfer codings are kept as sent: gzip, chunked goes up framed as the client framed it")
     func transferCodingsKept() throws {
         let proxy = try EmbeddedProxy(rules: Self.rules)
