@@ -761,34 +761,110 @@ static int url_dotted_decimal(const uint8_t *bytes, long start, long end) {
     return parts == 4 && index == end;
 }
 
-int url_is_canonical(const uint8_t *bytes, long count) {
+long url_canonical_authority_end(const uint8_t *bytes, long count) {
     long authority;
     if (count >= 8 && memcmp(bytes, "https://", 8) == 0) {
         authority = 8;
     } else if (count >= 7 && memcmp(bytes, "http://", 7) == 0) {
         authority = 7;
     } else {
-        return 0;
+        return -1;
     }
     long host_end = url_host_span(bytes, count, authority);
-    if (host_end <= authority || host_end >= count || bytes[host_end - 1] == '.') return 0;
+    if (host_end <= authority || bytes[host_end - 1] == '.') return -1;
     long label = host_end - 1;
     while (label > authority && bytes[label - 1] != '.') label--;
     // A last label starting with a digit makes the host an IPv4 address (or invalid).
-    if (bytes[label] >= '0' && bytes[label] <= '9' && !url_dotted_decimal(bytes, authority, host_end)) return 0;
-    long path = host_end;
-    if (bytes[host_end] == ':') {
+    if (bytes[label] >= '0' && bytes[label] <= '9' && !url_dotted_decimal(bytes, authority, host_end)) return -1;
+    long end = host_end;
+    if (host_end < count && bytes[host_end] == ':') {
         // A port other than the scheme's default, written without leading zeros.
-        long end = host_end + 1;
+        end = host_end + 1;
         long port = 0;
         while (end < count && bytes[end] >= '0' && bytes[end] <= '9' && end - host_end <= 5) {
             port = port * 10 + (bytes[end] - '0');
             end++;
         }
         long default_port = authority == 8 ? 443 : 80;
-        if (end == host_end + 1 || bytes[host_end + 1] == '0' || port > 65535 || port == default_port) return 0;
-        path = end;
+        if (end == host_end + 1 || bytes[host_end + 1] == '0' || port > 65535 || port == default_port) return -1;
     }
-    if (path >= count || bytes[path] != '/') return 0;
+    if (end == count || bytes[end] == '/' || bytes[end] == '?' || bytes[end] == '#') return end;
+    return -1;
+}
+
+int url_is_canonical(const uint8_t *bytes, long count) {
+    long path = url_canonical_authority_end(bytes, count);
+    if (path < 0 || path >= count || bytes[path] != '/') return 0;
     return url_path_query_is_canonical(bytes, count, path);
+}
+
+/// Whether the `.` at `index` (after a `/`) starts a `.` or `..` segment of a path that ends at
+/// `?`, `#` or the end.
+static int url_dot_segment_before_fragment(const uint8_t *bytes, long count, long index) {
+    long next = index + 1;
+    if (next < count && bytes[next] == '.') next++;
+    return next == count || bytes[next] == '/' || bytes[next] == '?' || bytes[next] == '#';
+}
+
+long url_lightly_canonicalized(const uint8_t *bytes, long count, uint8_t *out, uint32_t *changes) {
+    static const char hex_digits[] = "0123456789ABCDEF";
+    long authority_end = url_canonical_authority_end(bytes, count);
+    if (authority_end < 0) return -1;
+    memcpy(out, bytes, (size_t)authority_end);
+    long written = authority_end;
+    uint32_t found = 0;
+    // An empty path is `/`.
+    if (authority_end == count || bytes[authority_end] != '/') out[written++] = '/';
+    int is_query = 0;
+    for (long index = authority_end; index < count; index++) {
+        uint8_t byte = bytes[index];
+        if (byte == '#') {
+            // Spaces and controls are stripped from the ends, tabs and newlines from anywhere, by
+            // the full parse, before the fragment is dropped.
+            for (long rest = index + 1; rest < count; rest++) {
+                if (bytes[rest] <= 0x20) return -1;
+            }
+            found |= URL_CHANGE_FRAGMENT_REMOVED;
+            break;
+        }
+        // Bytes the canonical form escapes (or, for `\`, reads as `/`): the full parse's.
+        if (byte <= 0x20 || byte >= 0x7F || byte == '"' || byte == '<' || byte == '>' || byte == '\\') return -1;
+        if (byte == '%') {
+            int high = index + 2 < count ? url_hex(bytes[index + 1]) : -1;
+            int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
+            if (high < 0 || low < 0) {
+                out[written++] = '%';  // not an escape: kept as written
+                continue;
+            }
+            uint8_t decoded = (uint8_t)(high << 4 | low);
+            if (url_unreserved(decoded)) {
+                // A `.` may make a dot segment (`%2e`), which the full parse resolves.
+                if (decoded == '.') return -1;
+                out[written++] = decoded;
+                found |= URL_CHANGE_UNRESERVED_DECODED;
+            } else {
+                if (bytes[index + 1] >= 'a' || bytes[index + 2] >= 'a') found |= URL_CHANGE_ESCAPES_UPPER_CASED;
+                out[written++] = '%';
+                out[written++] = (uint8_t)hex_digits[high];
+                out[written++] = (uint8_t)hex_digits[low];
+            }
+            index += 2;
+            continue;
+        }
+        if (is_query) {
+            if (byte == '\'') return -1;
+        } else if (byte == '?') {
+            is_query = 1;
+        } else if (byte == '`' || byte == '{' || byte == '}') {
+            return -1;
+        } else if (byte == '/' && out[written - 1] == '/') {
+            found |= URL_CHANGE_SLASHES_MERGED;
+            continue;
+        } else if (byte == '.' && bytes[index - 1] == '/' && url_dot_segment_before_fragment(bytes, count, index)) {
+            return -1;
+        }
+        out[written++] = byte;
+    }
+    *changes = found;
+    return written;
 }

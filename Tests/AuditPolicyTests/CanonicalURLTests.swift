@@ -192,6 +192,48 @@ import Testing
         }
     }
 
+    /// Whether the one-pass copy of `url`, when it makes one, is the full parse's, part for part.
+    static func lightMatchesFullParse(_ url: String) -> Bool? {
+        guard let light = URLParts.lightlyCanonicalized(url) else { return nil }
+        let full = URLParts.fullyParsed(url)
+        return light.normalizedBytes == full.normalizedBytes && light.hostRange == full.hostRange
+            && light.pathRange == full.pathRange && light.queryRange == full.queryRange && light.port == full.port
+            && light.changes == full.changes && full.rejection == nil && light.isSpecial == full.isSpecial
+            && light.schemeLength == full.schemeLength && light.userinfo == full.userinfo
+    }
+
+    @Test("the one-pass copy of a nearly canonical URL is the full parse's, over random URLs")
+    func lightCopyAgainstFullParse() {
+        let pieces = [
+            "a", "B", "0", "/", "/", "//", "///", ".", "..", "/./", "/../", "/.", "%2e", "%2E", "%41", "%7e", "%2F",
+            "%2f", "%3a", "%zz", "%", "%4", "?", "?", "#", "#x", "'", "`", "{", "}", "\\", " ", "-", "_", "~", "=", "&",
+            ":8080", ":80", ":443", ":0", "@", "\u{FC}", "A", "aaaaaaaaaaaaaaaa",
+        ]
+        var random = SystemRandomNumberGenerator()
+        var made = 0
+        for _ in 0..<100_000 {
+            var url = ["http://", "https://", "http://a.test", "https://b.test"].randomElement(using: &random) ?? ""
+            for _ in 0..<Int.random(in: 0...30, using: &random) {
+                url += pieces.randomElement(using: &random) ?? ""
+            }
+            guard let matches = Self.lightMatchesFullParse(url) else { continue }
+            made += 1
+            #expect(matches, "\(url)")
+        }
+        #expect(made > 3_000)
+    }
+
+    @Test("the one-pass copy of each corpus URL it makes is the full parse's")
+    func lightCopyOnTheCorpus() {
+        var made = 0
+        for url in CanonicalURLDifferentialTests.benchmarkURLs() where !URLParts.isCanonical(url) {
+            guard let matches = Self.lightMatchesFullParse(url) else { continue }
+            made += 1
+            #expect(matches, "\(url)")
+        }
+        if !CanonicalURLDifferentialTests.benchmarkURLs().isEmpty { #expect(made > 4_000) }
+    }
+
     @Test("the path and query check reads blocks of sixteen and thirty-two bytes as it reads one byte at a time")
     func pathQueryCheckAgainstByteByByte() {
         let pieces = [

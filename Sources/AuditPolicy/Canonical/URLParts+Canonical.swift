@@ -18,28 +18,15 @@ extension URLParts {
         bytes.isCanonicalURL()
     }
 
-    /// The parts of `url` without the full parse when it is canonical but for a fragment or the `/`
-    /// of an empty path (most URLs that are not canonical as sent); nil otherwise.
-    static func nearlyCanonical(_ url: String) -> URLParts? {
-        let span = url.utf8.span
-        guard let authority = lowerCaseHTTPAuthorityStart(span) else { return nil }
-        var bytes = Array(url.utf8)
-        var changes: URLChanges = []
-        if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) {
-            bytes.removeSubrange(hash...)
-            changes.insert(.fragmentRemoved)
-        }
-        var authorityEnd = authority
-        while authorityEnd < bytes.count, bytes[authorityEnd] != UInt8(ascii: "/"),
-            bytes[authorityEnd] != UInt8(ascii: "?")
-        {
-            authorityEnd += 1
-        }
-        if authorityEnd == bytes.count || bytes[authorityEnd] == UInt8(ascii: "?") {
-            bytes.insert(UInt8(ascii: "/"), at: authorityEnd)
-        }
-        guard isCanonical(bytes.span) else { return nil }
-        return URLParts(canonicalBytes: bytes, authority: authority, changes: changes)
+    /// The parts of `url` without the full parse when what keeps it from its canonical form is
+    /// what one pass of copying fixes — a fragment, an empty path, escapes of unreserved
+    /// characters or in lower-case hex, repeated slashes (most URLs that are not canonical as
+    /// sent); nil otherwise.
+    static func lightlyCanonicalized(_ url: String) -> URLParts? {
+        guard let (bytes, changes) = url.utf8.span.lightlyCanonicalizedURL() else { return nil }
+        return URLParts(
+            canonicalBytes: bytes, authority: bytes[4] == UInt8(ascii: "s") ? 8 : 7,
+            changes: URLChanges(rawValue: changes))
     }
 
     /// The parts of `url`, which ``isCanonical(_:)`` holds for (the caller has checked): no second
@@ -75,16 +62,5 @@ extension URLParts {
         self.changes = changes
         isSpecial = true
         schemeLength = authority - 3
-    }
-
-    /// Where the authority starts when `bytes` begins with `https://` or `http://` as written (most
-    /// URLs), told by one load; nil otherwise.
-    private static func lowerCaseHTTPAuthorityStart(_ bytes: Span<UInt8>) -> Int? {
-        guard bytes.count >= 8 else { return nil }
-        let word = bytes.word64(at: 0)
-        // "https://" and "http://", first byte lowest.
-        if word == 0x2F2F_3A73_7074_7468 { return 8 }
-        if word & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return 7 }
-        return nil
     }
 }

@@ -34,11 +34,17 @@ struct URLParts: Sendable {
     var schemeLength = 0
 
     init(_ url: String) {
-        if let parts = Self.nearlyCanonical(url) {
+        if let parts = Self.lightlyCanonicalized(url) {
             self = parts
         } else {
             self.init(bytes: Array(url.utf8))
         }
+    }
+
+    /// The parts of `url` by the full parse, whatever the URL: the reference the one-pass copy
+    /// (``lightlyCanonicalized(_:)``) is tested against.
+    static func fullyParsed(_ url: String) -> URLParts {
+        URLParts(bytes: Array(url.utf8))
     }
 
     var normalized: String { String(decoding: normalizedBytes, as: UTF8.self) }

@@ -67,6 +67,23 @@ extension Span where Element == UInt8 {
         }
     }
 
+    /// The canonical form of the URL these bytes are, and what it changed (URLChanges' raw bits),
+    /// made in one pass when only a fragment, an empty path, escapes of unreserved characters or
+    /// in lower-case hex, or repeated slashes keep them from it (C kernel
+    /// `url_lightly_canonicalized`); nil when it takes the full parse.
+    func lightlyCanonicalizedURL() -> (bytes: [UInt8], changes: UInt32)? {
+        var changes: UInt32 = 0
+        var length = -1
+        let bytes = unsafe withUnsafeBufferPointer { buffer -> [UInt8] in
+            guard let base = buffer.baseAddress else { return [] }
+            return unsafe [UInt8](unsafeUninitializedCapacity: buffer.count + 1) { out, initialized in
+                length = unsafe url_lightly_canonicalized(base, buffer.count, out.baseAddress, &changes)
+                initialized = max(length, 0)
+            }
+        }
+        return length >= 0 ? (bytes, changes) : nil
+    }
+
     /// Whether the bytes from `from` on are a canonical path and query (C kernel
     /// `url_path_query_is_canonical`, or with `isBytewise` its byte-at-a-time reference).
     func isCanonicalPathAndQuery(from start: Int, isBytewise: Bool = false) -> Bool {

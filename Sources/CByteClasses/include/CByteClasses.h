@@ -182,6 +182,25 @@ long url_authority_end(const uint8_t *bytes, long count, long from);
 /// then a path and query ``url_path_query_is_canonical`` accepts. 1 or 0.
 int url_is_canonical(const uint8_t *bytes, long count);
 
+/// Where what follows the authority of `bytes[0..<count]` starts (a `/`, `?`, `#` or the end)
+/// when everything before it is as ``url_is_canonical`` requires, else -1.
+long url_canonical_authority_end(const uint8_t *bytes, long count);
+
+/// What ``url_lightly_canonicalized`` changed, as AuditPolicy's URLChanges has it.
+#define URL_CHANGE_SLASHES_MERGED (1u << 13)
+#define URL_CHANGE_UNRESERVED_DECODED (1u << 14)
+#define URL_CHANGE_ESCAPES_UPPER_CASED (1u << 16)
+#define URL_CHANGE_FRAGMENT_REMOVED (1u << 17)
+
+/// The canonical form of `bytes[0..<count]` without the full parse, for the URLs that are not
+/// canonical as sent only because of what a copy fixes in one pass: a fragment, an empty path,
+/// escapes of unreserved bytes or in lower-case hex, repeated slashes in the path. Writes it to
+/// `out` (room for `count + 1` bytes), what changed to `*changes` (``URL_CHANGE_SLASHES_MERGED``
+/// and the others), and returns its length; returns -1 for any other URL (scheme, host or port
+/// not as ``url_is_canonical`` requires, a dot segment, a byte the canonical form escapes), which
+/// takes the full parse.
+long url_lightly_canonicalized(const uint8_t *bytes, long count, uint8_t *out, uint32_t *changes);
+
 /// Whether `bytes[from..<count]`, a URL's path and query from its first `/`, is surely in canonical
 /// form (AuditPolicy's URLParts): printable ASCII with nothing the canonical form escapes or
 /// decodes, no `//` or dot segment in the path, and percent-escapes only of reserved bytes in
