@@ -762,20 +762,29 @@ static int url_dotted_decimal(const uint8_t *bytes, long start, long end) {
 }
 
 long url_canonical_authority_end(const uint8_t *bytes, long count) {
+    // `https://` or `http://` as written, told by one load (a URL shorter than 8 bytes has no
+    // host after them).
+    if (count < 8) return -1;
+    uint64_t scheme = load64(bytes);
     long authority;
-    if (count >= 8 && memcmp(bytes, "https://", 8) == 0) {
+    if (scheme == 0x2F2F3A7370747468ull) {
         authority = 8;
-    } else if (count >= 7 && memcmp(bytes, "http://", 7) == 0) {
+    } else if ((scheme & 0x00FFFFFFFFFFFFFFull) == 0x002F2F3A70747468ull) {
         authority = 7;
     } else {
         return -1;
     }
     long host_end = url_host_span(bytes, count, authority);
     if (host_end <= authority || bytes[host_end - 1] == '.') return -1;
-    long label = host_end - 1;
-    while (label > authority && bytes[label - 1] != '.') label--;
-    // A last label starting with a digit makes the host an IPv4 address (or invalid).
-    if (bytes[label] >= '0' && bytes[label] <= '9' && !url_dotted_decimal(bytes, authority, host_end)) return -1;
+    // A last label that spells a number (digits, or `0x` and hex digits) makes the host an IPv4
+    // address (or invalid): such a label ends in a digit, `a`–`f` or `x`. One that starts with a
+    // digit is taken for one, and must be dotted decimal.
+    uint8_t last = bytes[host_end - 1];
+    if (!(last >= 'g' && last <= 'z' && last != 'x')) {
+        long label = host_end - 1;
+        while (label > authority && bytes[label - 1] != '.') label--;
+        if (bytes[label] >= '0' && bytes[label] <= '9' && !url_dotted_decimal(bytes, authority, host_end)) return -1;
+    }
     long end = host_end;
     if (host_end < count && bytes[host_end] == ':') {
         // A port other than the scheme's default, written without leading zeros.
@@ -817,6 +826,18 @@ long url_lightly_canonicalized(const uint8_t *bytes, long count, uint8_t *out, u
     if (authority_end == count || bytes[authority_end] != '/') out[written++] = '/';
     int is_query = 0;
     for (long index = authority_end; index < count; index++) {
+        // A run of bytes kept as they are anywhere (url_plain_low and url_plain_high) goes in whole.
+        long run = index;
+        while (run < count && bytes[run] < 128 &&
+               ((bytes[run] < 64 ? url_plain_low >> bytes[run] : url_plain_high >> (bytes[run] - 64)) & 1)) {
+            run++;
+        }
+        if (run > index) {
+            memcpy(out + written, bytes + index, (size_t)(run - index));
+            written += run - index;
+            index = run;
+            if (index == count) break;
+        }
         uint8_t byte = bytes[index];
         if (byte == '#') {
             // Spaces and controls are stripped from the ends, tabs and newlines from anywhere, by
