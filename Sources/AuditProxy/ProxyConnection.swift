@@ -94,7 +94,7 @@ struct ProxyConnection {
     }
 
     /// Whether a request head is expected now (the handler decides it, then calls
-    /// ``answer(closesAfter:isConnect:)``, ``forward(_:onKeptUpstream:)`` or ``openTunnel(_:)``).
+    /// ``answer(closesAfter:isConnect:pausesDecoder:)``, ``forward(_:onKeptUpstream:)`` or ``openTunnel(_:)``).
     var isAwaitingHead: Bool {
         if case .idle = phase { return true }
         return false

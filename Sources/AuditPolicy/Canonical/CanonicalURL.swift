@@ -25,7 +25,8 @@ public struct CanonicalURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Canonicalizes `text`, or throws why the URL is invalid.
     public init(_ text: String) throws(URLRejection) {
-        let parts = URLParts(text)
+        // Most URLs are canonical as sent: then they are only split.
+        let parts = URLParts.isCanonical(text) ? URLParts(knownCanonical: text) : URLParts(text)
         if let rejection = parts.rejection { throw rejection }
         self.parts = parts
     }
