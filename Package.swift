@@ -33,7 +33,6 @@ let package = Package(
         .target(name: "CLiteralSearch"),
         .target(name: "CByteClasses"),
         .target(name: "CSHA256"),
-        .target(name: "CCurlTransfer"),
         .target(name: "AuditPolicy", dependencies: ["AuditRegex", "AuditLocking", "CByteClasses"]),
         .target(name: "AuditLocking"),
         .target(name: "AuditReport", dependencies: ["AuditPolicy", "AuditLocking", "CSHA256"]),
@@ -43,7 +42,7 @@ let package = Package(
                 "AuditReport", "AuditPolicy", "AuditLocking", .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         .target(
-            name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking", "CCurlTransfer"]),
+            name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(
             name: "AuditProxy",
             dependencies: [

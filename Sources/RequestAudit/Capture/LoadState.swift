@@ -20,8 +20,6 @@ struct LoadState: @unchecked Sendable {
         case stopSystemLoader(URLProtocol, isSuspending: Bool)
         /// Cancel the response handler's task.
         case cancelResponse(Task<Void, Never>)
-        /// Stop libcurl's transfer (see CurlLoad).
-        case stopTransfer(CurlLoad)
     }
 
     private enum Phase {
@@ -30,8 +28,6 @@ struct LoadState: @unchecked Sendable {
         case forwarding(URLSessionDataTask)
         /// Foundation's own HTTP protocol loads the caller's task (see SystemLoad).
         case systemLoading(URLProtocol)
-        /// libcurl loads the task directly (see CurlLoad).
-        case transferring(CurlLoad)
         /// A response handler answers (see RequestInfoProtocol+Respond).
         case responding(Task<Void, Never>)
         case stopped
@@ -79,13 +75,6 @@ struct LoadState: @unchecked Sendable {
         return true
     }
 
-    /// libcurl is about to load the task: false when the load was stopped meanwhile.
-    mutating func transferring(_ load: CurlLoad) -> Bool {
-        guard case .deciding = phase else { return false }
-        phase = .transferring(load)
-        return true
-    }
-
     /// A response handler's task started: false when the load was stopped meanwhile (cancel it).
     mutating func responding(_ task: Task<Void, Never>) -> Bool {
         guard case .deciding = phase else { return false }
@@ -105,10 +94,6 @@ struct LoadState: @unchecked Sendable {
         case .responding(let task):
             phase = .stopped
             return .cancelResponse(task)
-        case .transferring(let load):
-            // A suspension stops it too, as it stops a relayed load: libcurl's transfer cannot pause here.
-            phase = .stopped
-            return .stopTransfer(load)
         case .finished:
             return .none
         default:

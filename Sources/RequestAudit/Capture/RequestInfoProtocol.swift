@@ -21,12 +21,11 @@ import Synchronization
 ///   the policy, every authentication challenge put to the caller's delegate or answered from its
 ///   credential storage;
 /// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) are decided
-///   on the session's work queue; plain-http ones are then loaded by libcurl directly, set up as
-///   FoundationNetworking sets it up (see CurlLoad), the others by Foundation's own HTTP protocol
-///   inside this one, with a `RedirectCheck` lent to the task as its delegate (see SystemLoad): no
-///   second task either way, and every redirect hop checked by the policy. A `redirect`, `warn` or
-///   `respond` verdict, a credential stored for the host, or (for Foundation's protocol) four
-///   requests already in flight (`checkedLoadLimit`) sends them through the forwarding session instead;
+///   on the session's work queue, then loaded by Foundation's own HTTP protocol inside this one,
+///   with a `RedirectCheck` lent to the task as its delegate (see SystemLoad): no second task, and
+///   every redirect hop checked by the policy. A `redirect`, `warn` or `respond` verdict, a
+///   credential stored for the host, or four requests already in flight (`checkedLoadLimit`) sends
+///   them through the forwarding session instead;
 /// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
 ///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
 public final class RequestInfoProtocol: URLProtocol {
@@ -137,7 +136,7 @@ public final class RequestInfoProtocol: URLProtocol {
     private func route(for caller: CallerSession.Details, auditor: Auditor) -> Route {
         guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
         if canCheckRedirects(of: task, caller: caller),
-            auditor.pipeline.activeCount < Self.checkedLoadLimit || CurlLoad.canLoad(request, caller: caller)
+            auditor.pipeline.activeCount < Self.checkedLoadLimit
         {
             return .checkedSystem
         }
@@ -146,8 +145,7 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// With this many audited requests still loading or more (`AuditPipeline.activeCount`), a data
     /// task without a delegate that Foundation's protocol would load is relayed rather than decided and
-    /// loaded on the session's work queue (``Route/checkedSystem``); one libcurl loads directly
-    /// (CurlLoad) is not, since its transfer runs off that queue.
+    /// loaded on the session's work queue (``Route/checkedSystem``).
     ///
     /// Every session's work goes through one serial queue. One or two at a time, deciding there and
     /// loading without a second task is the shorter path; sixteen at a time that queue is the
@@ -211,9 +209,6 @@ public final class RequestInfoProtocol: URLProtocol {
     private func startCheckedLoad(
         _ auditor: Auditor, _ decision: AuditPipeline.DeferredDecision, caller: CallerSession.Details
     ) {
-        if CurlLoad.canLoad(request, caller: caller) {
-            return startCurlLoad(auditor, decision, caller: caller)
-        }
         let check = RedirectCheck(
             hopVerdict: auditor.hopVerdict(decision.evaluation.policy), configuration: caller.configuration)
         let audit = SystemLoad.CheckedAudit(
@@ -229,28 +224,6 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         _ = SystemLoad.lend(check, to: task)
         loader.startLoading()
-    }
-
-    /// Has libcurl load the task of an allowed ``Route/checkedSystem`` decision directly (see
-    /// CurlLoad), on the session's work queue, where this runs.
-    private func startCurlLoad(
-        _ auditor: Auditor, _ decision: AuditPipeline.DeferredDecision, caller: CallerSession.Details
-    ) {
-        let audit = CurlLoad.Audit(
-            pipeline: auditor.pipeline, decision: decision, hopVerdict: auditor.hopVerdict(decision.evaluation.policy))
-        let load = CurlLoad(owner: self, caller: caller, request: request, audit: audit)
-        guard state.withLock({ $0.transferring(load) }) else {
-            return SystemLoad.recordChecked(
-                pipeline: audit.pipeline, decision: decision, requestURL: nil, kind: .cancelled, status: nil, bytes: 0,
-                finalURL: nil, redirects: [], error: URLError(.cancelled))
-        }
-        if !load.start() {
-            _ = claimEnd()
-            SystemLoad.recordChecked(
-                pipeline: audit.pipeline, decision: decision, requestURL: nil, kind: .failure, status: nil, bytes: 0,
-                finalURL: nil, redirects: [], error: URLError(.unknown))
-            client?.urlProtocol(self, didFailWithError: URLError(.unknown))
-        }
     }
 
     /// Refuses a ``Route/checkedSystem`` task that a block rule matches, on the session's work
@@ -309,8 +282,6 @@ public final class RequestInfoProtocol: URLProtocol {
             Task.detached { forwarded.task.cancel() }
         case .cancelResponse(let task):
             task.cancel()
-        case .stopTransfer(let load):
-            load.stop()
         case .stopSystemLoader(let loader, let isSuspending):
             // Foundation's protocol expects to be stopped right here, on the session's work queue.
             loader.stopLoading()

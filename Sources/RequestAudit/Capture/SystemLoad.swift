@@ -159,8 +159,8 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
             redirects: checked.redirectCheck.redirects, error: error)
     }
 
-    /// Hands the record of a data task decided on the session's work queue (loaded here or by a
-    /// ``CurlLoad``) to the pipeline's bookkeeping queue, which builds it from these plain values.
+    /// Hands the record of a data task decided on the session's work queue (and loaded here) to the
+    /// pipeline's bookkeeping queue, which builds it from these plain values.
     static func recordChecked(
         pipeline: AuditPipeline, decision: AuditPipeline.DeferredDecision, requestURL: String?,
         kind: OutcomeSnapshot.Kind, status: Int?, bytes: Int, finalURL: String?, redirects: [URL], error: Error?

@@ -7,11 +7,11 @@ import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 
-    /// Plain-http data tasks without a delegate are loaded by libcurl directly (CurlLoad): what the
-    /// server receives and what the caller gets must be what FoundationNetworking's own protocol gives,
-    /// beyond the forwarding matrix's rows.
+    /// Plain-http data tasks without a delegate, decided on the session's work queue and loaded by
+    /// Foundation's own protocol: what the server receives and what the caller gets must be what
+    /// they are without RequestAudit, beyond the forwarding matrix's rows.
     extension InterceptionTests {
-        @Suite struct CurlLoads {
+        @Suite struct DelegatelessLoads {
             /// `request` sent directly and audited (each session with its own cookie storage), with the
             /// audited session's records.
             private func both(_ request: URLRequest, rules: String = "[record]\nall .") async throws -> (
@@ -124,19 +124,6 @@ import Testing
                 #expect(intercepted.errorCode == RequestAuditError.refusalCode.rawValue)
                 #expect(records.map(\.outcome.kind) == [.blocked])
                 #expect(!HTTPBin.requestLines().contains { $0.contains("/anything/no-\(marker)") })
-            }
-
-            @Test("the first request goes through libcurl directly, not Foundation's protocol")
-            func takesTheCurlRoute() throws {
-                let session = URLSession(configuration: .ephemeral)
-                let details = CallerSession.Details(session: session, workQueue: nil)
-                #expect(CurlLoad.canLoad(URLRequest(url: HTTPBin.url(.headers)), caller: details))
-                var upload = URLRequest(url: HTTPBin.url(.post))
-                upload.httpBodyStream = InputStream(data: Data("x".utf8))
-                #expect(!CurlLoad.canLoad(upload, caller: details))
-                #expect(
-                    !CurlLoad.canLoad(
-                        URLRequest(url: try #require(URL(string: "https://example.test/"))), caller: details))
             }
         }
     }
