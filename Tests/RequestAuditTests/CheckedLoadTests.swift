@@ -8,8 +8,8 @@ import Testing
     import FoundationNetworking
 
     extension InterceptionTests {
-        /// Data tasks without a delegate, which Foundation's own HTTP protocol loads with a
-        /// `RedirectCheck` lent to the task (see SystemLoad).
+        /// Data tasks without a delegate (a completion handler): every redirect hop checked, the task
+        /// left as it was made, events and records as for any request.
         @Suite struct CheckedLoads {
             /// Runs a completion-handler data task for `request` on `session`, cancelled if it still runs
             /// after `limit` seconds (a test then fails instead of hanging); returns the task and what

@@ -52,21 +52,6 @@ import Testing
             }
         }
 
-        @Test("a resumed-or-not task's stored delegate is written where its delegate is read, and cleared again")
-        func taskDelegateWritten() throws {
-            let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))
-            let session = URLSession(configuration: .ephemeral)
-            defer { session.finishTasksAndInvalidate() }
-            let task = session.dataTask(with: url) { _, _, _ in }
-            defer { task.cancel() }
-            let lent = QuietDelegate()
-            #expect(TaskDelegateField.isWritable)
-            #expect(TaskDelegateField.set(lent, of: task))
-            #expect(task.delegate === lent)
-            #expect(TaskDelegateField.set(nil, of: task))
-            #expect(task.delegate == nil)
-        }
-
         @Test("a task the registry does not hold has no behaviour")
         func unknownTask() throws {
             let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))

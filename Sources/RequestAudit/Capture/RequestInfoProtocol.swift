@@ -20,12 +20,9 @@ import Synchronization
 ///   as it arrives, every redirect put to the caller's `willPerformHTTPRedirection` and checked by
 ///   the policy, every authentication challenge put to the caller's delegate or answered from its
 ///   credential storage;
-/// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) are decided
-///   on the session's work queue, then loaded by Foundation's own HTTP protocol inside this one,
-///   with a `RedirectCheck` lent to the task as its delegate (see SystemLoad): no second task, and
-///   every redirect hop checked by the policy. A `redirect`, `warn` or `respond` verdict, a
-///   credential stored for the host, or four requests already in flight (`checkedLoadLimit`) sends
-///   them through the forwarding session instead;
+/// - data tasks without a delegate (a completion handler, `async`, `URLSession.shared`) go through
+///   the forwarding session too, delivered as their caller expects them (the whole body at once),
+///   every redirect hop checked by the policy;
 /// - download and upload tasks, whose file or body lives in the task out of a protocol's reach, are
 ///   loaded by Foundation's own HTTP protocol inside this one, after the decision (see SystemLoad).
 public final class RequestInfoProtocol: URLProtocol {
@@ -91,11 +88,6 @@ public final class RequestInfoProtocol: URLProtocol {
         /// By Foundation's own HTTP protocol, loading the caller's task itself (see SystemLoad):
         /// downloads and uploads, whose file or body lives in the task, out of a protocol's reach.
         case system
-        /// By Foundation's own HTTP protocol with every redirect hop checked (see SystemLoad and
-        /// RedirectCheck), decided on the session's work queue: http(s) data tasks with no delegate,
-        /// while fewer than ``RequestInfoProtocol/checkedLoadLimit`` requests are in flight. A verdict
-        /// other than letting the task go or blocking it (redirect, warn, respond) takes the relay.
-        case checkedSystem
     }
 
     /// Decides and starts the request off the session's work queue.
@@ -120,8 +112,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // with calls from another thread.
             guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
         #endif
-        let route = route(for: caller, auditor: auditor)
-        if route == .checkedSystem { return decideOnWorkQueue(auditor, caller: caller) }
+        let route = route(for: caller)
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
@@ -133,25 +124,10 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// The route for this protocol's task (read on the caller session's work queue).
-    private func route(for caller: CallerSession.Details, auditor: Auditor) -> Route {
+    private func route(for caller: CallerSession.Details) -> Route {
         guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
-        if canCheckRedirects(of: task, caller: caller),
-            auditor.pipeline.activeCount < Self.checkedLoadLimit
-        {
-            return .checkedSystem
-        }
         return relayRoute(for: task, caller: caller)
     }
-
-    /// With this many audited requests still loading or more (`AuditPipeline.activeCount`), a data
-    /// task without a delegate that Foundation's protocol would load is relayed rather than decided and
-    /// loaded on the session's work queue (``Route/checkedSystem``).
-    ///
-    /// Every session's work goes through one serial queue. One or two at a time, deciding there and
-    /// loading without a second task is the shorter path; sixteen at a time that queue is the
-    /// bottleneck, and the relay, which decides on its own queues, keeps up better (measurements in
-    /// `docs/design/0008-interception-floor.md`).
-    static let checkedLoadLimit = 4
 
     /// The relay of a data task, by how the caller made it (read on the session's work queue), or
     /// the system route when that cannot be read.
@@ -160,89 +136,6 @@ public final class RequestInfoProtocol: URLProtocol {
             behaviour != .downloadCompletionHandler
         else { return .system }
         return .relay(behaviour)
-    }
-
-    /// Whether Foundation's own protocol can load `task` with a ``RedirectCheck`` lent to it: an
-    /// http(s) task with no delegate of its own or its session's, on a platform whose task delegate
-    /// field is known, for a host the caller's credential storage has no credential for (a challenge
-    /// answered with a credential makes FoundationNetworking load the task again with a protocol of
-    /// its own, out of RequestAudit's sight).
-    private func canCheckRedirects(of task: URLSessionTask, caller: CallerSession.Details) -> Bool {
-        #if canImport(FoundationNetworking)
-            // No delegate of the task's or its session's: made with a completion handler (or
-            // `async`), or with neither.
-            guard TaskDelegateField.isWritable, task.delegate == nil, let url = request.url, Self.isHTTP(url)
-            else { return false }
-            guard let credentials = caller.configuration?.urlCredentialStorage?.allCredentials, !credentials.isEmpty
-            else { return true }
-            let host = url.host?.lowercased()
-            return !credentials.keys.contains { $0.host.lowercased() == host }
-        #else
-            return false
-        #endif
-    }
-
-    /// Decides a task of the ``Route/checkedSystem`` route right here, on the session's work
-    /// queue: lets Foundation's protocol load it or refuses it at once, leaving the record-keeping to
-    /// the pipeline's bookkeeping queue; any other verdict goes on off this queue as a relayed load.
-    private func decideOnWorkQueue(_ auditor: Auditor, caller: CallerSession.Details) {
-        let evaluation = auditor.evaluate(request)
-        let verdict = evaluation.verdict
-        switch verdict.action {
-        case .allow, .pass:
-            startCheckedLoad(auditor, auditor.pipeline.decideDeferred(evaluation), caller: caller)
-        case .block:
-            refuseOnWorkQueue(evaluation, auditor)
-        case .redirect, .warn, .respond:
-            let decision = auditor.pipeline.decide(evaluation)
-            let route = task.map { relayRoute(for: $0, caller: caller) } ?? .system
-            let delivery = localDelivery(for: caller, route: route)
-            let this = Reference(self)
-            Self.nextHopQueue.async {
-                this.value.act(on: decision, auditor, caller: caller, route: route, delivery: delivery)
-            }
-        }
-    }
-
-    /// Has Foundation's own protocol load the task of an allowed ``Route/checkedSystem`` decision,
-    /// with a ``RedirectCheck`` lent to it (on the session's work queue, where this runs).
-    private func startCheckedLoad(
-        _ auditor: Auditor, _ decision: AuditPipeline.DeferredDecision, caller: CallerSession.Details
-    ) {
-        let check = RedirectCheck(
-            hopVerdict: auditor.hopVerdict(decision.evaluation.policy), configuration: caller.configuration)
-        let audit = SystemLoad.CheckedAudit(
-            pipeline: auditor.pipeline, decision: decision, redirectCheck: check,
-            requestURL: request.url?.absoluteString)
-        guard let task, let client, let loader = SystemLoad.makeLoader(for: task, client: client, checked: audit)
-        else {
-            audit.finishUnstarted(outcome: .failure)
-            return client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL)) ?? ()
-        }
-        guard state.withLock({ $0.loadingBySystem(loader) }) else {
-            return audit.finishUnstarted(outcome: .cancelled)
-        }
-        _ = SystemLoad.lend(check, to: task)
-        loader.startLoading()
-    }
-
-    /// Refuses a ``Route/checkedSystem`` task that a block rule matches, on the session's work
-    /// queue: the caller is told at once, the record is left to the pipeline's bookkeeping queue.
-    private func refuseOnWorkQueue(_ evaluation: AuditPipeline.Evaluation, _ auditor: Auditor) {
-        let verdict = evaluation.verdict
-        let redaction = auditor.configuration.redaction
-        let refusal = RequestAuditError.blocked(
-            rule: verdict.rule?.id ?? "-", message: verdict.message, url: redaction.redact(url: evaluation.request.url))
-        let error = refusal.urlError
-        let decision = auditor.pipeline.decideDeferred(evaluation)
-        let isDelivered = state.withLock { $0.finish() }
-        let milliseconds = decision.elapsedMilliseconds
-        let failure = OutcomeSnapshot.ErrorSnapshot(error, redaction: redaction)
-        auditor.pipeline.finishDeferred(decision, warning: nil) { _ in
-            OutcomeSnapshot(
-                kind: isDelivered ? .blocked : .cancelled, durationMilliseconds: milliseconds, error: failure)
-        }
-        if isDelivered { client?.urlProtocol(self, didFailWithError: error) }
     }
 
     /// How a local response reaches this protocol's caller (read on the caller session's work
@@ -358,8 +251,7 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         switch route {
         case .relay: forward(request, auditor, decision, warning, caller, route)
-        // A checked load is started in `decideOnWorkQueue` or continues as a relayed one: never here.
-        case .system, .checkedSystem:
+        case .system:
             startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
         }
     }

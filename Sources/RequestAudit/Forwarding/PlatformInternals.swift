@@ -222,48 +222,6 @@ extension PlatformInternals {
         }
     }
 
-    /// FoundationNetworking's `URLSessionTask._taskDelegate`, the stored delegate behind the task's
-    /// `delegate`, written where the runtime's field metadata places it.
-    ///
-    /// The public setter traps once a task has been resumed, and a protocol only sees resumed tasks;
-    /// a ``RedirectCheck`` is lent to a task through this field while Foundation's protocol loads it,
-    /// and taken back when the load ends. The field is written only when its type is exactly
-    /// `URLSessionTaskDelegate?`, so the write is the assignment FoundationNetworking's own setter
-    /// makes (the old value released, the new one retained); call it on the session's work queue,
-    /// where FoundationNetworking reads it. When a Foundation release renames or retypes the field,
-    /// ``isWritable`` is false and data tasks are relayed instead.
-    enum TaskDelegateField {
-        /// Where `_taskDelegate` lies in a `URLSessionTask`, or nil when there is no such field of
-        /// type `URLSessionTaskDelegate?`.
-        private static let offset: Int? = {
-            var found: Int?
-            // `.classType`, spelled by its value (see RegistryField.field(of:)).
-            let classType = _EachFieldOptions(rawValue: 1 << 0)
-            _ = unsafe _forEachField(of: URLSessionTask.self, options: classType) { name, offset, type, _ in
-                guard unsafe String(cString: name) == "_taskDelegate" else { return true }
-                if type == (URLSessionTaskDelegate?).self { found = offset }
-                return false
-            }
-            return found
-        }()
-
-        /// Whether the field was found with the expected type.
-        static var isWritable: Bool { offset != nil }
-
-        /// Sets `task`'s stored delegate to `delegate`; false (nothing written) when the field was not
-        /// found.
-        @discardableResult
-        static func set(_ delegate: URLSessionTaskDelegate?, of task: URLSessionTask) -> Bool {
-            guard let offset else { return false }
-            withExtendedLifetime(task) {
-                let field = unsafe UnsafeMutableRawPointer(Unmanaged.passUnretained(task).toOpaque())
-                    .advanced(by: offset).assumingMemoryBound(to: (URLSessionTaskDelegate?).self)
-                unsafe field.pointee = delegate
-            }
-            return true
-        }
-    }
-
     /// The tag of the case an enum value holds, as the runtime's `getEnumTag` value witness gives it:
     /// a number per case of its type, read in nanoseconds where naming the case takes microseconds.
     enum EnumTag: Hashable {
