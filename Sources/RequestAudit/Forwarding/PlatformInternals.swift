@@ -117,18 +117,14 @@ extension PlatformInternals {
             }
         }
 
-        /// The name of the case `value` (an enum) holds, or nil when it is not an enum: named by the
-        /// runtime the first time its type's case is seen (which rebuilds the case's payload type from
-        /// its mangled name, microseconds), then known by the case's tag (see ``EnumTag``).
+        /// The name of the case `value` (an enum) holds, or nil when it is not an enum, read with a
+        /// `Mirror`: a case with a payload is the mirror's one child, labelled with its name; a case
+        /// without one prints as its name.
         static func enumCaseName(of value: Any) -> String? {
-            func name<Value>(_ value: Value) -> String? {
-                let tag = EnumTag.tag(of: value)
-                if let tag, let known = EnumTag.names.withLock({ $0[tag] }) { return known }
-                let name = unsafe swiftEnumCaseName(value).map { unsafe String(cString: $0) }
-                if let tag, let name { EnumTag.names.withLock { $0[tag] = name } }
-                return name
-            }
-            return _openExistential(value, do: name)
+            let mirror = Mirror(reflecting: value)
+            guard mirror.displayStyle == .enum else { return nil }
+            if let label = mirror.children.first?.label { return label }
+            return String(describing: value)
         }
 
         /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
@@ -155,11 +151,6 @@ extension PlatformInternals {
 }
 
 #if canImport(FoundationNetworking)
-    /// The Swift runtime's name of the case an enum value holds (nil for other values): what
-    /// `String(describing:)` prints for a case without a payload.
-    @_silgen_name("swift_EnumCaseName")
-    private func swiftEnumCaseName<Value>(_ value: Value) -> UnsafePointer<CChar>?
-
     /// A dictionary with `Int` keys whose value type is not known here, such as FoundationNetworking's
     /// `[Int: _Behaviour]`: one value is looked up without converting the whole dictionary (a cast
     /// to `[Int: Any]` boxes every entry).
@@ -219,48 +210,6 @@ extension PlatformInternals {
             }
             fields.withLock { $0[key] = .some(found) }
             return found
-        }
-    }
-
-    /// The tag of the case an enum value holds, as the runtime's `getEnumTag` value witness gives it:
-    /// a number per case of its type, read in nanoseconds where naming the case takes microseconds.
-    enum EnumTag: Hashable {
-        case tag(type: ObjectIdentifier, case: UInt32)
-
-        /// Case names by tag, filled as cases are first named.
-        static let names = Locked<[EnumTag: String]>([:])
-
-        /// The runtime's `getEnumTag`: a Swift-convention function whose two pointer arguments and
-        /// 32-bit result are passed as the C convention passes them on x86_64 and arm64.
-        private typealias GetEnumTag = @convention(c) (UnsafeRawPointer, UnsafeRawPointer) -> UInt32
-
-        /// The metadata kind of an enum (`MetadataKind::Enum`).
-        private static let enumKind = 0x201
-        /// The value witness flag saying the table has the enum witnesses (`HasEnumWitnesses`).
-        private static let hasEnumWitnesses: UInt32 = 0x0020_0000
-        /// Where the value witness table keeps its flags and `getEnumTag`: after eight witnesses,
-        /// `size` and `stride` (`TargetEnumValueWitnessTable`).
-        private static let flagsOffset = 10 * MemoryLayout<Int>.size
-        private static let getEnumTagOffset = 11 * MemoryLayout<Int>.size
-
-        /// The tag of `value`'s case, or nil when `Value` is not an enum with enum witnesses (or on
-        /// an architecture whose calling conventions this does not know: names are then always asked).
-        static func tag<Value>(of value: Value) -> EnumTag? {
-            #if arch(x86_64) || arch(arm64)
-                let metadata = unsafe unsafeBitCast(Value.self as Any.Type, to: UnsafeRawPointer.self)
-                guard unsafe metadata.load(as: Int.self) == enumKind else { return nil }
-                let witnesses = unsafe metadata.load(
-                    fromByteOffset: -MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
-                guard unsafe witnesses.load(fromByteOffset: flagsOffset, as: UInt32.self) & hasEnumWitnesses != 0 else {
-                    return nil
-                }
-                let getEnumTag = unsafe unsafeBitCast(
-                    witnesses.load(fromByteOffset: getEnumTagOffset, as: UnsafeRawPointer.self), to: GetEnumTag.self)
-                let number = unsafe withUnsafePointer(to: value) { unsafe getEnumTag(UnsafeRawPointer($0), metadata) }
-                return .tag(type: ObjectIdentifier(Value.self), case: number)
-            #else
-                return nil
-            #endif
         }
     }
 #endif
