@@ -137,6 +137,24 @@ extension InterceptionTests {
             #expect(records.first?.outcome.error?.code == URLError.timedOut.rawValue)
         }
 
+        @Test("a timeout set on the request, even the default 60 s, wins over the session's, as without RequestAudit")
+        func requestTimeoutWins() async throws {
+            let audited = try AuditedSession()
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.timeoutIntervalForRequest = 1
+            let direct = URLSession(configuration: configuration)
+            try audited.auditor.install(into: configuration)
+            let intercepted = URLSession(configuration: configuration)
+            var request = URLRequest(url: HTTPBin.url(.delay(seconds: 2)))
+            request.timeoutInterval = 60
+            let directResult = await CallerStyle.completionHandler.run(request, on: direct)
+            let interceptedResult = await CallerStyle.completionHandler.run(request, on: intercepted)
+            let records = try await audited.finish()
+            #expect(directResult.status == 200)
+            #expect(interceptedResult == directResult)
+            #expect(records.first?.outcome.status == 200)
+        }
+
         @Test(
             "cancelling mid-transfer cancels the forwarded task, like a direct cancel", arguments: CallerStyle.allCases)
         func cancellation(_ style: CallerStyle) async throws {

@@ -36,9 +36,12 @@ extension URLRequest {
         for (name, value) in caller.additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
             request.setValue(value, forHTTPHeaderField: name)
         }
-        // 60 s is URLRequest's default: a request that kept it takes the session's timeout, as natively.
-        // (Setting it copies the whole request, so only a different timeout is set.)
-        if let timeout = caller.requestTimeout, timeout != 60, request.timeoutInterval == 60 {
+        // A timeout set on the request wins over the session's, even the default 60 s, as natively
+        // (FoundationNetworking keeps whether it was set); where that cannot be read, a request that
+        // kept 60 s is taken to have kept the default. (Setting it copies the whole request, so only a
+        // different timeout is set.)
+        let isSetOnRequest = PlatformInternals.isTimeoutIntervalSet(on: self) ?? (timeoutInterval != 60)
+        if !isSetOnRequest, let timeout = caller.requestTimeout, timeout != timeoutInterval {
             request.timeoutInterval = timeout
         }
         return request
