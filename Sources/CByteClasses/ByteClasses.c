@@ -430,51 +430,52 @@ typedef struct {
     uint8_t previous;
 } url_scan;
 
-/// Whether the `.` at `index` (after a `/`) starts a `.` or `..` segment.
+/// Whether the `.` at `index` (after a `/`) starts a `.` or `..` segment of a path that ends at
+/// `?`, `#` or the end.
 static inline int url_dot_segment(const uint8_t *bytes, long count, long index) {
-    uint8_t next = index + 1 < count ? bytes[index + 1] : 0;
-    if (next == 0 || next == '/' || next == '?') return 1;
-    if (next != '.') return 0;
-    uint8_t after = index + 2 < count ? bytes[index + 2] : 0;
-    return after == 0 || after == '/' || after == '?';
+    long next = index + 1;
+    if (next < count && bytes[next] == '.') next++;
+    return next >= count || bytes[next] == '/' || bytes[next] == '?' || bytes[next] == '#';
 }
 
-/// Reads the byte at `index`: how many bytes it takes (1, or 3 for an escape), or -1 when the
-/// URL is not canonical there.
-static inline long url_scan_byte(url_scan *scan, const uint8_t *bytes, long count, long index) {
+/// Whether the escape at `index` (a `%`) is one the canonical form keeps: not followed by two hex
+/// digits (kept as written), or the escape of a reserved byte in upper-case hex.
+static inline int url_escape_kept(const uint8_t *bytes, long count, long index) {
+    int high = index + 1 < count ? url_hex(bytes[index + 1]) : -1;
+    int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
+    if (high < 0 || low < 0) return 1;
+    return bytes[index + 1] < 'a' && bytes[index + 2] < 'a' && !url_unreserved((uint8_t)(high << 4 | low));
+}
+
+/// Reads the byte at `index`: 1 when the URL is canonical there, else 0.
+static inline int url_scan_byte(url_scan *scan, const uint8_t *bytes, long count, long index) {
     uint8_t byte = bytes[index];
     int plain = byte < 64 ? (int)((url_plain_low >> byte) & 1) : byte < 128 ? (int)((url_plain_high >> (byte - 64)) & 1) : 0;
     if (!plain) {
         switch (byte) {
         case '/':
-            if (!scan->is_query && scan->previous == '/') return -1;
+            if (!scan->is_query && scan->previous == '/') return 0;
             break;
         case '.':
-            if (!scan->is_query && scan->previous == '/' && url_dot_segment(bytes, count, index)) return -1;
+            if (!scan->is_query && scan->previous == '/' && url_dot_segment(bytes, count, index)) return 0;
             break;
         case '?':
             scan->is_query = 1;
             break;
-        case '%': {
-            int high = index + 1 < count ? url_hex(bytes[index + 1]) : -1;
-            int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
-            if (high < 0 || low < 0) break;  // not an escape: kept as it is
-            if (bytes[index + 1] >= 'a' || bytes[index + 2] >= 'a' || url_unreserved((uint8_t)(high << 4 | low))) {
-                return -1;
-            }
-            scan->previous = 0;
-            return 3;
-        }
+        case '%':
+            // Its hex digits, read next, are plain bytes.
+            if (!url_escape_kept(bytes, count, index)) return 0;
+            break;
         case '\'':
-            if (scan->is_query) return -1;
+            if (scan->is_query) return 0;
             break;
         case '`':
         case '{':
         case '}':
-            if (!scan->is_query) return -1;
+            if (!scan->is_query) return 0;
             break;
         default:
-            return -1;
+            return 0;
         }
     }
     scan->previous = byte;
@@ -490,15 +491,6 @@ static inline uint32_t url_unprintable16(__m128i block) {
 }
 
 #endif
-
-/// Whether the escape at `index` (a `%`) is one the canonical form keeps: not followed by two hex
-/// digits (kept as written), or the escape of a reserved byte in upper-case hex.
-static inline int url_escape_kept(const uint8_t *bytes, long count, long index) {
-    int high = index + 1 < count ? url_hex(bytes[index + 1]) : -1;
-    int low = index + 2 < count ? url_hex(bytes[index + 2]) : -1;
-    if (high < 0 || low < 0) return 1;
-    return bytes[index + 1] < 'a' && bytes[index + 2] < 'a' && !url_unreserved((uint8_t)(high << 4 | low));
-}
 
 #if defined(__SSE2__)
 /// Bit n: byte n of `block` equals `byte`.
@@ -607,24 +599,6 @@ static inline URL_AVX2 uint32_t url_in32(__m256i block, char low, char high) {
         _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + (high - low) + 1)), shifted));
 }
 
-/// url_escapes_kept16 for 32 bytes; reads two bytes past them.
-static inline URL_AVX2 int url_escapes_kept32(const uint8_t *bytes, uint32_t escapes) {
-    __m256i high = _mm256_loadu_si256((const __m256i *)(bytes + 1));
-    __m256i low = _mm256_loadu_si256((const __m256i *)(bytes + 2));
-    uint32_t high_digit = url_in32(high, '0', '9'), low_digit = url_in32(low, '0', '9');
-    uint32_t high_upper = url_in32(high, 'A', 'F'), low_upper = url_in32(low, 'A', 'F');
-    uint32_t high_lower = url_in32(high, 'a', 'f'), low_lower = url_in32(low, 'a', 'f');
-    uint32_t is_escape = escapes & (high_digit | high_upper | high_lower) & (low_digit | low_upper | low_lower);
-    if (is_escape & (high_lower | low_lower)) return 0;
-    uint32_t low_1_9 = url_in32(low, '1', '9');
-    uint32_t unreserved =
-        (url_eq32(high, '2') & (url_eq32(low, 'D') | url_eq32(low, 'E'))) | (url_eq32(high, '3') & low_digit) |
-        ((url_eq32(high, '4') | url_eq32(high, '6')) & (low_1_9 | low_upper)) |
-        (url_eq32(high, '5') & (low_digit | url_eq32(low, 'A') | url_eq32(low, 'F'))) |
-        (url_eq32(high, '7') & (low_digit | url_eq32(low, 'A') | url_eq32(low, 'E')));
-    return (is_escape & unreserved) == 0;
-}
-
 /// url_canonical_block for the 32 bytes at `bytes + index`, all of them counted.
 static inline URL_AVX2 int url_canonical_block32(const uint8_t *bytes, long count, long index, url_scan *scan) {
     __m256i block = _mm256_loadu_si256((const __m256i *)(bytes + index));
@@ -660,7 +634,10 @@ static inline URL_AVX2 int url_canonical_block32(const uint8_t *bytes, long coun
     if (query && (url_eq32(block, '\'') & query) != 0) return 0;
     if (escapes != 0) {
         if (index + 34 <= count) {
-            if (!url_escapes_kept32(bytes + index, escapes)) return 0;
+            if (!url_escapes_kept16(bytes + index, escapes & 0xFFFF) ||
+                !url_escapes_kept16(bytes + index + 16, escapes >> 16)) {
+                return 0;
+            }
         } else {
             for (; escapes != 0; escapes &= escapes - 1) {
                 if (!url_escape_kept(bytes, count, index + __builtin_ctz(escapes))) return 0;
@@ -732,10 +709,8 @@ int url_path_query_is_canonical(const uint8_t *bytes, long count, long from) {
 int url_path_query_is_canonical_bytewise(const uint8_t *bytes, long count, long from) {
     url_scan scan = {0, 0};
     long index = from < 0 ? 0 : from;
-    while (index < count) {
-        long taken = url_scan_byte(&scan, bytes, count, index);
-        if (taken < 0) return 0;
-        index += taken;
+    for (; index < count; index++) {
+        if (!url_scan_byte(&scan, bytes, count, index)) return 0;
     }
     return 1;
 }
@@ -807,14 +782,6 @@ int url_is_canonical(const uint8_t *bytes, long count) {
     return url_path_query_is_canonical(bytes, count, path);
 }
 
-/// Whether the `.` at `index` (after a `/`) starts a `.` or `..` segment of a path that ends at
-/// `?`, `#` or the end.
-static int url_dot_segment_before_fragment(const uint8_t *bytes, long count, long index) {
-    long next = index + 1;
-    if (next < count && bytes[next] == '.') next++;
-    return next == count || bytes[next] == '/' || bytes[next] == '?' || bytes[next] == '#';
-}
-
 long url_lightly_canonicalized(const uint8_t *bytes, long count, uint8_t *out, uint32_t *changes) {
     static const char hex_digits[] = "0123456789ABCDEF";
     long authority_end = url_canonical_authority_end(bytes, count);
@@ -881,7 +848,7 @@ long url_lightly_canonicalized(const uint8_t *bytes, long count, uint8_t *out, u
         } else if (byte == '/' && out[written - 1] == '/') {
             found |= URL_CHANGE_SLASHES_MERGED;
             continue;
-        } else if (byte == '.' && bytes[index - 1] == '/' && url_dot_segment_before_fragment(bytes, count, index)) {
+        } else if (byte == '.' && bytes[index - 1] == '/' && url_dot_segment(bytes, count, index)) {
             return -1;
         }
         out[written++] = byte;

@@ -7,15 +7,10 @@ extension URLParts {
     /// dashes that does not end in a dot (an IPv4 address as four decimal parts), a port other than
     /// the default without leading zeros, then a path and query of printable ASCII with no byte the
     /// canonical form escapes or decodes, no `//` or dot segment in the path, percent-escapes only
-    /// of reserved bytes in upper-case hex, and no fragment. Most URLs are sent so.
+    /// of reserved bytes in upper-case hex, and no fragment. Most URLs are sent so. One call of the C
+    /// kernel `url_is_canonical`, which reads scheme, host, port, path and query in one pass.
     static func isCanonical(_ url: String) -> Bool {
-        isCanonical(url.utf8.span)
-    }
-
-    /// ``isCanonical(_:)`` of a URL's bytes: one call of the C kernel `url_is_canonical`, which reads
-    /// scheme, host, port, path and query in one pass.
-    static func isCanonical(_ bytes: Span<UInt8>) -> Bool {
-        bytes.isCanonicalURL()
+        url.utf8.span.isCanonicalURL()
     }
 
     /// The parts of `url` without the full parse when what keeps it from its canonical form is
