@@ -133,13 +133,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .sendLastChunk(let chunk):
             upstream?.handler.send(.body(.byteBuffer(chunk)))
             upstream?.handler.send(.end(nil), flush: true)
-        case .answered(.awaitNextHead):
-            http.connectionGuard.waitForNextHead()
-        case .answered(.awaitNextHeadOnNewDecoder):
-            replaceDecoder(context: context)
-            http.connectionGuard.waitForNextHead()
-        case .answered(.close):
-            Self.closeGracefully(context.channel)
+        case .answered(let next):
+            // The client may have sent more before reading the answer: its output is closed first.
+            follow(next, closesGracefully: true)
         case .exchangeEnded(let next):
             follow(next)
         case .spliceTunnel(let exchange):
@@ -347,8 +343,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// What follows an exchange once its answer is written: read the next request, or close.
-    func follow(_ next: ProxyConnection.Next) {
+    /// What follows an exchange once its answer is written: read the next request (with a new
+    /// decoder after an upgrade request), or close; with `closesGracefully`, output first (see
+    /// ``closeGracefully(_:)``).
+    func follow(_ next: ProxyConnection.Next, closesGracefully: Bool = false) {
         guard let context else { return }
         switch next {
         case .awaitNextHead:
@@ -359,7 +357,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             http.connectionGuard.waitForNextHead()
             resumeClientReads()
         case .close:
-            context.close(promise: nil)
+            if closesGracefully { Self.closeGracefully(context.channel) } else { context.close(promise: nil) }
         }
     }
 

@@ -116,14 +116,22 @@ extension InterceptionTests {
             #expect(kept.workQueue === workQueue)
         }
 
-        @Test("the caller session's request timeout applies, with the same error as without RequestAudit")
-        func sessionTimeout() async throws {
+        /// An audited session and two sessions whose requests time out after 1 s: one direct, one
+        /// audited.
+        private static func sessionsTimingOutAfterOneSecond() throws -> (
+            audited: AuditedSession, direct: URLSession, intercepted: URLSession
+        ) {
             let audited = try AuditedSession()
             let configuration = URLSessionConfiguration.ephemeral
             configuration.timeoutIntervalForRequest = 1
             let direct = URLSession(configuration: configuration)
             try audited.auditor.install(into: configuration)
-            let intercepted = URLSession(configuration: configuration)
+            return (audited, direct, URLSession(configuration: configuration))
+        }
+
+        @Test("the caller session's request timeout applies, with the same error as without RequestAudit")
+        func sessionTimeout() async throws {
+            let (audited, direct, intercepted) = try Self.sessionsTimingOutAfterOneSecond()
             let request = URLRequest(url: HTTPBin.url(.delay(seconds: 3)))
             let started = ContinuousClock.now
             let interceptedResult = await CallerStyle.completionHandler.run(request, on: intercepted)
@@ -139,12 +147,7 @@ extension InterceptionTests {
 
         @Test("a timeout set on the request, even the default 60 s, wins over the session's, as without RequestAudit")
         func requestTimeoutWins() async throws {
-            let audited = try AuditedSession()
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = 1
-            let direct = URLSession(configuration: configuration)
-            try audited.auditor.install(into: configuration)
-            let intercepted = URLSession(configuration: configuration)
+            let (audited, direct, intercepted) = try Self.sessionsTimingOutAfterOneSecond()
             var request = URLRequest(url: HTTPBin.url(.delay(seconds: 2)))
             request.timeoutInterval = 60
             let directResult = await CallerStyle.completionHandler.run(request, on: direct)

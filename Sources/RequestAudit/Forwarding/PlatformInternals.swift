@@ -164,13 +164,9 @@ extension PlatformInternals {
     /// field has type `Bool`; never written.
     enum RequestTimeoutField {
         private static let offset: Int? = {
-            var found: Int?
-            _ = unsafe _forEachField(of: URLRequest.self) { name, offset, type, _ in
-                guard unsafe String(cString: name) == "isTimeoutIntervalSet" else { return true }
-                if type == Bool.self { found = offset }
-                return false
-            }
-            return found
+            guard let field = storedField(named: "isTimeoutIntervalSet", of: URLRequest.self), field.type == Bool.self
+            else { return nil }
+            return field.offset
         }()
 
         /// The field's value in `request`, or nil when the field was not found.
@@ -178,6 +174,21 @@ extension PlatformInternals {
             guard let offset else { return nil }
             return unsafe withUnsafeBytes(of: request) { unsafe $0.load(fromByteOffset: offset, as: Bool.self) }
         }
+    }
+
+    /// Where the stored property `name` of `type` (a class or a struct) lies, and its type, as the
+    /// runtime's field metadata gives them; nil when it has no such property.
+    private func storedField(named name: String, of type: Any.Type) -> (offset: Int, type: Any.Type)? {
+        // `.classType`, spelled by its value: the stdlib declares it a `static var`, which Swift 6
+        // does not let concurrent code read.
+        let options = type is AnyClass ? _EachFieldOptions(rawValue: 1 << 0) : []
+        var found: (offset: Int, type: Any.Type)?
+        _ = unsafe _forEachField(of: type, options: options) { fieldName, offset, fieldType, _ in
+            guard unsafe String(cString: fieldName) == name else { return true }
+            found = (offset, fieldType)
+            return false
+        }
+        return found
     }
 
     /// A dictionary with `Int` keys whose value type is not known here, such as FoundationNetworking's
@@ -228,14 +239,8 @@ extension PlatformInternals {
         private static func field(of registryClass: AnyClass) -> Field? {
             let key = ObjectIdentifier(registryClass)
             if let known = fields.withLock({ $0[key] }) { return known }
-            var found: Field?
-            // `.classType`, spelled by its value: the stdlib declares it a `static var`, which Swift 6
-            // does not let concurrent code read.
-            let classType = _EachFieldOptions(rawValue: 1 << 0)
-            _ = unsafe _forEachField(of: registryClass, options: classType) { name, offset, type, _ in
-                guard unsafe String(cString: name) == "behaviours" else { return true }
-                if let keyed = type as? any IntKeyedValues.Type { found = Field(offset: offset, type: keyed) }
-                return false
+            let found = storedField(named: "behaviours", of: registryClass).flatMap { field in
+                (field.type as? any IntKeyedValues.Type).map { Field(offset: field.offset, type: $0) }
             }
             fields.withLock { $0[key] = .some(found) }
             return found
