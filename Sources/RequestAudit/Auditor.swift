@@ -35,7 +35,6 @@ public final class Auditor: Sendable {
     /// The audit pipeline this front-end feeds: decisions, warnings, records, events, statistics,
     /// the log and reloads all happen there.
     public let pipeline: AuditPipeline
-    let forwarder: Forwarder
 
     /// Creates an auditor (not yet installed), opening the audit log if one is configured.
     ///
@@ -47,7 +46,6 @@ public final class Auditor: Sendable {
         } catch {
             throw RequestAuditError(error)
         }
-        forwarder = Forwarder()
     }
 
     /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
@@ -135,7 +133,6 @@ public final class Auditor: Sendable {
 
     private func activate() throws(RequestAuditError) {
         try PlatformInternals.check()
-        guard forwarder.completesOnWorkQueue else { throw .unsupportedPlatform("URLSession.workQueue not found") }
         try RequestInfoProtocol.active.withLock { active throws(RequestAuditError) in
             if let active, active !== self { throw .anotherAuditorInstalled }
             active = self
@@ -167,7 +164,6 @@ public final class Auditor: Sendable {
     public func shutdown() async throws(RequestAuditError) {
         uninstall()
         await pipeline.waitUntilIdle()
-        forwarder.invalidate()
         do {
             try await pipeline.shutdown()
         } catch {

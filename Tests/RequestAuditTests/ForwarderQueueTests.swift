@@ -19,11 +19,13 @@ extension InterceptionTests {
             let key = DispatchSpecificKey<String>()
             workQueue.setSpecific(key: key, value: "forwarder")
             let seen = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-                _ = forwarder.start(
-                    URLRequest(url: HTTPBin.url(.get(query: "queue=1"))),
+                forwarder.task(
+                    for:
+                        URLRequest(url: HTTPBin.url(.get(query: "queue=1"))),
                     observer: CompletionObserver { _ in
                         continuation.resume(returning: DispatchQueue.getSpecific(key: key))
-                    })
+                    }
+                ).resume()
             }
             #expect(seen == "forwarder")
         }
@@ -37,8 +39,9 @@ extension InterceptionTests {
             let callerQueue = try #require(caller.workQueue)
             let order = Mutex<[String]>([])
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                _ = forwarder.start(
-                    URLRequest(url: HTTPBin.url(.get(query: "queue=2"))),
+                forwarder.task(
+                    for:
+                        URLRequest(url: HTTPBin.url(.get(query: "queue=2"))),
                     observer: CompletionObserver { _ in
                         // The caller session's work queue gets work while this completion still runs.
                         callerQueue.async {
@@ -47,7 +50,8 @@ extension InterceptionTests {
                         }
                         Thread.sleep(forTimeInterval: 0.2)
                         order.withLock { $0.append("completion") }
-                    })
+                    }
+                ).resume()
             }
             #expect(order.withLock { $0 } == ["completion", "caller"])
         }

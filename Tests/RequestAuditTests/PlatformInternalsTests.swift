@@ -94,14 +94,6 @@ import Testing
             }
         }
 
-        @Test("whether a request's timeout was set on it is read, even when it is set to the default 60 s")
-        func requestTimeoutSet() throws {
-            var request = URLRequest(url: try #require(URL(string: "http://a.test/")))
-            #expect(PlatformInternals.isTimeoutIntervalSet(on: request) == false)
-            request.timeoutInterval = 60
-            #expect(PlatformInternals.isTimeoutIntervalSet(on: request) == true)
-        }
-
         @Test("values that are not enums have no case name")
         func notEnums() {
             #expect(PlatformInternals.enumCaseName(of: 42) == nil)

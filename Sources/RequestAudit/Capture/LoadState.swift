@@ -15,6 +15,8 @@ struct LoadState: @unchecked Sendable {
         case none
         /// Cancel the forwarded task.
         case cancel(URLSessionDataTask)
+        /// Suspend the forwarded task: the caller suspended its task, which it may resume.
+        case suspend(URLSessionDataTask)
         /// Stop Foundation's own protocol; `isSuspending` when the caller suspended the task, which
         /// it may resume.
         case stopSystemLoader(URLProtocol, isSuspending: Bool)
@@ -24,8 +26,11 @@ struct LoadState: @unchecked Sendable {
 
     private enum Phase {
         case idle
-        case deciding
-        case forwarding(URLSessionDataTask)
+        /// The request is being decided; `isSuspended` while the caller has suspended its task.
+        case deciding(isSuspended: Bool)
+        /// The forwarding session sends the request; `isSuspended` while the caller has suspended its
+        /// task (and the forwarded task with it).
+        case forwarding(URLSessionDataTask, isSuspended: Bool)
         /// Foundation's own HTTP protocol loads the caller's task (see SystemLoad).
         case systemLoading(URLProtocol)
         /// A response handler answers (see RequestInfoProtocol+Respond).
@@ -36,13 +41,20 @@ struct LoadState: @unchecked Sendable {
 
     private var phase = Phase.idle
 
-    /// `startLoading`: `.begin` for the first start, `.resume(protocol)` when a suspended system load
-    /// goes on, `.ignore` otherwise.
+    /// `startLoading`: `.begin` for the first start; for a start that resumes a suspended task,
+    /// `.resume(protocol)` when a system load goes on, `.resumeForwarded(task)` when a forwarded
+    /// one does; `.ignore` otherwise (a load suspended while deciding goes on once decided).
     mutating func start() -> StartAction {
         switch phase {
         case .idle:
-            phase = .deciding
+            phase = .deciding(isSuspended: false)
             return .begin
+        case .deciding:
+            phase = .deciding(isSuspended: false)
+            return .ignore
+        case .forwarding(let task, isSuspended: true):
+            phase = .forwarding(task, isSuspended: false)
+            return .resumeForwarded(task)
         case .systemLoading(let loader):
             return .resume(loader)
         default:
@@ -54,18 +66,25 @@ struct LoadState: @unchecked Sendable {
     enum StartAction {
         case begin
         case resume(URLProtocol)
+        case resumeForwarded(URLSessionDataTask)
         case ignore
     }
 
-    /// The forwarded task was created; returns it when the load was stopped meanwhile, to cancel.
-    mutating func forwarding(_ task: URLSessionDataTask) -> URLSessionDataTask? {
-        switch phase {
-        case .deciding:
-            phase = .forwarding(task)
-            return nil
-        default:
-            return task
-        }
+    /// What to do with a forwarded task just made.
+    enum ForwardingAction: Equatable {
+        /// Resume it: the caller waits for it.
+        case resume
+        /// Leave it suspended until the caller resumes its own task.
+        case hold
+        /// Cancel it: the caller stopped the load meanwhile.
+        case cancel
+    }
+
+    /// The forwarded task was made (not yet resumed): what to do with it.
+    mutating func forwarding(_ task: URLSessionDataTask) -> ForwardingAction {
+        guard case .deciding(let isSuspended) = phase else { return .cancel }
+        phase = .forwarding(task, isSuspended: isSuspended)
+        return isSuspended ? .hold : .resume
     }
 
     /// Foundation's own protocol is about to load the task: false when the load was stopped meanwhile.
@@ -82,15 +101,26 @@ struct LoadState: @unchecked Sendable {
         return true
     }
 
-    /// `stopLoading`: what to stop. A suspension of a system load keeps it resumable.
+    /// `stopLoading`: what to stop. A suspension keeps the load resumable: a forwarded task is
+    /// suspended with the caller's, a load still being decided waits for the resumption before it
+    /// sends, a system load is paused; a local answer goes on.
     mutating func stop(isSuspending: Bool) -> StopAction {
         switch phase {
-        case .forwarding(let task):
+        case .deciding where isSuspending:
+            phase = .deciding(isSuspended: true)
+            return .none
+        case .forwarding(let task, _):
+            if isSuspending {
+                phase = .forwarding(task, isSuspended: true)
+                return .suspend(task)
+            }
             phase = .stopped
             return .cancel(task)
         case .systemLoading(let loader):
             if !isSuspending { phase = .stopped }
             return .stopSystemLoader(loader, isSuspending: isSuspending)
+        case .responding where isSuspending:
+            return .none
         case .responding(let task):
             phase = .stopped
             return .cancelResponse(task)

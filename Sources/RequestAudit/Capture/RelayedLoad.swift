@@ -61,7 +61,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         self.audit = audit
         cookies = CookieJar(caller.configuration)
         hopVerdict = audit.auditor.hopVerdict(audit.decision.policy)
-        isOnSessionQueue = audit.auditor.forwarder.completesOnWorkQueue
+        isOnSessionQueue = caller.forwarder.completesOnWorkQueue
     }
 
     /// The caller's task delegate (its own or its session's) and session, when it has one.

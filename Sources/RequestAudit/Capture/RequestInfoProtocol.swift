@@ -95,6 +95,7 @@ public final class RequestInfoProtocol: URLProtocol {
         switch state.withLock({ $0.start() }) {
         case .ignore: return
         case .resume(let loader): return loader.startLoading()
+        case .resumeForwarded(let task): return Self.control(task) { $0.resume() }
         case .begin: break
         }
         let this = Reference(self)
@@ -163,16 +164,17 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// Stops the load: cancels the forwarded request (the session reports the cancellation to the
-    /// caller itself), or stops Foundation's own protocol where it loads the task.
+    /// caller itself), or stops Foundation's own protocol where it loads the task. When the caller
+    /// suspended its task, the load is suspended instead, and ``startLoading()`` resumes it.
     public override func stopLoading() {
         let isSuspending = task?.state == .suspended
         switch state.withLock({ $0.stop(isSuspending: isSuspending) }) {
         case .none:
             return
         case .cancel(let task):
-            // stopLoading runs on the work queue every session shares: touching a task here deadlocks.
-            let forwarded = ForwardedTask(task)
-            Task.detached { forwarded.task.cancel() }
+            Self.control(task) { $0.cancel() }
+        case .suspend(let task):
+            Self.control(task) { $0.suspend() }
         case .cancelResponse(let task):
             task.cancel()
         case .stopSystemLoader(let loader, let isSuspending):
@@ -182,7 +184,21 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    /// A forwarded task crossing to another thread to be cancelled; `cancel()` is thread-safe.
+    /// Where forwarded tasks are resumed, suspended and cancelled, in the order the caller's task was:
+    /// `startLoading` and `stopLoading` run on the work queue every session shares, where touching a
+    /// task (which waits for that queue) deadlocks.
+    private static let controlQueue = DispatchQueue(label: "RequestAudit.RequestInfoProtocol.control")
+
+    /// Runs `change` on `task` on the control queue.
+    private static func control(
+        _ task: URLSessionDataTask, _ change: @escaping @Sendable (URLSessionDataTask) -> Void
+    ) {
+        let forwarded = ForwardedTask(task)
+        controlQueue.async { change(forwarded.task) }
+    }
+
+    /// A forwarded task crossing to the control queue; its `resume`, `suspend` and `cancel` are
+    /// thread-safe.
     private struct ForwardedTask: @unchecked Sendable {
         let task: URLSessionDataTask
         init(_ task: URLSessionDataTask) { self.task = task }
@@ -334,12 +350,16 @@ public final class RequestInfoProtocol: URLProtocol {
         _ caller: CallerSession.Details, _ route: Route
     ) {
         guard case .relay(let behaviour) = route else { return }
-        let outgoing = request.applying(caller)
         let load = RelayedLoad(
-            owner: self, caller: caller, behaviour: behaviour, outgoing: outgoing,
+            owner: self, caller: caller, behaviour: behaviour, outgoing: request,
             audit: RelayedLoad.Audit(auditor: auditor, decision: decision, warning: warning))
-        let task = auditor.forwarder.start(outgoing, observer: load)
-        state.withLock { $0.forwarding(task) }?.cancel()
+        let task = caller.forwarder.task(for: request, observer: load)
+        // Made off the work queue (this runs on a hop queue), so the task is touched right here.
+        switch state.withLock({ $0.forwarding(task) }) {
+        case .resume: task.resume()
+        case .hold: break
+        case .cancel: task.cancel()
+        }
     }
 
     /// Has Foundation's own HTTP protocol load the caller's task, on the caller session's work queue,

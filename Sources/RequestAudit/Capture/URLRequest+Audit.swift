@@ -28,24 +28,6 @@ extension URLRequest {
 
     /// Whether the request carries a body this protocol sees (`httpBody` or a body stream).
     var hasBody: Bool { httpBody != nil || httpBodyStream != nil }
-
-    /// The request with the caller session's additional headers and request timeout applied, as the
-    /// system loader would have sent it.
-    func applying(_ caller: CallerSession.Details) -> URLRequest {
-        var request = self
-        for (name, value) in caller.additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
-            request.setValue(value, forHTTPHeaderField: name)
-        }
-        // A timeout set on the request wins over the session's, even the default 60 s, as natively
-        // (FoundationNetworking keeps whether it was set); where that cannot be read, a request that
-        // kept 60 s is taken to have kept the default. (Setting it copies the whole request, so only a
-        // different timeout is set.)
-        let isSetOnRequest = PlatformInternals.isTimeoutIntervalSet(on: self) ?? (timeoutInterval != 60)
-        if !isSetOnRequest, let timeout = caller.requestTimeout, timeout != timeoutInterval {
-            request.timeoutInterval = timeout
-        }
-        return request
-    }
 }
 
 extension OutcomeSnapshot.ErrorSnapshot {

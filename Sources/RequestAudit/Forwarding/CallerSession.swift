@@ -4,18 +4,19 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Reads the configuration of the session a caller's task belongs to.
+/// Reads the session a caller's task belongs to, and keeps what forwarding needs of it.
 ///
-/// FoundationNetworking applies `httpAdditionalHeaders` and `timeoutIntervalForRequest` when it sends
-/// a request, not in the request a `URLProtocol` sees, and `URLSessionTask` does not expose its
-/// session. Without them a forwarded request would silently lose headers or wait for the wrong
-/// timeout, so the task's stored `session` is read by reflection (``PlatformInternals``). Tests pin
-/// that this still works; if a Foundation update hides it, forwarding falls back to the request
-/// alone.
+/// `URLSessionTask` does not expose its session, yet a forwarded request must go out with that
+/// session's settings (its additional headers, timeouts, connections per host, proxy) and its
+/// events must reach the caller as that session delivers them. So the task's stored `session` is
+/// read by reflection (``PlatformInternals``), and the session gets a forwarding session of its own
+/// made from its configuration (``Forwarder``). Tests pin that this still works; if a Foundation
+/// update hides it, `install()` throws.
 ///
 /// Reflection costs 20–40 µs of a request, so it is done for a session's first task only: its
 /// details are then kept on the session's work queue (a dispatch queue-specific value), where
-/// `startLoading` runs, and read there for the next tasks in well under a microsecond.
+/// `startLoading` runs, and read there for the next tasks in well under a microsecond. They live as
+/// long as the work queue, so the forwarding session is released with the caller's session.
 ///
 /// What a caller's task observes also depends on how it was made (a delegate, a completion
 /// handler, a download): FoundationNetworking keeps that in the session's task registry, read here
@@ -47,7 +48,7 @@ enum CallerSession {
     final class Details: @unchecked Sendable {
         // @unchecked: the configuration is the session's own copy, only ever read; `workQueue` is weak
         // because these details are stored on that very queue.
-        /// The session's configuration (headers, timeout, cookies).
+        /// The session's configuration (its cookie and credential storage; the forwarding session's settings).
         let configuration: URLSessionConfiguration?
         /// The serial queue the caller's session does all its work on.
         ///
@@ -62,22 +63,15 @@ enum CallerSession {
         weak let session: URLSession?
         /// The session's task registry (FoundationNetworking's `_TaskRegistry`), read on the work queue.
         private let taskRegistry: AnyObject?
-        /// The session's `httpAdditionalHeaders`, as strings.
-        let additionalHeaders: [(name: String, value: String)]
-        /// The session's `timeoutIntervalForRequest`.
-        let requestTimeout: TimeInterval?
+        /// The forwarding session that sends this session's requests, with its settings.
+        let forwarder: Forwarder
 
         init(session: URLSession?, workQueue: DispatchQueue?) {
             self.session = session
             self.configuration = session?.configuration
             self.workQueue = workQueue
             self.taskRegistry = session.flatMap(PlatformInternals.taskRegistry(of:))
-            let configuration = self.configuration
-            additionalHeaders = (configuration?.httpAdditionalHeaders ?? [:]).compactMap { key, value in
-                guard let name = key as? String, let value = value as? String else { return nil }
-                return (name, value)
-            }
-            requestTimeout = configuration?.timeoutIntervalForRequest
+            forwarder = Forwarder(for: configuration)
         }
 
         /// How `task` was made, from the session's task registry; nil when it cannot be read.

@@ -31,7 +31,15 @@ protocol ForwardedLoadObserver: AnyObject, Sendable {
     func forwardedCompletion(error: Error?)
 }
 
-/// The one forwarding `URLSession` that sends intercepted requests for real.
+/// The forwarding `URLSession` of one caller session: it sends that session's intercepted requests
+/// for real, with the caller's own settings.
+///
+/// Each caller session gets a forwarding session of its own (kept with its details, see
+/// ``CallerSession``), made from a copy of the caller's configuration, so Foundation applies that
+/// session's settings as it would directly: its connections per host (its pool stays its own), its
+/// request and resource timeouts with the "set on the request wins" rule, its proxy dictionary, its
+/// additional headers, TLS and pipelining settings. Only what RequestAudit does itself is changed:
+/// cookies and credentials come from the caller's storage through the relay, and nothing is cached.
 ///
 /// Its requests never reach ``RequestInfoProtocol`` again: the session lists Foundation's built-in
 /// protocols itself, and FoundationNetworking asks registered classes only for a request none of a
@@ -44,9 +52,12 @@ final class Forwarder: Sendable {
     /// The session's work queue, where its delegate calls run (nil if reflection could not find it).
     let workQueue: DispatchQueue?
 
-    init() {
+    /// A forwarding session with the settings of `callerConfiguration` (the default configuration's
+    /// when nil).
+    init(for callerConfiguration: URLSessionConfiguration? = nil) {
         router = ForwardingDelegate()
-        let configuration = URLSessionConfiguration.default
+        let configuration =
+            (callerConfiguration?.copy() as? URLSessionConfiguration) ?? URLSessionConfiguration.default
         // What keeps our own requests from being intercepted: this session lists Foundation's
         // built-in protocols itself, so it never consults registered classes (RequestInfoProtocol).
         configuration.protocolClasses = URLSessionConfiguration.default.protocolClasses
@@ -58,7 +69,6 @@ final class Forwarder: Sendable {
         configuration.httpCookieAcceptPolicy = .never
         // Credentials come from the caller's session (its delegate or its storage), never from ours.
         configuration.urlCredentialStorage = nil
-        configuration.httpMaximumConnectionsPerHost = 64
         let queue = InlineDelegateQueue()
         session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
         // Delegate calls run in place on the session's work queue, where the transfer produced them
@@ -69,11 +79,17 @@ final class Forwarder: Sendable {
         if let workQueue { queue.attach(to: workQueue) }
     }
 
-    /// Starts `request`, reporting its events to `observer` (held until the task completes).
-    func start(_ request: URLRequest, observer: any ForwardedLoadObserver) -> URLSessionDataTask {
+    deinit {
+        // Its caller session is gone, and with it every load it carried: the session lets go of its
+        // delegate once invalidated.
+        session.finishTasksAndInvalidate()
+    }
+
+    /// A task for `request` that reports its events to `observer` (held until the task completes),
+    /// not yet resumed: the load resumes it unless its caller suspended it meanwhile.
+    func task(for request: URLRequest, observer: any ForwardedLoadObserver) -> URLSessionDataTask {
         let task = session.dataTask(with: request)
         router.begin(task.taskIdentifier, observer: observer)
-        task.resume()
         return task
     }
 
@@ -83,6 +99,9 @@ final class Forwarder: Sendable {
 
     /// Number of forwarded requests not yet completed.
     var inFlightCount: Int { router.count }
+
+    /// The settings the forwarding session sends with.
+    var configuration: URLSessionConfiguration { session.configuration }
 
     /// Cancels everything still running and releases the session.
     func invalidate() {

@@ -127,13 +127,6 @@ extension PlatformInternals {
             return String(describing: value)
         }
 
-        /// Whether `request`'s timeout was set on it: Foundation's `URLRequest.isTimeoutIntervalSet`,
-        /// which gives a request's timeout precedence over the session's even when it is the
-        /// default 60 s; nil when the request has no such field (see ``RequestTimeoutField``).
-        static func isTimeoutIntervalSet(on request: URLRequest) -> Bool? {
-            RequestTimeoutField.isSet(on: request)
-        }
-
         /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
         /// superclass.
         static func session(of task: URLSessionTask?) -> URLSession? {
@@ -154,28 +147,10 @@ extension PlatformInternals {
             -> CallerSession.Behaviour?
         { nil }
         static func session(of task: URLSessionTask?) -> URLSession? { nil }
-        static func isTimeoutIntervalSet(on request: URLRequest) -> Bool? { nil }
     #endif
 }
 
 #if canImport(FoundationNetworking)
-    /// Foundation's `URLRequest.isTimeoutIntervalSet`, read where the runtime's field metadata
-    /// places it in the struct (its `Mirror` shows only the public properties). Read only when the
-    /// field has type `Bool`; never written.
-    enum RequestTimeoutField {
-        private static let offset: Int? = {
-            guard let field = storedField(named: "isTimeoutIntervalSet", of: URLRequest.self), field.type == Bool.self
-            else { return nil }
-            return field.offset
-        }()
-
-        /// The field's value in `request`, or nil when the field was not found.
-        static func isSet(on request: URLRequest) -> Bool? {
-            guard let offset else { return nil }
-            return unsafe withUnsafeBytes(of: request) { unsafe $0.load(fromByteOffset: offset, as: Bool.self) }
-        }
-    }
-
     /// Where the stored property `name` of `type` (a class or a struct) lies, and its type, as the
     /// runtime's field metadata gives them; nil when it has no such property.
     private func storedField(named name: String, of type: Any.Type) -> (offset: Int, type: Any.Type)? {

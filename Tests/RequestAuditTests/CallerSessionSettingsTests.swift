@@ -1,0 +1,286 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import RequestAudit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension InterceptionTests {
+    /// The caller session's own settings and task controls hold for an audited task as they do
+    /// directly: each comparison runs the same requests on a direct session and an audited one.
+    @Suite struct CallerSessionSettings {
+        /// A session made from `configure`d `.ephemeral`, audited by `audited` when `isAudited`.
+        private static func session(
+            _ audited: AuditedSession, isAudited: Bool, configure: (URLSessionConfiguration) -> Void = { _ in }
+        ) throws -> URLSession {
+            let configuration = URLSessionConfiguration.ephemeral
+            configure(configuration)
+            if isAudited { try audited.auditor.install(into: configuration) }
+            return URLSession(configuration: configuration)
+        }
+
+        /// Runs `request` with a completion handler, or on a session with a delegate when
+        /// `withDelegate`, suspending the task `suspendAfter` after it was resumed and resuming it
+        /// `pause` later; returns what the caller saw and how long it took.
+        private static func suspendedRun(
+            _ request: URLRequest, on session: URLSession, withDelegate: Bool = false, suspendAfter: Duration,
+            pause: Duration
+        ) async -> (exchange: Exchange, elapsed: Duration) {
+            let started = ContinuousClock.now
+            let collector = DelegateCollector()
+            let delegateSession = URLSession(
+                configuration: session.configuration, delegate: collector, delegateQueue: nil)
+            defer { delegateSession.finishTasksAndInvalidate() }
+            let exchange = await withCheckedContinuation { (continuation: CheckedContinuation<Exchange, Never>) in
+                let task: URLSessionTask
+                if withDelegate {
+                    collector.onComplete = { continuation.resume(returning: $0) }
+                    task = delegateSession.dataTask(with: request)
+                } else {
+                    task = session.dataTask(with: request) { data, response, error in
+                        continuation.resume(returning: Exchange(data: data, response: response, error: error))
+                    }
+                }
+                task.resume()
+                let box = SuspendedTask(task)
+                Task {
+                    try? await Task.sleep(for: suspendAfter)
+                    box.task.suspend()
+                    try? await Task.sleep(for: pause)
+                    box.task.resume()
+                }
+            }
+            return (exchange, ContinuousClock.now - started)
+        }
+
+        private struct SuspendedTask: @unchecked Sendable {
+            // @unchecked: URLSessionTask's suspend and resume are thread-safe.
+            let task: URLSessionTask
+            init(_ task: URLSessionTask) { self.task = task }
+        }
+
+        /// A drip of 4 bytes over a second.
+        private static var drip: URLRequest { URLRequest(url: HTTPBin.url(.drip(seconds: 1, bytes: 4))) }
+
+        @Test(
+            "a task suspended as soon as resumed completes after its pause, as without RequestAudit",
+            .timeLimit(.minutes(1)), arguments: [false, true])
+        func suspendAtOnce(withDelegate: Bool) async throws {
+            let audited = try AuditedSession()
+            let pause = Duration.milliseconds(1_500)
+            let direct = await Self.suspendedRun(
+                Self.drip, on: audited.direct, withDelegate: withDelegate, suspendAfter: .zero, pause: pause)
+            let intercepted = await Self.suspendedRun(
+                Self.drip, on: audited.session, withDelegate: withDelegate, suspendAfter: .zero, pause: pause)
+            let records = try await audited.finish()
+            #expect(direct.exchange.status == 200)
+            #expect(direct.exchange.body?.count == 4)
+            #expect(intercepted.exchange == direct.exchange)
+            #expect(intercepted.elapsed >= pause)
+            #expect(records.map(\.outcome.kind) == [.response])
+        }
+
+        @Test(
+            "platform fact: a delegate task suspended mid-transfer gets part of its body again, audited as directly",
+            .timeLimit(.minutes(1)))
+        func suspendMidTransfer() async throws {
+            let audited = try AuditedSession()
+            let pause = Duration.milliseconds(1_500)
+            let direct = await Self.suspendedRun(
+                Self.drip, on: audited.direct, withDelegate: true, suspendAfter: .milliseconds(300), pause: pause)
+            let intercepted = await Self.suspendedRun(
+                Self.drip, on: audited.session, withDelegate: true, suspendAfter: .milliseconds(300), pause: pause)
+            let records = try await audited.finish()
+            #expect(direct.exchange.status == 200)
+            // FoundationNetworking hands over again what it had read when the task was suspended.
+            #expect((direct.exchange.body?.count ?? 0) > 4)
+            #expect(intercepted.exchange == direct.exchange)
+            #expect(intercepted.elapsed >= pause)
+            #expect(records.map(\.outcome.kind) == [.response])
+        }
+
+        @Test(
+            "a completion-handler task suspended mid-transfer gets the server's body once resumed (directly: part twice)",
+            .timeLimit(.minutes(1)))
+        func completionHandlerSuspendedMidTransfer() async throws {
+            let audited = try AuditedSession()
+            let pause = Duration.milliseconds(1_500)
+            let direct = await Self.suspendedRun(
+                Self.drip, on: audited.direct, suspendAfter: .milliseconds(300), pause: pause)
+            let intercepted = await Self.suspendedRun(
+                Self.drip, on: audited.session, suspendAfter: .milliseconds(300), pause: pause)
+            _ = try await audited.finish()
+            #expect(direct.exchange.status == 200)
+            #expect((direct.exchange.body?.count ?? 0) > 4)
+            #expect(intercepted.exchange.status == 200)
+            #expect(intercepted.exchange.body == Data(repeating: UInt8(ascii: "*"), count: 4))
+        }
+
+        @Test("a session holding six long requests to a host does not delay another session's request to it")
+        func sessionsKeepTheirOwnConnections() async throws {
+            let audited = try AuditedSession()
+            let holding = try Self.session(audited, isAudited: true)
+            let other = try Self.session(audited, isAudited: true)
+            let long = URLRequest(url: HTTPBin.url(.delay(seconds: 3)))
+            let held = Task {
+                await withTaskGroup(of: Int?.self) { group in
+                    for _ in 0..<6 {
+                        group.addTask { await CallerStyle.completionHandler.run(long, on: holding).status }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let started = ContinuousClock.now
+            let quick = await CallerStyle.completionHandler.run(
+                URLRequest(url: HTTPBin.url(.get(query: "other=1"))), on: other)
+            let elapsed = ContinuousClock.now - started
+            let statuses = await held.value
+            let records = try await audited.finish()
+            #expect(quick.status == 200)
+            #expect(elapsed < .seconds(1))
+            #expect(statuses == Array(repeating: 200, count: 6))
+            #expect(records.count == 7)
+        }
+
+        @Test("the caller session's httpMaximumConnectionsPerHost limits its audited requests as it does direct ones")
+        func connectionLimitPerHost() async throws {
+            let audited = try AuditedSession()
+            func elapsed(isAudited: Bool) async throws -> (Duration, [Int?]) {
+                let session = try Self.session(audited, isAudited: isAudited) { $0.httpMaximumConnectionsPerHost = 1 }
+                defer { session.finishTasksAndInvalidate() }
+                let request = URLRequest(url: HTTPBin.url(.delay(seconds: 1)))
+                let started = ContinuousClock.now
+                let statuses = await withTaskGroup(of: Int?.self) { group in
+                    for _ in 0..<3 {
+                        group.addTask { await CallerStyle.completionHandler.run(request, on: session).status }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                return (ContinuousClock.now - started, statuses)
+            }
+            let (direct, directStatuses) = try await elapsed(isAudited: false)
+            let (intercepted, interceptedStatuses) = try await elapsed(isAudited: true)
+            _ = try await audited.finish()
+            #expect(directStatuses == [200, 200, 200])
+            #expect(interceptedStatuses == directStatuses)
+            // One connection: the three one-second requests go one after another, directly and audited.
+            #expect(direct >= .milliseconds(2_900))
+            #expect(intercepted >= .milliseconds(2_900))
+        }
+
+        @Test("the forwarding session sends with the caller session's settings")
+        func forwardingSessionSettings() async throws {
+            let audited = try AuditedSession()
+            let proxy: [AnyHashable: Any] = ["HTTPEnable": 1, "HTTPProxy": "127.0.0.1", "HTTPPort": 3128]
+            let session = try Self.session(audited, isAudited: true) {
+                $0.httpMaximumConnectionsPerHost = 2
+                $0.timeoutIntervalForRequest = 7
+                $0.timeoutIntervalForResource = 70
+                $0.httpShouldUsePipelining = true
+                $0.connectionProxyDictionary = proxy
+                $0.httpAdditionalHeaders = ["X-Team": "blue"]
+            }
+            _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "settings=1"))), on: session)
+            _ = try await audited.finish()
+            let workQueue = try #require(PlatformInternals.workQueue(of: session))
+            let forwarding = try #require(workQueue.sync { CallerSession.detailsOfCurrentQueue() }).forwarder
+                .configuration
+            #expect(forwarding.httpMaximumConnectionsPerHost == 2)
+            #expect(forwarding.timeoutIntervalForRequest == 7)
+            #expect(forwarding.timeoutIntervalForResource == 70)
+            #expect(forwarding.httpShouldUsePipelining)
+            #expect(forwarding.connectionProxyDictionary?["HTTPProxy"] as? String == "127.0.0.1")
+            #expect(forwarding.httpAdditionalHeaders?["X-Team"] as? String == "blue")
+            // What RequestAudit does itself: cookies and credentials through the relay, no cache.
+            #expect(forwarding.httpCookieStorage == nil)
+            #expect(forwarding.urlCredentialStorage == nil)
+            #expect(forwarding.urlCache == nil)
+        }
+
+        @Test("an additional header with a line feed goes out as Foundation sends it directly")
+        func additionalHeaderWithLineFeed() async throws {
+            let audited = try AuditedSession()
+            let configure: (URLSessionConfiguration) -> Void = {
+                $0.httpAdditionalHeaders = ["X-Note": "one\r\nX-Injected: two"]
+            }
+            let direct = try Self.session(audited, isAudited: false, configure: configure)
+            let intercepted = try Self.session(audited, isAudited: true, configure: configure)
+            let request = URLRequest(url: HTTPBin.url(.headers))
+            let directResult = await CallerStyle.completionHandler.run(request, on: direct)
+            let interceptedResult = await CallerStyle.completionHandler.run(request, on: intercepted)
+            _ = try await audited.finish()
+            #expect(interceptedResult.status == directResult.status)
+            #expect(interceptedResult.errorCode == directResult.errorCode)
+            #expect(interceptedResult.body == directResult.body)
+        }
+
+        /// The observable fields of a completion-handler task once it has ended.
+        private struct TaskFields: Equatable {
+            var status: Int?
+            var responseURL: String?
+            var currentURL: String?
+            var expectedToReceive: Int64 = -1
+            var received: Int64 = -1
+            var sent: Int64 = -1
+            var expectedToSend: Int64 = -1
+            var errorCode: Int?
+        }
+
+        /// Runs `request` with a completion handler and reads the task's fields after it ended.
+        private static func fields(after request: URLRequest, on session: URLSession) async -> TaskFields {
+            let made = Mutex<SuspendedTask?>(nil)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // The task's fields are final once its completion handler runs.
+                let task = session.dataTask(with: request) { _, _, _ in continuation.resume() }
+                made.withLock { $0 = SuspendedTask(task) }
+                task.resume()
+            }
+            guard let task = made.withLock({ $0 })?.task else { return TaskFields() }
+            return TaskFields(
+                status: (task.response as? HTTPURLResponse)?.statusCode,
+                responseURL: task.response?.url?.absoluteString,
+                currentURL: task.currentRequest?.url?.absoluteString,
+                expectedToReceive: task.countOfBytesExpectedToReceive, received: task.countOfBytesReceived,
+                sent: task.countOfBytesSent, expectedToSend: task.countOfBytesExpectedToSend,
+                errorCode: (task.error as NSError?)?.code)
+        }
+
+        @Test(
+            "platform fact: a relayed task's response is the direct one; the fields only Foundation's own protocol sets stay unset"
+        )
+        func taskFields() async throws {
+            let audited = try AuditedSession()
+            var post = URLRequest(url: HTTPBin.url(.post))
+            post.httpMethod = "POST"
+            post.httpBody = Data("twelve bytes".utf8)
+            let requests = [
+                URLRequest(url: HTTPBin.url(.bytes(1_000))), URLRequest(url: HTTPBin.url(.redirect(count: 2))), post,
+                URLRequest(url: HTTPBin.url("http://127.0.0.1:9/refused")),
+            ]
+            var direct: [TaskFields] = []
+            var intercepted: [TaskFields] = []
+            for request in requests {
+                direct.append(await Self.fields(after: request, on: audited.direct))
+                intercepted.append(await Self.fields(after: request, on: audited.session))
+            }
+            _ = try await audited.finish()
+            #expect(direct.map(\.status) == [200, 200, 200, nil])
+            #expect(intercepted.map(\.status) == direct.map(\.status))
+            #expect(intercepted.map(\.responseURL) == direct.map(\.responseURL))
+            #expect(intercepted.map(\.received) == direct.map(\.received))
+            #expect(intercepted.map(\.sent) == direct.map(\.sent))
+            // Set only by Foundation's own protocol (`internal(set)`, no URLProtocolClient call sets
+            // them): the expected byte counts, the current request after a redirect, the error.
+            #expect(direct.map(\.expectedToReceive) == [1_000, 346, 517, 0])
+            #expect(intercepted.map(\.expectedToReceive) == [0, 0, 0, 0])
+            #expect(direct[2].expectedToSend == 12 && intercepted[2].expectedToSend == 0)
+            #expect(direct[1].currentURL == direct[1].responseURL)
+            #expect(intercepted[1].currentURL == requests[1].url?.absoluteString)
+            #expect(direct[3].errorCode == URLError.cannotConnectToHost.rawValue && intercepted[3].errorCode == nil)
+        }
+    }
+}
