@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(
             name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
-        .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline"]),
+        .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline", "AuditLocking"]),
         .testTarget(
             name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .testTarget(

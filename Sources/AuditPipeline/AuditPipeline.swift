@@ -37,8 +37,12 @@ public final class AuditPipeline: Sendable {
     private let counters = Locked(AuditStatistics())
     private let metrics: PipelineMetrics
     private let inFlight = Locked(InFlight())
-    /// Where ``decideDeferred(_:)`` and the deferred finishes keep their records.
-    private let bookkeeper = Bookkeeper()
+    /// Where ``decideDeferred(_:)`` and the deferred finishes keep their records: a serial queue that
+    /// runs a request's start before its finish, woken only when idle.
+    private let bookkeeper = CoalescingWorker<@Sendable () -> Void>(label: "RequestAudit.AuditPipeline.Bookkeeper") {
+        jobs in
+        for job in jobs { job() }
+    }
 
     private struct InFlight {
         var count = 0

@@ -180,7 +180,6 @@ extension InterceptionTests {
                 $0.httpMaximumConnectionsPerHost = 2
                 $0.timeoutIntervalForRequest = 7
                 $0.timeoutIntervalForResource = 70
-                $0.httpShouldUsePipelining = true
                 $0.connectionProxyDictionary = proxy
                 $0.httpAdditionalHeaders = ["X-Team": "blue"]
             }
@@ -192,7 +191,6 @@ extension InterceptionTests {
             #expect(forwarding.httpMaximumConnectionsPerHost == 2)
             #expect(forwarding.timeoutIntervalForRequest == 7)
             #expect(forwarding.timeoutIntervalForResource == 70)
-            #expect(forwarding.httpShouldUsePipelining)
             #expect(forwarding.connectionProxyDictionary?["HTTPProxy"] as? String == "127.0.0.1")
             #expect(forwarding.httpAdditionalHeaders?["X-Team"] as? String == "blue")
             // What RequestAudit does itself: cookies and credentials through the relay, no cache.

@@ -38,10 +38,11 @@ public struct LogRotation: Sendable, Hashable {
 /// on the next write or flush, and ``lastError`` says why. ``shutdown()`` writes everything, syncs
 /// the file to disk and closes it.
 ///
-/// The writer wakes up for a record that arrives while it is idle; after each write it looks again
-/// every ``batchInterval``, and only goes idle when a look finds nothing new. While records keep
-/// coming, `append` therefore wakes no thread: a wake-up per record would cost the network path
-/// (often the queue every URLSession shares) a thread switch per request.
+/// The writer is a `CoalescingWorker`: it wakes up for a record that arrives while it is idle; after
+/// each write it looks again every ``batchInterval``, and only goes idle when a look finds nothing
+/// new (a record arriving when a look is overdue wakes it). While records keep coming, `append`
+/// therefore wakes no thread: a wake-up per record would cost the network path (often the queue
+/// every URLSession shares) a thread switch per request.
 ///
 /// What a crash can cost: lines handed to `append` but not yet written (up to about
 /// ``batchInterval``'s worth while records flow), and at most one partly written last line, which
@@ -62,19 +63,12 @@ public final class AuditLogWriter: Sendable {
     public let permissions: Int
     /// How long after a write the writer looks again for records that arrived meanwhile.
     public let batchInterval: Duration
-    private let lookAgainDelay: DispatchTimeInterval
 
     /// What `append` and the public getters share with the writing queue.
     private struct State: Sendable {
-        /// Records not yet encoded, in order after `pending`.
-        var queued: [AuditRecord] = []
-        /// Encoded records not yet written (JSON objects, not yet sealed, with no newline).
+        /// Encoded records not yet written (JSON objects, not yet sealed, with no newline), before
+        /// the records queued in the worker.
         var pending: [String] = []
-        /// Whether the writing queue has a `writePending` coming that will see `queued` (right away,
-        /// or at the end of a batch interval).
-        var isWriteScheduled = false
-        /// How many times `append` woke the writing queue.
-        var wakeUps = 0
         var isClosed = false
         /// The last failed write, until a write succeeds.
         var lastError: AuditLogError?
@@ -92,10 +86,6 @@ public final class AuditLogWriter: Sendable {
         var chain: LogChain
         /// Records rotation has deleted from this log so far (read back from its notes).
         var rotatedAway = 0
-        /// Calls `writePending` every `batchInterval` while records flow (see the type's discussion).
-        var ticker: DispatchSourceTimer?
-        /// Whether `ticker` is running (it is suspended while the writer is idle).
-        var isTickerRunning = false
 
         init(handle: FileHandle, size: Int, chain: LogChain) {
             self.handle = handle
@@ -106,7 +96,8 @@ public final class AuditLogWriter: Sendable {
 
     private let state = Locked(State())
     private let file: File
-    private let queue = DispatchQueue(label: "RequestAudit.AuditLogWriter")
+    /// Takes appended records and writes them in batches; the file is touched only on its queue.
+    private let worker: CoalescingWorker<AuditRecord>
 
     /// Opens (or creates, with `permissions`) the log at `path` for appending.
     ///
@@ -129,19 +120,22 @@ public final class AuditLogWriter: Sendable {
         self.batchInterval = batchInterval
         let (seconds, attoseconds) = batchInterval.components
         let nanoseconds = min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000
-        lookAgainDelay = .nanoseconds(Int(max(0, nanoseconds)))
         let (handle, size) = try Self.open(path, permissions: permissions)
-        file = File(handle: handle, size: size, chain: LogChain.resuming(logAt: path, key: chainKey))
+        let file = File(handle: handle, size: size, chain: LogChain.resuming(logAt: path, key: chainKey))
+        self.file = file
         if !rotation.keepsEverything { file.rotatedAway = RotatedAway.totalSoFar(logAt: path) }
-        let ticker = DispatchSource.makeTimerSource(queue: queue)
-        ticker.setEventHandler { [weak self] in self?.writePending() }
-        file.ticker = ticker
+        // The worker writes through a weak reference: it is the writer's own, and runs past the
+        // writer's end only for a look already arranged, which then finds no writer.
+        let writes = Locked(WeakWriter())
+        worker = CoalescingWorker(
+            label: "RequestAudit.AuditLogWriter", interval: .nanoseconds(Int(max(0, nanoseconds)))
+        ) { records in writes.withLock { $0.writer }?.writePending(records) }
+        writes.withLock { $0.writer = self }
     }
 
-    deinit {
-        // A suspended source must not be released: resume it (its handler finds no writer), then cancel.
-        if !file.isTickerRunning { file.ticker?.resume() }
-        file.ticker?.cancel()
+    /// The writer, held weakly by its worker's batches.
+    private struct WeakWriter {
+        weak var writer: AuditLogWriter?
     }
 
     /// Queues `record` for writing.
@@ -151,23 +145,18 @@ public final class AuditLogWriter: Sendable {
     ///
     /// - Throws: ``AuditLogError/closed(path:)`` after ``shutdown()``.
     public func append(_ record: AuditRecord) throws(AuditLogError) {
-        let isScheduling = try state.withLock { state throws(AuditLogError) in
+        // Handed to the worker under the lock, so that no record gets in after `shutdown` closed.
+        try state.withLock { state throws(AuditLogError) in
             guard !state.isClosed else { throw .closed(path: path) }
-            state.queued.append(record)
-            guard !state.isWriteScheduled else { return false }
-            state.isWriteScheduled = true
-            state.wakeUps += 1
-            return true
+            worker.enqueue(record)
         }
-        // A wake-up only when the writer is idle (see the type's discussion).
-        if isScheduling { queue.async { self.writePending() } }
     }
 
     /// How many times `append` woke the writer.
-    var wakeUpCount: Int { state.withLock { $0.wakeUps } }
+    var wakeUpCount: Int { worker.wakeUpCount }
 
     /// Whether the writer has no write coming: the next record will wake it.
-    var isIdle: Bool { state.withLock { !$0.isWriteScheduled } }
+    var isIdle: Bool { worker.isIdle }
 
     /// Number of lines written to disk so far (all files).
     public var writtenCount: Int { state.withLock { $0.written } }
@@ -179,9 +168,9 @@ public final class AuditLogWriter: Sendable {
     /// Waits until every appended line is written and synced to disk.
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                self.writePending()
-                try? self.file.handle?.synchronize()
+            let file = self.file
+            worker.flush {
+                try? file.handle?.synchronize()
                 continuation.resume()
             }
         }
@@ -194,9 +183,10 @@ public final class AuditLogWriter: Sendable {
         state.withLock { $0.isClosed = true }
         await flush()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                try? self.file.handle?.close()
-                self.file.handle = nil
+            let file = self.file
+            worker.flush {
+                try? file.handle?.close()
+                file.handle = nil
                 continuation.resume()
             }
         }
@@ -210,43 +200,25 @@ public final class AuditLogWriter: Sendable {
     /// - Throws: the last write error if some lines could not be written.
     public func shutdownAndWait() throws(AuditLogError) {
         state.withLock { $0.isClosed = true }
-        queue.sync {
-            self.writePending()
-            try? self.file.handle?.synchronize()
-            try? self.file.handle?.close()
-            self.file.handle = nil
+        worker.flushAndWait {
+            try? file.handle?.synchronize()
+            try? file.handle?.close()
+            file.handle = nil
         }
         let error: AuditLogError? = state.withLock { state in state.pending.isEmpty ? nil : state.lastError }
         if let error { throw error }
     }
 
-    /// Writes every queued line, rotating first when a line would overflow the file. Runs on `queue`.
+    /// Writes the lines a failed write left and then `records`, rotating first when a line would
+    /// overflow the file. Runs on the worker's queue.
     ///
-    /// The lines are taken out of the queue and written outside the lock, as few writes as
-    /// rotation allows, so `append` never waits for the disk. Lines that could not be written go
-    /// back to the front of the queue. Having found records, it starts the ticker (if it is not
-    /// running), whose next look records appended meanwhile wait for instead of waking the writer;
-    /// having found none, it stops the ticker and the writer goes idle.
-    private func writePending() {
-        let (encoded, records) = state.withLock { state -> ([String], [AuditRecord]) in
-            // Stays scheduled while there was something to write: the ticker's next look.
-            state.isWriteScheduled = !state.queued.isEmpty
-            defer {
-                state.pending.removeAll(keepingCapacity: true)
-                state.queued.removeAll(keepingCapacity: true)
-            }
-            return (state.pending, state.queued)
+    /// The lines are written outside the lock, as few writes as rotation allows, so `append` never
+    /// waits for the disk. Lines that could not be written are kept, in order, for the next write.
+    private func writePending(_ records: [AuditRecord]) {
+        var lines = state.withLock { state -> [String] in
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            return state.pending
         }
-        if records.isEmpty, file.isTickerRunning {
-            file.ticker?.suspend()
-            file.isTickerRunning = false
-        } else if !records.isEmpty, !file.isTickerRunning {
-            file.ticker?.schedule(
-                deadline: .now() + lookAgainDelay, repeating: lookAgainDelay, leeway: .milliseconds(1))
-            file.ticker?.resume()
-            file.isTickerRunning = true
-        }
-        var lines = encoded
         var encodingFailure: AuditLogError?
         for record in records {
             do {

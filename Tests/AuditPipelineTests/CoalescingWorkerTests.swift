@@ -1,9 +1,8 @@
+import AuditLocking
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
-
-@testable import AuditPipeline
 
 /// Jobs that ran, in the order they ran.
 private final class Ran: Sendable {
@@ -33,18 +32,30 @@ private final class ManualClock: Sendable {
 }
 
 /// Arranges no look at all: a timer that never fires.
-private let neverLook: Bookkeeper.LookScheduler = { _, _, _ in }
+private let neverLook: CoalescingWorker<Job>.LookScheduler = { _, _, _ in }
 
-@Suite struct BookkeeperTests {
+private typealias Job = @Sendable () -> Void
+
+/// A worker that runs the jobs handed in, as the audit pipeline's bookkeeping does.
+private func jobWorker(
+    grace: DispatchTimeInterval = .milliseconds(20), scheduleLook: CoalescingWorker<Job>.LookScheduler? = nil,
+    now: (@Sendable () -> UInt64)? = nil
+) -> CoalescingWorker<Job> {
+    let run: @Sendable ([Job]) -> Void = { jobs in for job in jobs { job() } }
+    guard let scheduleLook, let now else { return CoalescingWorker(label: "test", grace: grace, process: run) }
+    return CoalescingWorker(label: "test", grace: grace, scheduleLook: scheduleLook, now: now, process: run)
+}
+
+@Suite struct CoalescingWorkerTests {
     @Test("jobs handed in from several threads all run, each once, in the order each thread handed them in")
     func everyJobRunsInOrder() async throws {
-        let bookkeeper = Bookkeeper()
+        let worker = jobWorker()
         let ran = Ran()
         await withTaskGroup(of: Void.self) { group in
             for thread in 0..<4 {
                 group.addTask {
                     for index in 0..<5_000 {
-                        bookkeeper.enqueue(ran.job(thread * 100_000 + index))
+                        worker.enqueue(ran.job(thread * 100_000 + index))
                         if index % 500 == 0 { try? await Task.sleep(for: .milliseconds(3)) }
                     }
                 }
@@ -62,11 +73,11 @@ private let neverLook: Bookkeeper.LookScheduler = { _, _, _ in }
     func jobsWaitForTheLook() async throws {
         let looks = Mutex<[@Sendable () -> Void]>([])
         let clock = ManualClock()
-        let bookkeeper = Bookkeeper(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
+        let worker = jobWorker(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
         let ran = Ran()
-        bookkeeper.enqueue(ran.job(1))
+        worker.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
-        bookkeeper.enqueue(ran.job(2))
+        worker.enqueue(ran.job(2))
         try await Task.sleep(for: .milliseconds(50))
         #expect(ran.all == [1])
         let look = try #require(looks.withLock { $0.last })
@@ -77,29 +88,29 @@ private let neverLook: Bookkeeper.LookScheduler = { _, _, _ in }
     @Test("when a look never comes, the next job handed in after the grace runs the jobs waiting for it")
     func lostLookIsRecovered() async throws {
         let clock = ManualClock()
-        let bookkeeper = Bookkeeper(grace: .milliseconds(20), scheduleLook: neverLook, now: clock.read)
+        let worker = jobWorker(grace: .milliseconds(20), scheduleLook: neverLook, now: clock.read)
         let ran = Ran()
-        bookkeeper.enqueue(ran.job(1))
+        worker.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
-        bookkeeper.enqueue(ran.job(2))
+        worker.enqueue(ran.job(2))
         try await Task.sleep(for: .milliseconds(50))
         #expect(ran.all == [1])
         clock.advance(by: .seconds(1))
-        bookkeeper.enqueue(ran.job(3))
+        worker.enqueue(ran.job(3))
         #expect(try await ran.wait(for: 3) == [1, 2, 3])
     }
 
     @Test("runPending runs the jobs waiting for a look that never comes")
     func runPendingRunsWaitingJobs() async throws {
         let clock = ManualClock()
-        let bookkeeper = Bookkeeper(scheduleLook: neverLook, now: clock.read)
+        let worker = jobWorker(scheduleLook: neverLook, now: clock.read)
         let ran = Ran()
-        bookkeeper.enqueue(ran.job(1))
+        worker.enqueue(ran.job(1))
         #expect(try await ran.wait(for: 1) == [1])
-        bookkeeper.enqueue(ran.job(2))
+        worker.enqueue(ran.job(2))
         try await Task.sleep(for: .milliseconds(30))
         #expect(ran.all == [1])
-        bookkeeper.runPending()
+        worker.runPending()
         #expect(try await ran.wait(for: 2) == [1, 2])
     }
 
@@ -107,19 +118,19 @@ private let neverLook: Bookkeeper.LookScheduler = { _, _, _ in }
     func lateLookRunsNothingTwice() async throws {
         let looks = Mutex<[@Sendable () -> Void]>([])
         let clock = ManualClock()
-        let bookkeeper = Bookkeeper(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
+        let worker = jobWorker(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
         let ran = Ran()
-        bookkeeper.enqueue(ran.job(1))
+        worker.enqueue(ran.job(1))
         _ = try await ran.wait(for: 1)
-        bookkeeper.enqueue(ran.job(2))
-        bookkeeper.runPending()
+        worker.enqueue(ran.job(2))
+        worker.runPending()
         _ = try await ran.wait(for: 2)
         let first = try #require(looks.withLock { $0.first })
-        bookkeeper.enqueue(ran.job(3))
+        worker.enqueue(ran.job(3))
         first()
         try await Task.sleep(for: .milliseconds(30))
         #expect(ran.all == [1, 2])
-        bookkeeper.runPending()
+        worker.runPending()
         #expect(try await ran.wait(for: 3) == [1, 2, 3])
     }
 }
