@@ -7,15 +7,18 @@ import Foundation
 /// sends, refuses or responds) → record → events → statistics → log; and policy reloads.
 ///
 /// A front-end is a transport adapter: the in-app `RequestInfoProtocol`, `audit proxy` and
-/// `audit replay` each turn what they see into an `AuditRequest`, ask ``decide(_:bodyBytes:at:)``,
-/// carry out the verdict in their own transport, and end with ``finish(_:warning:outcome:)``. None
-/// of them builds records, counts statistics or publishes events itself.
+/// `audit replay` each turn what they see into an `AuditRequest`, ask
+/// ``admit(_:bodyBytes:at:capabilities:)``, carry out its ``Admission`` in their own transport, and
+/// end with the ``AuditedRequest``'s ``AuditedRequest/finish(_:)``, exactly once. None of them
+/// switches on the verdict, builds records, counts statistics or publishes events itself.
 ///
 /// ```swift
 /// let pipeline = try AuditPipeline(policy: Policy(directory: "policies"))
-/// let decision = pipeline.decide(AuditRequest(method: "GET", url: "https://example.org/"), bodyBytes: nil)
-/// // … send it, or refuse it, as decision.verdict says …
-/// try pipeline.finish(decision, warning: nil, outcome: OutcomeSnapshot(kind: .response, status: 200))
+/// let audited = pipeline.admit(AuditRequest(method: "GET", url: "https://example.org/"), bodyBytes: nil)
+/// if case .send = audited.admission {
+///     // … send it …
+///     audited.finish(Outcome(.response, status: 200, destination: .asDecided))
+/// }
 /// try await pipeline.shutdown()
 /// ```
 public final class AuditPipeline: Sendable {
@@ -37,8 +40,8 @@ public final class AuditPipeline: Sendable {
     private let counters = Locked(AuditStatistics())
     private let metrics: PipelineMetrics
     private let inFlight = Locked(InFlight())
-    /// Where ``decideDeferred(_:)`` and the deferred finishes keep their records: a serial queue that
-    /// runs a request's start before its finish, woken only when idle.
+    /// Where requests' records are made, published and logged: a serial queue woken only when idle,
+    /// off the front-ends' threads (a URLSession's work queue, an event loop).
     private let bookkeeper = CoalescingWorker<@Sendable () -> Void>(label: "RequestAudit.AuditPipeline.Bookkeeper") {
         jobs in
         for job in jobs { job() }
@@ -46,8 +49,6 @@ public final class AuditPipeline: Sendable {
 
     private struct InFlight {
         var count = 0
-        /// Of `count`, requests whose deferred finish is queued: their outcome is known.
-        var finishing = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -110,27 +111,23 @@ public final class AuditPipeline: Sendable {
     }
 
     /// A request's verdict under the policy in force, before anything is counted, published or
-    /// recorded: ``decide(_:)`` or ``decideDeferred(_:)`` makes it a decision.
-    public struct Evaluation: Sendable {
+    /// recorded.
+    package struct Evaluation: Sendable {
         /// The request as made (not redacted).
-        public let request: AuditRequest
+        package let request: AuditRequest
         /// The size of the request's body, when known.
-        public let bodyBytes: Int?
+        package let bodyBytes: Int?
         /// The policy in force when the request was evaluated.
-        public let policy: Policy
+        package let policy: Policy
         /// The verdict.
-        public let verdict: Verdict
+        package let verdict: Verdict
         let nanoseconds: UInt64
         let time: Date
         let started: ContinuousClock.Instant
     }
 
     /// Evaluates `request` under the policy in force, timed; counts and publishes nothing.
-    ///
-    /// - Parameters:
-    ///   - bodyBytes: the size of the request's body when known.
-    ///   - time: when the request was made (replayed traffic); now by default.
-    public func evaluate(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Evaluation {
+    package func evaluate(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Evaluation {
         let policy = self.policy  // one snapshot per request, kept for its redirect hops
         let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
         return Evaluation(
@@ -138,55 +135,52 @@ public final class AuditPipeline: Sendable {
             time: (time ?? Date()).roundedToAuditLogPrecision, started: ContinuousClock.now)
     }
 
-    /// Evaluates `request` under the policy in force, counts it, and publishes
-    /// ``AuditEvent/started(_:)``. Every decision must end with ``finish(_:warning:outcome:)``.
+    /// Decides `request` under the policy in force, counts it, publishes ``AuditEvent/started(_:)``,
+    /// and says what the front-end is to do with it. The request must end with
+    /// ``AuditedRequest/finish(_:)``.
     ///
     /// - Parameters:
     ///   - bodyBytes: the size of the request's body when known.
     ///   - time: when the request was made (replayed traffic); now by default.
-    public func decide(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Decision {
-        decide(evaluate(request, bodyBytes: bodyBytes, at: time))
-    }
-
-    /// Makes `evaluation` a decision: counts it and publishes ``AuditEvent/started(_:)``. Every
-    /// decision must end with ``finish(_:warning:outcome:)``.
-    public func decide(_ evaluation: Evaluation) -> Decision {
+    ///   - capabilities: what the front-end can carry out besides sending and refusing; a redirect or
+    ///     a local response it cannot carry out is refused (fails closed).
+    public func admit(
+        _ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil, capabilities: FrontEndCapabilities = .all
+    ) -> AuditedRequest {
+        let evaluation = evaluate(request, bodyBytes: bodyBytes, at: time)
         count(evaluation.verdict)
-        return recordStart(of: evaluation)
+        let decision = recordStart(of: evaluation)
+        return AuditedRequest(
+            decision: decision, admission: admission(of: decision, capabilities: capabilities), pipeline: self)
     }
 
-    /// Makes `evaluation` a decision whose record-keeping runs later, off the caller's thread: the
-    /// request is counted in ``statistics`` and in flight now; its redacted snapshot is made and
-    /// ``AuditEvent/started(_:)`` published on the pipeline's bookkeeping queue, within a few
-    /// milliseconds. For a front-end whose thread is on every request's path (a URLSession's work
-    /// queue). Every such decision must end with ``finishDeferred(_:warning:outcome:)-(DeferredDecision,_,_)``.
-    public func decideDeferred(_ evaluation: Evaluation) -> DeferredDecision {
-        count(evaluation.verdict)
-        let deferred = DeferredDecision(evaluation)
-        bookkeeper.enqueue {
-            let decision = self.recordStart(of: evaluation)
-            deferred.made.withLock { $0 = decision }
+    /// What a front-end with `capabilities` does with `decision`.
+    private func admission(of decision: Decision, capabilities: FrontEndCapabilities) -> Admission {
+        let verdict = decision.verdict
+        switch verdict.action {
+        case .block:
+            return .refuse(refusal(.blocked, of: decision))
+        case .warn:
+            return .warn
+        case .redirect:
+            guard capabilities.contains(.redirect), let target = verdict.redirectTarget else {
+                return .refuse(refusal(.redirectUnavailable(target: decision.decision.redirect ?? ""), of: decision))
+            }
+            return .send(redirectedTo: target)
+        case .respond:
+            guard capabilities.contains(.respond), let response = verdict.response else {
+                return .refuse(refusal(.responseUnavailable, of: decision))
+            }
+            return .respond(response)
+        case .allow, .pass:
+            return .send(redirectedTo: nil)
         }
-        return deferred
     }
 
-    /// A decision made by ``decideDeferred(_:)``: its evaluation now, its ``Decision`` once the
-    /// bookkeeping queue has made it.
-    public final class DeferredDecision: Sendable {
-        /// The evaluation it was made from.
-        public let evaluation: Evaluation
-        /// The decision, written and read on the pipeline's bookkeeping queue, a serial queue that
-        /// runs a request's start before its finish (the lock is never contended).
-        fileprivate let made = Locked<Decision?>(nil)
-
-        fileprivate init(_ evaluation: Evaluation) {
-            self.evaluation = evaluation
-        }
-
-        /// Milliseconds since the request was evaluated.
-        public var elapsedMilliseconds: Double {
-            Decision.milliseconds(since: evaluation.started)
-        }
+    /// The refusal of `decision` for `reason`.
+    func refusal(_ reason: Refusal.Reason, of decision: Decision) -> Refusal {
+        Refusal(
+            reason, rule: decision.decision.rule ?? "-", message: decision.verdict.message, url: decision.snapshot.url)
     }
 
     /// Counts a decided request in the statistics and in flight.
@@ -230,7 +224,7 @@ public final class AuditPipeline: Sendable {
 
     /// Whether `hop` (a redirect a request is about to follow) is refused under `policy`: the block
     /// verdict when a block rule matches, else nil.
-    public func hopRefusal(_ hop: AuditRequest, policy: Policy) -> Verdict? {
+    package func hopRefusal(_ hop: AuditRequest, policy: Policy) -> Verdict? {
         let verdict = policy.evaluate(hop, onError: configuration.onMatchError)
         return verdict.action == .block ? verdict : nil
     }
@@ -239,7 +233,7 @@ public final class AuditPipeline: Sendable {
 
     /// Resolves a `warn` verdict: asks the configured warning handler (when `askHandler`), or
     /// applies ``PipelineConfiguration/defaultWarningDecision``.
-    public func resolveWarning(_ decision: Decision, askHandler: Bool = true) async -> WarningResolution {
+    func resolveWarning(_ decision: Decision, askHandler: Bool = true) async -> WarningResolution {
         let fallback = configuration.defaultWarningDecision
         guard askHandler, let handler = configuration.warningHandler else {
             return WarningResolution(decision: fallback, decidedBy: .default)
@@ -266,7 +260,7 @@ public final class AuditPipeline: Sendable {
     /// proxy): proceeds, decided by ``WarningResolution/Source/acknowledged``, when the client
     /// acknowledged the deciding rule (`acknowledgements` holds rule ids); otherwise applies
     /// `fallback` (by default ``PipelineConfiguration/defaultWarningDecision``), decided by default.
-    public func resolveWarning(
+    func resolveWarning(
         _ decision: Decision, acknowledgements: some Sequence<String>,
         fallback: WarningResolution.Decision? = nil
     ) -> WarningResolution {
@@ -299,7 +293,7 @@ public final class AuditPipeline: Sendable {
     ///
     /// - Throws: ``PipelineError/responseHandlerMissing(handler:rule:)`` when no handler has the
     ///   name, ``PipelineError/responseHandlerFailed(handler:rule:reason:)`` when it throws.
-    public func response(for decision: Decision, request: AuditRequest, body: Data?) async throws(PipelineError)
+    func response(for decision: Decision, request: AuditRequest, body: Data?) async throws(PipelineError)
         -> HandlerResponse
     {
         let rule = decision.verdict.rule?.id ?? "-"
@@ -320,75 +314,59 @@ public final class AuditPipeline: Sendable {
 
     // MARK: Recording
 
-    /// Completes a request: builds its record, publishes ``AuditEvent/finished(_:)``, appends the
-    /// record to the log, and returns it. Call exactly once per ``decide(_:bodyBytes:at:)``.
-    ///
-    /// - Throws: ``PipelineError/auditLog(_:)`` when the record could not be handed to the log (it
-    ///   was still published and counted).
-    @discardableResult
-    public func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot)
-        throws(PipelineError) -> AuditRecord
-    {
-        try finish(decision, warning: warning, outcome: outcome, wasQueued: false)
+    /// Ends the request `decision` made with `outcome`: on the bookkeeping queue, builds its record
+    /// (once, for every front-end), publishes ``AuditEvent/finished(_:)``, exports and logs it, then
+    /// counts it out of flight. A log failure shows in the log writer's `lastError` and at
+    /// ``shutdown()``.
+    func record(_ decision: Decision, warning: WarningResolution?, outcome: Outcome) {
+        // Timed now, made into a record later.
+        let milliseconds = outcome.durationMilliseconds ?? decision.elapsedMilliseconds
+        bookkeeper.enqueue {
+            self.complete(
+                AuditRecord(
+                    id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
+                    warning: warning, outcome: self.snapshot(of: outcome, decision, milliseconds: milliseconds)))
+        }
     }
 
-    /// ``finish(_:warning:outcome:)``, for a deferred finish too (`wasQueued`: counted in
-    /// `InFlight.finishing` since it was queued).
-    private func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot, wasQueued: Bool)
-        throws(PipelineError) -> AuditRecord
-    {
-        let record = AuditRecord(
-            id: decision.id, time: decision.time, request: decision.snapshot, decision: decision.decision,
-            warning: warning, outcome: outcome
-        )
+    /// The outcome as recorded: URLs and error text redacted.
+    private func snapshot(of outcome: Outcome, _ decision: Decision, milliseconds: Double) -> OutcomeSnapshot {
+        let redaction = configuration.redaction
+        let forwarded: String? =
+            switch outcome.destination {
+            case .none: nil
+            case .asDecided: decision.decision.redirect ?? decision.snapshot.url
+            case .url(let url): redaction.redact(url: url)
+            }
+        return OutcomeSnapshot(
+            kind: outcome.kind, status: outcome.status, bytes: outcome.bytes, durationMilliseconds: milliseconds,
+            forwardedURL: forwarded, finalURL: outcome.finalURL.map(redaction.redact(url:)),
+            redirects: outcome.redirects.map(redaction.redact(url:)),
+            error: outcome.failure.map {
+                OutcomeSnapshot.ErrorSnapshot(
+                    domain: $0.domain, code: $0.code, description: redaction.redact(text: $0.description))
+            }, sentBytes: outcome.sentBytes)
+    }
+
+    /// Publishes, exports and logs `record`, and counts its request out of flight.
+    private func complete(_ record: AuditRecord) {
         publish(.finished(record))
-        metrics.finished(outcome)
+        metrics.finished(record.outcome)
         for exporter in configuration.recordExporters { exporter.export(record) }
-        var failure: PipelineError?
-        do {
-            try log?.append(record)
-        } catch {
-            failure = .auditLog(error.description)
-        }
+        try? log?.append(record)
         let waiters = inFlight.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.count -= 1
-            if wasQueued { state.finishing -= 1 }
             guard state.count == 0 else { return [] }
             defer { state.waiters.removeAll() }
             return state.waiters
         }
         for waiter in waiters { waiter.resume() }
-        if let failure { throw failure }
-        return record
     }
 
-    /// Completes a request decided by ``decideDeferred(_:)`` on the bookkeeping queue, after its
-    /// start: builds its record with the outcome `outcome` makes from its decision, then publishes,
-    /// logs and counts it as ``finish(_:warning:outcome:)`` does. The request stays in flight (see
-    /// ``waitUntilIdle()``) until then; a log failure shows in the log writer's `lastError`.
-    public func finishDeferred(
-        _ deferred: DeferredDecision, warning: WarningResolution?,
-        outcome: @escaping @Sendable (Decision) -> OutcomeSnapshot
-    ) {
-        inFlight.withLock { $0.finishing += 1 }
-        bookkeeper.enqueue {
-            // The start ran first on this serial queue; were it missing, the finish makes it.
-            let decision = deferred.made.withLock { $0 } ?? self.recordStart(of: deferred.evaluation)
-            _ = try? self.finish(decision, warning: warning, outcome: outcome(decision), wasQueued: true)
-        }
-    }
-
-    /// Completes `decision` as ``finish(_:warning:outcome:)`` does, with the outcome `outcome`
-    /// makes, on the bookkeeping queue: for a front-end whose thread is on every request's path. The
-    /// request stays in flight (see ``waitUntilIdle()``) until then; a log failure shows in the log
-    /// writer's `lastError`.
-    public func finishDeferred(
-        _ decision: Decision, warning: WarningResolution?, outcome: @escaping @Sendable () -> OutcomeSnapshot
-    ) {
-        inFlight.withLock { $0.finishing += 1 }
-        bookkeeper.enqueue {
-            _ = try? self.finish(decision, warning: warning, outcome: outcome(), wasQueued: true)
-        }
+    /// Makes the records of every request finished so far, on this thread (for synchronous code, never
+    /// on the bookkeeping queue): their records are then in the log writer.
+    package func recordFinishedNow() {
+        bookkeeper.flushAndWait {}
     }
 
     /// Publishes `event`, counting the subscribers that dropped it.
@@ -490,12 +468,8 @@ public final class AuditPipeline: Sendable {
     /// The counters so far.
     public var statistics: AuditStatistics { counters.withLock { $0 } }
 
-    /// Requests decided and not yet finished (for a deferred finish, until it has run).
+    /// Requests admitted whose record is not made yet (a few milliseconds after they finished).
     public var inFlightCount: Int { inFlight.withLock { $0.count } }
-
-    /// Requests decided whose outcome is not known yet: ``inFlightCount`` less those whose deferred
-    /// finish is queued. What a front-end compares with a concurrency limit.
-    public var activeCount: Int { inFlight.withLock { $0.count - $0.finishing } }
 
     // MARK: Stopping
 
@@ -508,7 +482,7 @@ public final class AuditPipeline: Sendable {
                 return false
             }
             if isIdle { return continuation.resume() }
-            // Deferred finishes run at the bookkeeper's next look; this one need not wait for it.
+            // Records are made at the bookkeeper's next look; this one need not wait for it.
             bookkeeper.runPending()
         }
     }

@@ -16,11 +16,12 @@ import NIOHTTP1
 struct ProxyConnection {
     /// One request the proxy sends on (or tunnels), and what became of it.
     struct Exchange {
-        let decision: AuditPipeline.Decision
-        let warning: WarningResolution?
+        /// The admitted request, which the exchange finishes.
+        let audited: AuditedRequest
         let target: ProxyTarget
-        /// The URL the request went to: the canonical one, or a redirect rule's target.
-        let forwardedURL: String
+        /// Where the request went: as decided (the canonical URL, or a redirect rule's target), or
+        /// a tunnel's authority.
+        let destination: Outcome.Destination
         let version: HTTPVersion
         /// Whether the client keeps the connection for another request.
         let isClientKeepAlive: Bool
@@ -44,14 +45,13 @@ struct ProxyConnection {
         /// Whether the server keeps its connection for the next request.
         var keepsUpstream = true
 
-        init(
-            decision: AuditPipeline.Decision, warning: WarningResolution?, target: ProxyTarget, forwardedURL: String,
-            head: HTTPRequestHead
-        ) {
-            self.decision = decision
-            self.warning = warning
+        /// The request's decision.
+        var decision: AuditPipeline.Decision { audited.decision }
+
+        init(_ audited: AuditedRequest, target: ProxyTarget, destination: Outcome.Destination, head: HTTPRequestHead) {
+            self.audited = audited
             self.target = target
-            self.forwardedURL = forwardedURL
+            self.destination = destination
             version = head.version
             isClientKeepAlive = head.isKeepAlive
             pausesDecoder = head.asksForUpgrade

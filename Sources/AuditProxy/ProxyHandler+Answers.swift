@@ -7,64 +7,75 @@ import NIOHTTP1
 /// What happens before anything is sent: the verdict carried out, and the answers the proxy gives
 /// itself (refusals, a rule's response, problems).
 extension ProxyHandler {
-    /// Carries out the part of `decision` that happens before anything is sent: answers the client
-    /// itself and returns nil when the request is refused (blocked, a warning not acknowledged, a
-    /// redirect it cannot follow); otherwise returns the warning's resolution and, for a redirect
-    /// (only when `canRedirect`), where to send the request instead.
-    func admit(
-        _ decision: AuditPipeline.Decision, head: HTTPRequestHead, canRedirect: Bool, context: ChannelHandlerContext
-    ) -> (warning: WarningResolution?, redirect: ProxyTarget?)? {
-        switch decision.verdict.action {
-        case .block:
-            refuse(decision, .blocked(decision), kind: .blocked, warning: nil, head: head, context: context)
-            return nil
+    /// What is left to do once the part of an admission that happens before sending is carried out.
+    enum Carried {
+        /// The proxy answered the client itself (a refusal, a local response).
+        case answered
+        /// Send the request, to a redirect rule's target if there is one.
+        case send(redirectedTo: ProxyTarget?)
+    }
+
+    /// Carries out the part of `audited`'s admission that happens before anything is sent: resolves a
+    /// warning by the client's acknowledgement or `--warn`, and answers the client itself when the
+    /// request is refused or answered locally.
+    func carryOut(_ audited: AuditedRequest, head: HTTPRequestHead, context: ChannelHandlerContext) -> Carried {
+        var admission = audited.admission
+        if admission == .warn {
+            admission = audited.resolveWarning(
+                acknowledgements: head.headers[canonicalForm: ProxyDenial.acknowledgeHeader].map(String.init),
+                fallback: configuration.warnings == .allow ? .proceed : .cancel)
+        }
+        let decision = audited.decision
+        switch admission {
+        case .send(nil):
+            return .send(redirectedTo: nil)
+        case .send(let target?):
+            guard let redirected = ProxyTarget(redirectURL: target) else {
+                refuse(audited, .redirectUnavailable(decision), head: head, context: context)
+                return .answered
+            }
+            return .send(redirectedTo: redirected)
+        case .respond(let local):
+            // A handler's response needs the app that has the handler: refused here.
+            guard let response = HandlerResponse(local) else {
+                refuse(audited, .responseUnavailable(decision, isTunnel: false), head: head, context: context)
+                return .answered
+            }
+            respond(audited, response, head: head, context: context)
+            return .answered
+        case .refuse(let refusal):
+            refuse(
+                audited, denial(for: refusal, decision, head: head), kind: refusal.outcomeKind, head: head,
+                context: context)
+            return .answered
         case .warn:
-            let resolution = resolveWarning(decision, acknowledgement: head.headers)
-            guard resolution.decision == .proceed else {
-                refuse(
-                    decision, .warning(decision), kind: .warningDeclined, warning: resolution, head: head,
-                    context: context)
-                return nil
-            }
-            return (resolution, nil)
-        case .redirect:
-            guard canRedirect, let target = decision.verdict.redirectTarget.flatMap(ProxyTarget.init(redirectURL:))
-            else {
-                refuse(
-                    decision, .redirectUnavailable(decision), kind: .blocked, warning: nil, head: head,
-                    context: context)
-                return nil
-            }
-            return (nil, target)
-        case .respond:
-            guard canRedirect, let response = decision.verdict.response.flatMap(HandlerResponse.init) else {
-                refuse(
-                    decision, .responseUnavailable(decision, isTunnel: !canRedirect), kind: .blocked, warning: nil,
-                    head: head, context: context)
-                return nil
-            }
-            respond(decision, response, head: head, context: context)
-            return nil
-        case .allow, .pass:
-            return (nil, nil)
+            refuse(audited, .warning(decision), kind: .warningDeclined, head: head, context: context)
+            return .answered
+        }
+    }
+
+    /// The proxy's answer to `refusal`.
+    private func denial(for refusal: Refusal, _ decision: AuditPipeline.Decision, head: HTTPRequestHead)
+        -> ProxyDenial
+    {
+        switch refusal.reason {
+        case .blocked: .blocked(decision)
+        case .warningDeclined: .warning(decision)
+        case .redirectUnavailable: .redirectUnavailable(decision)
+        case .responseUnavailable: .responseUnavailable(decision, isTunnel: head.method == .CONNECT)
         }
     }
 
     /// Answers a plain HTTP request with a rule's local response (its body or file); nothing is sent.
     func respond(
-        _ decision: AuditPipeline.Decision, _ response: HandlerResponse, head: HTTPRequestHead,
-        context: ChannelHandlerContext
+        _ audited: AuditedRequest, _ response: HandlerResponse, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         let body: Data = if case .data(let data) = response.body, head.method != .HEAD { data } else { Data() }
-        _ = try? pipeline.finish(
-            decision, warning: nil,
-            outcome: OutcomeSnapshot(
-                kind: .responded, status: response.status, bytes: body.count,
-                durationMilliseconds: decision.elapsedMilliseconds))
+        audited.finish(Outcome(.responded, status: response.status, bytes: body.count))
         let closeAfter = head.closesAfterAnswer
         _ = connection.answer(closesAfter: closeAfter, pausesDecoder: head.asksForUpgrade)
         var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        if let rule = decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
+        if let rule = audited.decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
         if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(
@@ -75,32 +86,19 @@ extension ProxyHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
-    /// How the pipeline resolves the warning: proceed when the request acknowledges the rule, else
-    /// as `--warn` says.
-    func resolveWarning(_ decision: AuditPipeline.Decision, acknowledgement headers: HTTPHeaders)
-        -> WarningResolution
-    {
-        pipeline.resolveWarning(
-            decision, acknowledgements: headers[canonicalForm: ProxyDenial.acknowledgeHeader].map(String.init),
-            fallback: configuration.warnings == .allow ? .proceed : .cancel)
-    }
-
+    /// Refuses `audited` with `denial` (403), recorded as `kind`; nothing is sent.
     func refuse(
-        _ decision: AuditPipeline.Decision, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind,
-        warning: WarningResolution?, head: HTTPRequestHead, context: ChannelHandlerContext
+        _ audited: AuditedRequest, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind = .blocked,
+        head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
-        _ = try? pipeline.finish(
-            decision, warning: warning,
-            outcome: OutcomeSnapshot(
-                kind: kind, durationMilliseconds: decision.elapsedMilliseconds,
-                error: OutcomeSnapshot.ErrorSnapshot(
-                    domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
+        audited.finish(
+            Outcome(kind, failure: .init(domain: "AuditProxy", code: 403, description: denial.hint ?? denial.error)))
         // A CONNECT or a request whose body would follow closes after the answer.
         let closeAfter = head.method == .CONNECT || head.closesAfterAnswer
         let next = connection.answer(
             closesAfter: closeAfter, isConnect: head.method == .CONNECT, pausesDecoder: head.asksForUpgrade)
         writeProblem(
-            .forbidden, denial, close: false, announcesClose: closeAfter, rule: decision.decision.rule,
+            .forbidden, denial, close: false, announcesClose: closeAfter, rule: audited.decision.decision.rule,
             context: context)
         // A CONNECT has no body: nothing more is read.
         if next == .close { context.close(promise: nil) }

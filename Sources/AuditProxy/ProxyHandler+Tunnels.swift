@@ -17,21 +17,22 @@ extension ProxyHandler {
         let request = AuditRequest(
             method: "CONNECT", url: target.tunnelURL,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
-        let decision = pipeline.decide(request, bodyBytes: nil)
+        // A tunnel carries bytes only: a redirect or a local response is refused.
+        let audited = pipeline.admit(request, bodyBytes: nil, capabilities: [])
+        let decision = audited.decision
         if let ports = configuration.connectPorts, !ports.contains(target.port) {
             let allowed = ports.sorted().map(String.init).joined(separator: ", ")
             refuse(
-                decision,
+                audited,
                 .problem(
                     "connect-port",
                     "CONNECT opens tunnels to port \(allowed) only (got \(target.port)); send plain HTTP requests to "
                         + "the proxy in absolute form instead"),
-                kind: .blocked, warning: nil, head: head, context: context)
+                head: head, context: context)
             return
         }
-        guard let (warning, _) = admit(decision, head: head, canRedirect: false, context: context) else { return }
-        connection.openTunnel(
-            Exchange(decision: decision, warning: warning, target: target, forwardedURL: target.tunnelURL, head: head))
+        guard case .send = carryOut(audited, head: head, context: context) else { return }
+        connection.openTunnel(Exchange(audited, target: target, destination: .url(target.tunnelURL), head: head))
         upstream?.channel.close(promise: nil)
         upstream = nil
         resolveChecked(target, request: request, policy: decision.policy, context: context) { [self] resolved in

@@ -222,19 +222,16 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let request = AuditRequest(
             method: head.method.rawValue, url: head.uri,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
-        let decision = pipeline.decide(
+        let audited = pipeline.admit(
             request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) })
-        guard let (warning, redirected) = admit(decision, head: head, canRedirect: true, context: context) else {
-            return
-        }
+        let decision = audited.decision
+        guard case .send(let redirected) = carryOut(audited, head: head, context: context) else { return }
         // Decided, so valid: an invalid URL is refused by the policy.
         guard let requested else {
-            return refuse(decision, .blocked(decision), kind: .blocked, warning: warning, head: head, context: context)
+            return refuse(audited, .blocked(decision), head: head, context: context)
         }
         let target = redirected ?? requested
-        let exchange = Exchange(
-            decision: decision, warning: warning, target: target,
-            forwardedURL: decision.decision.redirect ?? decision.snapshot.url, head: head)
+        let exchange = Exchange(audited, target: target, destination: .asDecided, head: head)
         let upstreamHead = Self.upstreamHead(head, target: target)
         // What is sent, for the check of the addresses it goes to: the redirect target, if any.
         let sent =
@@ -422,13 +419,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Records
 
     func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
-        _ = try? pipeline.finish(
-            exchange.decision, warning: exchange.warning,
-            outcome: OutcomeSnapshot(
-                kind: kind, status: exchange.status, bytes: exchange.bytesFromServer,
-                durationMilliseconds: exchange.decision.elapsedMilliseconds, forwardedURL: exchange.forwardedURL,
-                error: error.map { OutcomeSnapshot.ErrorSnapshot(domain: "AuditProxy", code: 502, description: $0) },
-                sentBytes: exchange.bytesFromClient))
+        exchange.audited.finish(
+            Outcome(
+                kind, status: exchange.status, bytes: exchange.bytesFromServer, sentBytes: exchange.bytesFromClient,
+                destination: exchange.destination,
+                failure: error.map { Outcome.Failure(domain: "AuditProxy", code: 502, description: $0) }))
     }
 
 }

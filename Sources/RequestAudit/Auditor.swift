@@ -34,7 +34,7 @@ public final class Auditor: Sendable {
 
     /// The audit pipeline this front-end feeds: decisions, warnings, records, events, statistics,
     /// the log and reloads all happen there.
-    public let pipeline: AuditPipeline
+    package let pipeline: AuditPipeline
 
     /// Creates an auditor (not yet installed), opening the audit log if one is configured.
     ///
@@ -173,34 +173,10 @@ public final class Auditor: Sendable {
 
     // MARK: Per request (used by RequestInfoProtocol)
 
-    /// A decided request.
-    typealias Decision = AuditPipeline.Decision
-
-    /// Hands `request` to the pipeline to be decided, counted and published.
-    func decide(_ request: URLRequest) -> Decision {
-        pipeline.decide(evaluate(request))
-    }
-
-    /// `request`'s verdict under the policy in force, nothing counted yet (see
-    /// `AuditPipeline.decide(_:)` and `AuditPipeline.decideDeferred(_:)`).
-    func evaluate(_ request: URLRequest) -> AuditPipeline.Evaluation {
-        pipeline.evaluate(request.auditRequest, bodyBytes: request.httpBody?.count)
-    }
-
-    /// Asks the warning handler (or applies the default) for a `warn` verdict.
-    func resolveWarning(_ decision: Decision, askHandler: Bool) async -> WarningResolution {
-        await pipeline.resolveWarning(decision, askHandler: askHandler)
-    }
-
-    /// Completes a request's record through the pipeline (a log failure shows in the log writer's
-    /// `lastError` and at ``shutdown()``).
-    func finish(_ decision: Decision, warning: WarningResolution?, outcome: OutcomeSnapshot) {
-        _ = try? pipeline.finish(decision, warning: warning, outcome: outcome)
-    }
-
-    /// Milliseconds since `decision` was made.
-    func elapsedMilliseconds(since decision: Decision) -> Double {
-        decision.elapsedMilliseconds
+    /// Admits `request` to the pipeline (decided, counted, published) for a load that can carry out
+    /// `capabilities`.
+    func admit(_ request: URLRequest, capabilities: FrontEndCapabilities) -> AuditedRequest {
+        pipeline.admit(request.auditRequest, bodyBytes: request.httpBody?.count, capabilities: capabilities)
     }
 }
 

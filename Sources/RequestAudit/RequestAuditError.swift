@@ -104,3 +104,16 @@ extension URLError {
         userInfo[RequestAuditError.userInfoKey] as? RequestAuditError
     }
 }
+
+extension RequestAuditError {
+    /// The error a caller gets for `refusal`.
+    init(_ refusal: Refusal) {
+        switch refusal.reason {
+        case .blocked: self = .blocked(rule: refusal.rule, message: refusal.message, url: refusal.url)
+        case .warningDeclined: self = .warningDeclined(rule: refusal.rule, message: refusal.message, url: refusal.url)
+        case .redirectUnavailable(let target):
+            self = .redirectUnavailable(rule: refusal.rule, target: target, url: refusal.url)
+        case .responseUnavailable: self = .responseUnavailable(rule: refusal.rule, url: refusal.url)
+        }
+    }
+}

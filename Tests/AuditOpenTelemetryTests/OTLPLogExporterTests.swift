@@ -87,18 +87,20 @@ private func pipeline(exporting exporter: OTLPLogExporter?, metrics: OTLPMetrics
 
 /// Decides and finishes `count` requests numbered from `first`, each URL carrying a secret.
 private func send(_ count: Int, from first: Int = 0, through pipeline: AuditPipeline) throws -> [String] {
-    try (first..<(first + count)).map { number in
+    let ids = (first..<(first + count)).map { number in
         let host = number % 5 == 0 ? "blocked.test" : "api.example.com"
-        let decision = pipeline.decide(
+        let audited = pipeline.admit(
             AuditRequest(method: "GET", url: "https://\(host)/v1/items/\(number)?access_token=s3cret-\(number)"),
             bodyBytes: nil)
-        try pipeline.finish(
-            decision, warning: nil,
-            outcome: OutcomeSnapshot(
-                kind: decision.verdict.action == .block ? .blocked : .response,
-                status: decision.verdict.action == .block ? nil : 200, bytes: 10, durationMilliseconds: 1.5))
-        return decision.id.uuidString
+        let isBlocked = audited.verdict.action == .block
+        audited.finish(
+            Outcome(
+                isBlocked ? .blocked : .response, status: isBlocked ? nil : 200, bytes: 10, durationMilliseconds: 1.5))
+        return audited.id.uuidString
     }
+    // The records are exported as they are made, on the pipeline's bookkeeping queue.
+    pipeline.recordFinishedNow()
+    return ids
 }
 
 private func temporaryFolder() throws -> String {

@@ -18,9 +18,8 @@ import Testing
     static func exchange(_ head: HTTPRequestHead) throws -> ProxyConnection.Exchange {
         let target = try #require(
             head.method == .CONNECT ? ProxyTarget(connectAuthority: head.uri) : ProxyTarget(absoluteURI: head.uri))
-        let decision = pipeline.decide(AuditRequest(method: head.method.rawValue, url: head.uri), bodyBytes: nil)
-        return ProxyConnection.Exchange(
-            decision: decision, warning: nil, target: target, forwardedURL: head.uri, head: head)
+        let audited = pipeline.admit(AuditRequest(method: head.method.rawValue, url: head.uri), bodyBytes: nil)
+        return ProxyConnection.Exchange(audited, target: target, destination: .asDecided, head: head)
     }
 
     static func head(_ method: HTTPMethod = .GET, _ uri: String = "http://a.test/", _ headers: HTTPHeaders = [:])

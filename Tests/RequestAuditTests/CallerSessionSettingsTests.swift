@@ -45,10 +45,14 @@ extension InterceptionTests {
                     }
                 }
                 task.resume()
+                // At once: suspended before its load has read anything.
+                if suspendAfter == .zero { task.suspend() }
                 let box = SuspendedTask(task)
                 Task {
-                    try? await Task.sleep(for: suspendAfter)
-                    box.task.suspend()
+                    if suspendAfter != .zero {
+                        try? await Task.sleep(for: suspendAfter)
+                        box.task.suspend()
+                    }
                     try? await Task.sleep(for: pause)
                     box.task.resume()
                 }

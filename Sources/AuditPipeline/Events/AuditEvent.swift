@@ -6,11 +6,8 @@ import Foundation
 public enum AuditEvent: Sendable, Codable, Equatable {
     /// A request was seen and decided; always published before its ``finished(_:)``.
     ///
-    /// A request decided with ``AuditPipeline/decide(_:bodyBytes:at:)`` has it published before it
-    /// is sent, so a host can warn at once (every `warn` verdict is decided so). One decided with
-    /// ``AuditPipeline/decideDeferred(_:)`` (a URLSession data task without a delegate that a rule
-    /// lets go or blocks) has it published by the pipeline's bookkeeping queue within a few
-    /// milliseconds, possibly once the request is on its way.
+    /// Published by ``AuditPipeline/admit(_:bodyBytes:at:capabilities:)``, before the request is
+    /// sent, so a host can warn at once.
     case started(RequestStarted)
     /// A request ended; the record is complete and is what the audit log holds. Published within a
     /// few milliseconds of the end (for in-app requests, possibly just after the caller heard).

@@ -30,22 +30,22 @@ public struct Replayer: Sendable {
         self.redaction = redaction
     }
 
-    /// What the pipeline is told happened to a replayed entry: blocked entries were not sent;
+    /// What the pipeline is told happened to a replayed entry: refused entries were not sent;
     /// entries a rule answers locally get that response's status and size (a handler's are unknown
     /// offline); the others keep the recording's status, size and duration, when it has them.
-    static func outcome(of entry: ReplayEntry, _ decision: AuditPipeline.Decision) -> OutcomeSnapshot {
-        guard decision.verdict.action != .block else {
-            return OutcomeSnapshot(kind: .blocked, durationMilliseconds: 0)
+    static func outcome(of entry: ReplayEntry, _ admission: Admission) -> Outcome {
+        switch admission {
+        case .refuse(let refusal):
+            return Outcome(refusal.outcomeKind, durationMilliseconds: 0)
+        case .respond(let response):
+            return Outcome(
+                .responded, status: response.status, bytes: response.handler == nil ? response.body.count : nil,
+                durationMilliseconds: 0)
+        case .send, .warn:
+            return Outcome(
+                .replayed, status: entry.status, bytes: entry.bytes, destination: .asDecided,
+                durationMilliseconds: entry.durationMilliseconds ?? 0)
         }
-        if let response = decision.verdict.response {
-            return OutcomeSnapshot(
-                kind: .responded, status: response.status,
-                bytes: response.handler == nil ? response.body.count : nil, durationMilliseconds: 0)
-        }
-        return OutcomeSnapshot(
-            kind: .replayed, status: entry.status, bytes: entry.bytes,
-            durationMilliseconds: entry.durationMilliseconds ?? 0,
-            forwardedURL: decision.decision.redirect ?? decision.snapshot.url)
     }
 
     /// Replays every file in `paths` in order, appending a record per entry to `writer`; entries
@@ -71,20 +71,20 @@ public struct Replayer: Sendable {
             let (entries, problems) = try TrafficReader.read(path: path)
             summary.problems += problems
             for entry in entries {
-                let decision = pipeline.decide(
+                let audited = pipeline.admit(
                     entry.request, bodyBytes: entry.requestBodyBytes, at: entry.time ?? defaultTime)
-                let warning =
-                    decision.verdict.action == .warn
-                    ? pipeline.resolveWarning(decision, acknowledgements: [], fallback: .proceed) : nil
-                do {
-                    try pipeline.finish(decision, warning: warning, outcome: Self.outcome(of: entry, decision))
-                } catch {
-                    throw writer.lastError ?? .writeFailed(path: "the audit log", reason: error.description)
-                }
+                // Recorded traffic went out: a warning proceeds.
+                let admission =
+                    audited.admission == .warn
+                    ? audited.resolveWarning(acknowledgements: [], fallback: .proceed) : audited.admission
+                audited.finish(Self.outcome(of: entry, admission))
                 summary.requests += 1
-                summary.verdicts[decision.verdict.action, default: 0] += 1
+                summary.verdicts[audited.verdict.action, default: 0] += 1
             }
         }
+        // Every record handed to the log, in order; a write that failed says so.
+        pipeline.recordFinishedNow()
+        if let error = writer.lastError { throw error }
         return summary
     }
 }

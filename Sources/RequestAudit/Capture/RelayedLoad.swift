@@ -18,13 +18,6 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     // @unchecked: the protocol and the caller's task are only used on the session queue or through
     // their thread-safe API (`delegate`, `state`); every mutable field is in `state`, a Mutex.
 
-    /// The audit side of the load: who decided it and how.
-    struct Audit: Sendable {
-        let auditor: Auditor
-        let decision: Auditor.Decision
-        let warning: WarningResolution?
-    }
-
     private struct State {
         /// The last response and the bytes of its body so far.
         var response: URLResponse?
@@ -44,7 +37,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let caller: CallerSession.Details
     private let behaviour: CallerSession.Behaviour
     private let outgoing: URLRequest
-    private let audit: Audit
+    /// The request this load carries out, which it finishes.
+    private let audited: AuditedRequest
     private let cookies: CookieJar?
     private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
     private let isOnSessionQueue: Bool
@@ -52,15 +46,15 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     init(
         owner: RequestInfoProtocol, caller: CallerSession.Details, behaviour: CallerSession.Behaviour,
-        outgoing: URLRequest, audit: Audit
+        outgoing: URLRequest, auditor: Auditor, audited: AuditedRequest
     ) {
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour
         self.outgoing = outgoing
-        self.audit = audit
+        self.audited = audited
         cookies = CookieJar(caller.configuration)
-        hopVerdict = audit.auditor.hopVerdict(audit.decision.policy)
+        hopVerdict = auditor.hopVerdict(audited.decision.policy)
         isOnSessionQueue = caller.forwarder.completesOnWorkQueue
     }
 
@@ -232,23 +226,16 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     // MARK: The end
 
-    /// Hands the record of the ended load to the pipeline's bookkeeping queue, which builds it: this
-    /// runs on the session's work queue when the forwarding session completes there.
+    /// Ends the audited request with what the load saw (its record is made on the pipeline's
+    /// bookkeeping queue: this runs on the session's work queue).
     private func record(kind: OutcomeSnapshot.Kind, ended: State, failure: Error?) {
-        let pipeline = audit.auditor.pipeline
-        let redaction = pipeline.configuration.redaction
-        let milliseconds = audit.decision.elapsedMilliseconds
-        let status = (ended.response as? HTTPURLResponse)?.statusCode
-        let bytes = kind == .response ? ended.bodyBytes : nil
-        let (sent, finalURL, redirects) = (outgoing.url, ended.response?.url, ended.redirects)
-        let error = failure.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) }
-        pipeline.finishDeferred(audit.decision, warning: audit.warning) {
-            OutcomeSnapshot(
-                kind: kind, status: status, bytes: bytes, durationMilliseconds: milliseconds,
-                forwardedURL: sent.map { redaction.redact(url: $0.absoluteString) },
-                finalURL: finalURL.map { redaction.redact(url: $0.absoluteString) },
-                redirects: redirects.map { redaction.redact(url: $0.absoluteString) }, error: error)
-        }
+        audited.finish(
+            Outcome(
+                kind, status: (ended.response as? HTTPURLResponse)?.statusCode,
+                bytes: kind == .response ? ended.bodyBytes : nil,
+                destination: outgoing.url.map { .url($0.absoluteString) } ?? .none,
+                finalURL: ended.response?.url?.absoluteString, redirects: ended.redirects.map(\.absoluteString),
+                failure: failure.map(Outcome.Failure.init)))
     }
 
     func forwardedCompletion(error: Error?) {

@@ -15,55 +15,53 @@ extension RequestInfoProtocol {
     ///
     /// `delivery` is nil for a download task, which FoundationNetworking completes only for its own
     /// protocol (it writes the file): the rule fails closed.
-    func respond(_ auditor: Auditor, _ decision: Auditor.Decision, delivery: CallerSession.Behaviour?) {
-        let rule = decision.verdict.rule?.id ?? "-"
+    func respond(_ auditor: Auditor, _ audited: AuditedRequest, delivery: CallerSession.Behaviour?) {
+        let decision = audited.decision
+        let rule = decision.decision.rule ?? "-"
         guard let delivery else {
-            return refuse(.responseUnavailable(rule: rule, url: decision.snapshot.url), auditor, decision, nil)
+            return refuse(.responseUnavailable(rule: rule, url: decision.snapshot.url), audited)
         }
         if let fixed = decision.verdict.response.flatMap(HandlerResponse.init) {
-            return deliver(fixed, delivery, auditor, decision)
+            return deliver(fixed, delivery, audited)
         }
         let this = Reference(self)
         let request = self.request
         let task = Task {
             let response: HandlerResponse
             do throws(PipelineError) {
-                response = try await auditor.pipeline.response(
-                    for: decision, request: request.auditRequest, body: request.bodyForHandler)
+                response = try await audited.localResponse(for: request.auditRequest, body: request.bodyForHandler)
             } catch {
                 let refusal = RequestAuditError.responseFailed(
                     rule: rule, reason: error.description, url: decision.snapshot.url)
-                return this.value.refuse(refusal, auditor, decision, nil)
+                return this.value.refuse(refusal, audited)
             }
-            await this.value.deliverStreaming(response, delivery, auditor, decision)
+            await this.value.deliverStreaming(response, delivery, audited)
         }
         if !state.withLock({ $0.responding(task) }) { task.cancel() }
     }
 
     /// Delivers a whole response.
     private func deliver(
-        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ auditor: Auditor,
-        _ decision: Auditor.Decision
+        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest
     ) {
-        guard let head = head(of: response) else { return failResponse(response, auditor, decision) }
+        guard let head = head(of: response) else { return failResponse(response, audited) }
         let body: Data = if case .data(let data) = response.body, !isHead { data } else { Data() }
         tellClientIfWaiting(isOnSessionQueue: false) { this in
             this.client?.urlProtocol(this, didReceive: head.response, cacheStoragePolicy: .notAllowed)
             if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: body.count, failure: nil, auditor, decision)
+        end(response.status, bytes: body.count, failure: nil, audited)
     }
 
     /// Delivers a response whose body may be a stream: each chunk is on the caller's queue before
     /// the next is read, so a fast handler never piles up chunks the caller has not taken.
     private func deliverStreaming(
-        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ auditor: Auditor,
-        _ decision: Auditor.Decision
+        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest
     ) async {
         guard case .stream(let chunks) = response.body else {
-            return deliver(response, delivery, auditor, decision)
+            return deliver(response, delivery, audited)
         }
-        guard let head = head(of: response) else { return failResponse(response, auditor, decision) }
+        guard let head = head(of: response) else { return failResponse(response, audited) }
         await tellClientAndWait { this in
             this.client?.urlProtocol(this, didReceive: head.response, cacheStoragePolicy: .notAllowed)
         }
@@ -87,21 +85,16 @@ extension RequestInfoProtocol {
             let body = whole
             tellClientIfWaiting(isOnSessionQueue: false) { this in this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: bytes, failure: failure, auditor, decision)
+        end(response.status, bytes: bytes, failure: failure, audited)
     }
 
     /// Writes the record and tells the caller the response ended (or failed).
     private func end(
-        _ status: Int, bytes: Int, failure: Error?, _ auditor: Auditor, _ decision: Auditor.Decision
+        _ status: Int, bytes: Int, failure: Error?, _ audited: AuditedRequest
     ) {
         let isDelivered = claimEnd()
         let kind: OutcomeSnapshot.Kind = !isDelivered ? .cancelled : failure == nil ? .responded : .failure
-        auditor.finish(
-            decision, warning: nil,
-            outcome: OutcomeSnapshot(
-                kind: kind, status: status, bytes: bytes,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: failure.map { .init($0, redaction: auditor.configuration.redaction) }))
+        audited.finish(Outcome(kind, status: status, bytes: bytes, failure: failure.map(Outcome.Failure.init)))
         guard isDelivered else { return }
         let sendable = failure.map(SendableError.init)
         tellClient { this in
@@ -114,11 +107,11 @@ extension RequestInfoProtocol {
     }
 
     /// A handler's response that cannot be made into an `HTTPURLResponse` (a status out of range).
-    private func failResponse(_ response: HandlerResponse, _ auditor: Auditor, _ decision: Auditor.Decision) {
+    private func failResponse(_ response: HandlerResponse, _ audited: AuditedRequest) {
         let refusal = RequestAuditError.responseFailed(
-            rule: decision.verdict.rule?.id ?? "-", reason: "status \(response.status) is not 200–599",
-            url: decision.snapshot.url)
-        refuse(refusal, auditor, decision, nil)
+            rule: audited.decision.decision.rule ?? "-", reason: "status \(response.status) is not 200–599",
+            url: audited.decision.snapshot.url)
+        refuse(refusal, audited)
     }
 
     /// The response head the caller gets; nil for a status a response cannot have.

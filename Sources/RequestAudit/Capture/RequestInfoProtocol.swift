@@ -207,93 +207,68 @@ public final class RequestInfoProtocol: URLProtocol {
     private func run(
         _ auditor: Auditor, caller: CallerSession.Details, route: Route, delivery: CallerSession.Behaviour?
     ) {
-        act(on: auditor.decide(request), auditor, caller: caller, route: route, delivery: delivery)
+        // Foundation's own protocol follows its own redirects, and a download cannot be answered
+        // locally: what this load cannot carry out is refused (fails closed).
+        var capabilities = FrontEndCapabilities()
+        if route != .system { capabilities.insert(.redirect) }
+        if delivery != nil { capabilities.insert(.respond) }
+        let audited = auditor.admit(request, capabilities: capabilities)
+        act(on: audited.admission, audited, auditor, caller: caller, route: route, delivery: delivery)
     }
 
-    /// Carries out `decision`'s verdict by `route` (off the session's work queue).
+    /// Carries out `admission` by `route` (off the session's work queue).
     private func act(
-        on decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details, route: Route,
-        delivery: CallerSession.Behaviour?
+        on admission: Admission, _ audited: AuditedRequest, _ auditor: Auditor, caller: CallerSession.Details,
+        route: Route, delivery: CallerSession.Behaviour?
     ) {
-        let verdict = decision.verdict
-        let url = decision.snapshot.url
-        switch verdict.action {
-        case .block:
-            refuse(.blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: url), auditor, decision, nil)
+        switch admission {
+        case .refuse(let refusal):
+            fail(with: RequestAuditError(refusal).urlError, as: refusal.outcomeKind, audited)
         case .warn:
+            // The warning handler answers in its own time; what it says is carried out then.
             let this = Reference(self)
             Task {
-                await this.value.resolveWarning(decision, auditor, caller: caller, route: route)
+                let resolved = await audited.resolveWarning(askHandler: true)
+                this.value.act(on: resolved, audited, auditor, caller: caller, route: route, delivery: delivery)
             }
-        case .redirect:
-            guard route != .system else {
-                let refusal = RequestAuditError.redirectUnavailable(
-                    rule: verdict.rule?.id ?? "-", target: decision.decision.redirect ?? "", url: url)
-                return refuse(refusal, auditor, decision, nil)
-            }
+        case .send(let target?):
             var redirected = request
-            redirected.url = verdict.redirectTarget.flatMap(URL.init(string:)) ?? request.url
-            forward(redirected, auditor, decision, nil, caller, route)
+            redirected.url = URL(string: target) ?? request.url
+            forward(redirected, auditor, audited, caller, route)
+        case .send(nil):
+            proceed(auditor, audited, caller, route)
         case .respond:
-            respond(auditor, decision, delivery: delivery)
-        case .allow, .pass:
-            proceed(auditor, decision, nil, caller, route)
-        }
-    }
-
-    /// Asks about a `warn` verdict, then refuses or forwards the request.
-    private func resolveWarning(
-        _ decision: Auditor.Decision, _ auditor: Auditor, caller: CallerSession.Details, route: Route
-    ) async {
-        let verdict = decision.verdict
-        let resolution = await auditor.resolveWarning(decision, askHandler: true)
-        if resolution.decision == .cancel {
-            let refusal = RequestAuditError.warningDeclined(
-                rule: verdict.rule?.id ?? "-", message: verdict.message, url: decision.snapshot.url)
-            refuse(refusal, auditor, decision, resolution)
-        } else {
-            proceed(auditor, decision, resolution, caller, route)
+            respond(auditor, audited, delivery: delivery)
         }
     }
 
     /// Sends the request unchanged by the route it takes; a custom scheme's request fails as it
     /// would without RequestAudit.
     private func proceed(
-        _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
-        _ caller: CallerSession.Details, _ route: Route
+        _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details, _ route: Route
     ) {
         guard request.url.map(Self.isHTTP) ?? false else {
-            return failUnsupported(auditor, decision, warning)
+            return failUnsupported(audited)
         }
         switch route {
-        case .relay: forward(request, auditor, decision, warning, caller, route)
-        case .system:
-            startSystemLoad(SystemLoad.Audit(auditor: auditor, decision: decision, warning: warning), caller: caller)
+        case .relay: forward(request, auditor, audited, caller, route)
+        case .system: startSystemLoad(audited, caller: caller)
         }
     }
 
-    func refuse(
-        _ refusal: RequestAuditError, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?
-    ) {
-        let kind: OutcomeSnapshot.Kind = if case .warningDeclined = refusal { .warningDeclined } else { .blocked }
-        fail(with: refusal.urlError, as: kind, auditor, decision, warning)
+    /// Refuses the request with `refusal` (recorded as blocked), before anything was sent.
+    func refuse(_ refusal: RequestAuditError, _ audited: AuditedRequest) {
+        fail(with: refusal.urlError, as: .blocked, audited)
     }
 
     /// Ends the load with `error` before anything was sent: records it as `kind` (or `cancelled`
     /// when the caller stopped the load), then tells the caller — on its work queue, or right here
-    /// when `isOnWorkQueue`. The record is published before the caller hears of it: a finished
-    /// request always has one.
+    /// when `isOnWorkQueue`. The record is handed to the pipeline before the caller hears of it.
     private func fail(
-        with error: URLError, as kind: OutcomeSnapshot.Kind, _ auditor: Auditor, _ decision: Auditor.Decision,
-        _ warning: WarningResolution?, isOnWorkQueue: Bool = false
+        with error: URLError, as kind: OutcomeSnapshot.Kind, _ audited: AuditedRequest, isOnWorkQueue: Bool = false
     ) {
         let isDelivered = state.withLock { $0.finish() }
-        auditor.finish(
-            decision, warning: warning,
-            outcome: OutcomeSnapshot(
-                kind: isDelivered ? kind : .cancelled,
-                durationMilliseconds: auditor.elapsedMilliseconds(since: decision),
-                error: .init(error, redaction: auditor.configuration.redaction)))
+        audited.finish(Outcome(isDelivered ? kind : .cancelled, failure: Outcome.Failure(error)))
         guard isDelivered else { return }
         if isOnWorkQueue { return client?.urlProtocol(self, didFailWithError: error) ?? () }
         tellClient { this in this.client?.urlProtocol(this, didFailWithError: error) }
@@ -303,7 +278,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// that queue cannot be read: decided and recorded as a failure, the caller told at once.
     private func refuseUnreadableSession(_ auditor: Auditor) {
         let error = RequestAuditError.unsupportedPlatform("the caller session's work queue is not readable").urlError
-        fail(with: error, as: .failure, auditor, auditor.decide(request), nil, isOnWorkQueue: true)
+        fail(with: error, as: .failure, auditor.admit(request, capabilities: []), isOnWorkQueue: true)
     }
 
     /// Whether `url` is http or https.
@@ -313,9 +288,9 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Ends a custom scheme's request that no rule answered as FoundationNetworking ends it
     /// without RequestAudit: `URLError(.unsupportedURL)`; recorded as a failure.
-    private func failUnsupported(_ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?) {
+    private func failUnsupported(_ audited: AuditedRequest) {
         let error = URLError(.unsupportedURL, userInfo: request.url.map { [NSURLErrorFailingURLErrorKey: $0] } ?? [:])
-        fail(with: error, as: .failure, auditor, decision, warning)
+        fail(with: error, as: .failure, audited)
     }
 
     /// Runs `message` on the caller session's work queue, or right here when `isOnSessionQueue`: the
@@ -346,13 +321,12 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     private func forward(
-        _ request: URLRequest, _ auditor: Auditor, _ decision: Auditor.Decision, _ warning: WarningResolution?,
-        _ caller: CallerSession.Details, _ route: Route
+        _ request: URLRequest, _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details,
+        _ route: Route
     ) {
         guard case .relay(let behaviour) = route else { return }
         let load = RelayedLoad(
-            owner: self, caller: caller, behaviour: behaviour, outgoing: request,
-            audit: RelayedLoad.Audit(auditor: auditor, decision: decision, warning: warning))
+            owner: self, caller: caller, behaviour: behaviour, outgoing: request, auditor: auditor, audited: audited)
         let task = caller.forwarder.task(for: request, observer: load)
         // Made off the work queue (this runs on a hop queue), so the task is touched right here.
         switch state.withLock({ $0.forwarding(task) }) {
@@ -363,21 +337,21 @@ public final class RequestInfoProtocol: URLProtocol {
     }
 
     /// Has Foundation's own HTTP protocol load the caller's task, on the caller session's work queue,
-    /// with `audit` recording what it does (nil: not audited, RequestAudit was uninstalled meanwhile).
-    private func startSystemLoad(_ audit: SystemLoad.Audit?, caller: CallerSession.Details) {
+    /// recording what it does in `audit` (nil: not audited, RequestAudit was uninstalled meanwhile).
+    private func startSystemLoad(_ audit: AuditedRequest?, caller: CallerSession.Details) {
         let this = Reference(self)
         let start: @Sendable () -> Void = {
             let owner = this.value
             guard let task = owner.task, let client = owner.client,
                 let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit)
             else {
-                audit?.finishUnstarted(outcome: .failure)
+                audit?.finish(Outcome(.failure))
                 return owner.tellClient { this in
                     this.client?.urlProtocol(this, didFailWithError: URLError(.unsupportedURL))
                 }
             }
             guard owner.state.withLock({ $0.loadingBySystem(loader) }) else {
-                return audit?.finishUnstarted(outcome: .cancelled) ?? ()
+                return audit?.finish(Outcome(.cancelled)) ?? ()
             }
             loader.startLoading()
         }

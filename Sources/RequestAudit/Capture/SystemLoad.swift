@@ -22,34 +22,22 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
     // protocol calls this one on; the only mutable field is `isRecorded`, a Mutex.
 
-    /// The audit side of a download's or upload's load.
-    struct Audit: Sendable {
-        let auditor: Auditor
-        let decision: Auditor.Decision
-        let warning: WarningResolution?
-
-        /// Writes the record of a load that never started.
-        func finishUnstarted(outcome kind: OutcomeSnapshot.Kind) {
-            auditor.finish(
-                decision, warning: warning,
-                outcome: OutcomeSnapshot(kind: kind, durationMilliseconds: auditor.elapsedMilliseconds(since: decision))
-            )
-        }
-    }
-
     private let caller: URLProtocolClient
-    private let audit: Audit?
+    /// The request this load carries out (nil when not audited: RequestAudit was uninstalled).
+    private let audit: AuditedRequest?
     /// Whether the load is recorded.
     private let isRecorded = Locked(false)
 
-    private init(caller: URLProtocolClient, audit: Audit?) {
+    private init(caller: URLProtocolClient, audit: AuditedRequest?) {
         self.caller = caller
         self.audit = audit
     }
 
     /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
     /// `SystemLoad`; nil when the platform has none.
-    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: Audit?) -> URLProtocol? {
+    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: AuditedRequest?)
+        -> URLProtocol?
+    {
         guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
         return protocolClass.init(task: task, cachedResponse: nil, client: SystemLoad(caller: client, audit: audit))
     }
@@ -66,17 +54,13 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
             return !isRecorded
         }
         guard isFirst else { return }
-        let auditor = audit.auditor
-        let redaction = auditor.configuration.redaction
         let response = task?.response as? HTTPURLResponse
-        let outcome = OutcomeSnapshot(
-            kind: kind, status: response?.statusCode,
-            bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
-            durationMilliseconds: auditor.elapsedMilliseconds(since: audit.decision),
-            forwardedURL: task?.originalRequest?.url.map { redaction.redact(url: $0.absoluteString) },
-            finalURL: response?.url.map { redaction.redact(url: $0.absoluteString) },
-            error: error.map { OutcomeSnapshot.ErrorSnapshot($0, redaction: redaction) })
-        auditor.finish(audit.decision, warning: audit.warning, outcome: outcome)
+        audit.finish(
+            Outcome(
+                kind, status: response?.statusCode,
+                bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
+                destination: task?.originalRequest?.url.map { .url($0.absoluteString) } ?? .none,
+                finalURL: response?.url?.absoluteString, failure: error.map(Outcome.Failure.init)))
     }
 
     // MARK: URLProtocolClient: each message goes on unchanged
