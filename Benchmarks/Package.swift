@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "RequestAudit", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
@@ -18,6 +19,13 @@ let package = Package(
         // Decisions in a function of their own, for callgrind to count (`make count`).
         .executableTarget(
             name: "decision-count", dependencies: [.product(name: "RequestAudit", package: "RequestAudit")]),
+        // A server that answers after a fixed delay, in a process of its own (the interception benchmark's server).
+        .executableTarget(
+            name: "latency-server",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .executableTarget(
             name: "audit-bench",
             dependencies: [

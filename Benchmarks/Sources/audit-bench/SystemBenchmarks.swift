@@ -32,12 +32,61 @@ struct LoadResult {
     let peakBytes: Int
 }
 
-/// Interception overhead against a local nginx: direct session against audited session.
+/// Interception overhead against a local server: direct session against audited session.
 struct InterceptionResult {
     let label: String
     let p50: UInt64
     let p99: UInt64
     let requestsPerSecond: Double
+    /// The process's CPU time (user + system) while this session's requests ran, per request.
+    let cpuNanosecondsPerRequest: Double
+}
+
+/// The CPU time (user + system) this process has used so far, in nanoseconds.
+func processCPUNanoseconds() -> UInt64 {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func nanoseconds(_ time: timeval) -> UInt64 { UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_usec) * 1_000 }
+    return nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime)
+}
+
+/// `latency-server` (built beside this binary) in a process of its own, answering each request with 1 KiB after
+/// `delay`; stopped on `stop()`.
+final class LatencyServer {
+    let url: URL
+    private let process: Process
+
+    init(delay: Duration) throws {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("latency-server")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            String(delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000)
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0A]) {
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)), port > 0,
+            let url = URL(string: "http://127.0.0.1:\(port)/small.txt")
+        else {
+            kill(process.processIdentifier, SIGKILL)
+            throw BenchError(
+                "latency-server did not print its port (is it built? `swift build -c release` in Benchmarks)")
+        }
+        (self.url, self.process) = (url, process)
+    }
+
+    /// Kills the server: a process started from a dispatch thread inherits its blocked signals, so
+    /// `terminate()` (SIGTERM) would not reach it.
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
 }
 
 /// A local nginx serving one small file (and any added with `addFile`), stopped on `stop()`.
@@ -165,10 +214,17 @@ struct InterceptionBenchmark {
     var only: String? = nil
     /// The concurrencies measured, in order.
     var concurrencies = [1, 16]
+    /// How long the server waits before it answers: nil for nginx answering at once (the layer alone), a duration
+    /// for `latency-server` (what a user waiting on a server feels; the target is measured at 1 ms).
+    var latency: Duration? = nil
 
     func run() async throws -> [InterceptionResult] {
+        // nginx serves the 1 KiB file and keeps the audit log's folder either way.
         let nginx = try LocalNginx()
         defer { nginx.stop() }
+        let server = try latency.map { try LatencyServer(delay: $0) }
+        defer { server?.stop() }
+        let url = server?.url ?? nginx.url
         let direct = URLSession(configuration: .ephemeral)
         var configuration = AuditorConfiguration()
         configuration.logPath = nginx.directory + "/audit.jsonl"
@@ -179,17 +235,20 @@ struct InterceptionBenchmark {
         // Warm up both, then alternate short blocks of requests, so the machine's drift (its speed
         // varies by 2× within minutes) hits both sessions alike; each session's latencies and time
         // are pooled over its blocks.
-        _ = try await measure(direct, url: nginx.url, count: 200, concurrency: 1)
-        _ = try await measure(audited, url: nginx.url, count: 200, concurrency: 1)
+        _ = try await measure(direct, url: url, count: 200, concurrency: 1)
+        _ = try await measure(audited, url: url, count: 200, concurrency: 1)
         let sessions = [("direct", direct), ("audited", audited)].filter { only == nil || only == $0.0 }
         var results: [InterceptionResult] = []
         for concurrency in concurrencies {
             let block = 20 * concurrency
             var latencies: [String: [UInt64]] = [:]
             var seconds: [String: Double] = [:]
+            var cpu: [String: UInt64] = [:]
             for _ in 0..<max(1, requests / block) {
                 for (label, session) in sessions {
-                    let result = try await measure(session, url: nginx.url, count: block, concurrency: concurrency)
+                    let cpuBefore = processCPUNanoseconds()
+                    let result = try await measure(session, url: url, count: block, concurrency: concurrency)
+                    cpu[label, default: 0] += processCPUNanoseconds() - cpuBefore
                     latencies[label, default: []] += result.latencies
                     seconds[label, default: 0] += result.seconds
                 }
@@ -199,7 +258,8 @@ struct InterceptionBenchmark {
                 results.append(
                     InterceptionResult(
                         label: "\(label) ×\(concurrency)", p50: percentile(all, 0.5), p99: percentile(all, 0.99),
-                        requestsPerSecond: Double(all.count) / (seconds[label] ?? 1)))
+                        requestsPerSecond: Double(all.count) / (seconds[label] ?? 1),
+                        cpuNanosecondsPerRequest: Double(cpu[label] ?? 0) / Double(max(1, all.count))))
             }
         }
         try await auditor.shutdown()
