@@ -2,7 +2,8 @@
 # Runs a command with a real httpbin (under gunicorn) on 127.0.0.1, for the interception tests.
 # Exports HTTPBIN_URL (base URL) and HTTPBIN_ACCESS_LOG (one line per request the server received),
 # EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py); UPGRADE_URL: a server that
-# upgrades any request and echoes (Tests/Servers/upgrade_echo.py); and, when nginx is
+# upgrades any request and echoes (Tests/Servers/upgrade_echo.py); RAW_URL and RAW6_URL (127.0.0.1 and ::1): fixed
+# responses written byte for byte, strict clients' refusals included (Tests/Servers/raw_responses.py); and, when nginx is
 # installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate in NGINX_CA) serving
 # Tests/Servers/www plus a 300 MB file, big.bin.
 # The command gets a temporary directory of its own (TMPDIR), removed when it ends with whatever the
@@ -28,10 +29,13 @@ events=$!
 upgrade_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 "$(dirname "$0")/Servers/upgrade_echo.py" "$upgrade_port" >"$work/upgrade.log" 2>&1 &
 upgrade=$!
+raw_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 "$(dirname "$0")/Servers/raw_responses.py" "$raw_port" >"$work/raw.log" 2>&1 &
+raw=$!
 nginx=""
 cleanup() {
-    kill "$server" "$events" "$upgrade" $nginx 2>/dev/null || true
-    wait "$server" "$events" "$upgrade" $nginx 2>/dev/null || true
+    kill "$server" "$events" "$upgrade" "$raw" $nginx 2>/dev/null || true
+    wait "$server" "$events" "$upgrade" "$raw" $nginx 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -80,5 +84,7 @@ export HTTPBIN_URL="http://127.0.0.1:$port"
 export HTTPBIN_ACCESS_LOG="$work/access.log"
 export EVENTS_URL="http://127.0.0.1:$events_port/events"
 export UPGRADE_URL="http://127.0.0.1:$upgrade_port/echo"
+export RAW_URL="http://127.0.0.1:$raw_port"
+export RAW6_URL="http://[::1]:$raw_port"
 echo "httpbin on $HTTPBIN_URL"
 TMPDIR="$work/tmp" "$@"
