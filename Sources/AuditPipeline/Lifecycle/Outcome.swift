@@ -4,28 +4,8 @@ import Foundation
 /// What happened to an admitted request, in transport-neutral facts: ``AuditedRequest/finish(_:)``
 /// makes the record from them (redacted, timed), once, in one place.
 public struct Outcome: Sendable {
-    /// A failure as plain values, not yet redacted.
-    public struct Failure: Sendable, Equatable {
-        /// Error domain, e.g. `NSURLErrorDomain`.
-        public var domain: String
-        /// Error code, e.g. -1001.
-        public var code: Int
-        /// Human-readable description (URLs in it are redacted in the record).
-        public var description: String
-
-        /// Creates a failure.
-        public init(domain: String, code: Int, description: String) {
-            self.domain = domain
-            self.code = code
-            self.description = description
-        }
-
-        /// The failure `error` describes.
-        public init(_ error: Error) {
-            let nsError = error as NSError
-            self.init(domain: nsError.domain, code: nsError.code, description: nsError.localizedDescription)
-        }
-    }
+    /// A failure as plain values (its description is redacted in the record).
+    public typealias Failure = OutcomeSnapshot.ErrorSnapshot
 
     /// Where the request was sent.
     public enum Destination: Sendable, Equatable {
@@ -71,5 +51,13 @@ public struct Outcome: Sendable {
         self.redirects = redirects
         self.failure = failure
         self.durationMilliseconds = durationMilliseconds
+    }
+}
+
+extension OutcomeSnapshot.ErrorSnapshot {
+    /// The failure `error` describes, not yet redacted.
+    public init(_ error: Error) {
+        let nsError = error as NSError
+        self.init(domain: nsError.domain, code: nsError.code, description: nsError.localizedDescription)
     }
 }

@@ -29,13 +29,3 @@ extension URLRequest {
     /// Whether the request carries a body this protocol sees (`httpBody` or a body stream).
     var hasBody: Bool { httpBody != nil || httpBodyStream != nil }
 }
-
-extension OutcomeSnapshot.ErrorSnapshot {
-    /// A plain-value copy of `error`; URLs in its description (a refusal names the URL) are redacted.
-    init(_ error: Error, redaction: Redaction) {
-        let nsError = error as NSError
-        self.init(
-            domain: nsError.domain, code: nsError.code,
-            description: redaction.redact(text: nsError.localizedDescription))
-    }
-}
