@@ -286,3 +286,36 @@ extension InterceptionTests {
         }
     }
 }
+
+extension InterceptionTests.CallerSessionSettings {
+    /// Open file descriptors of this process.
+    static var openDescriptors: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
+
+    @Test("sessions made, used and invalidated one after another leave no forwarding session or connection open")
+    func forwardingSessionsGoWithTheirCallers() async throws {
+        let audited = try AuditedSession()
+        let request = URLRequest(url: HTTPBin.url(.get(query: "session=each")))
+        func oneSession() async throws -> Int? {
+            let configuration = URLSessionConfiguration.ephemeral
+            try audited.auditor.install(into: configuration)
+            let session = URLSession(configuration: configuration)
+            let status = await CallerStyle.completionHandler.run(request, on: session).status
+            session.finishTasksAndInvalidate()
+            return status
+        }
+        for _ in 0..<10 { _ = try await oneSession() }
+        try await Task.sleep(for: .milliseconds(500))
+        let before = Self.openDescriptors
+        var statuses: [Int?] = []
+        for _ in 0..<100 { statuses.append(try await oneSession()) }
+        try await Task.sleep(for: .milliseconds(500))
+        let after = Self.openDescriptors
+        let records = try await audited.finish()
+        #expect(statuses == Array(repeating: 200, count: 100))
+        #expect(records.count == 110)
+        // Each session's connection would stay open with its forwarding session: 100 more.
+        #expect(after - before < 20, "\(before) descriptors before, \(after) after")
+    }
+}
