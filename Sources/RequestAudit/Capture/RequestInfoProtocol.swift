@@ -328,7 +328,9 @@ public final class RequestInfoProtocol: URLProtocol {
         let load = RelayedLoad(
             owner: self, caller: caller, behaviour: behaviour, outgoing: request, auditor: auditor, audited: audited)
         let task = caller.forwarder.task(for: request, observer: load)
-        // Made off the work queue (this runs on a hop queue), so the task is touched right here.
+        // Made off the work queue (this runs on a hop queue), so the task is touched right here. A
+        // suspension decided meanwhile may reach the task first: URLSessionTask counts suspensions,
+        // so its suspend and this resume leave it suspended in either order.
         switch state.withLock({ $0.forwarding(task) }) {
         case .resume: task.resume()
         case .hold: break
