@@ -1,3 +1,4 @@
+import AuditReport
 import Foundation
 import Synchronization
 import Testing
@@ -317,5 +318,30 @@ extension InterceptionTests.CallerSessionSettings {
         #expect(records.count == 110)
         // Each session's connection would stay open with its forwarding session: 100 more.
         #expect(after - before < 20, "\(before) descriptors before, \(after) after")
+    }
+}
+
+extension InterceptionTests.CallerSessionSettings {
+    @Test("URLSession.shared, audited by install(): a task suspended at once completes after its pause, recorded once")
+    func sharedSessionSuspendAndResume() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("shared-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: log) }
+        var configuration = AuditorConfiguration()
+        configuration.logPath = log.path
+        let request = URLRequest(url: HTTPBin.url(.get(query: "shared=suspended")))
+        let direct = await Self.suspendedRun(
+            request, on: URLSession(configuration: .ephemeral), suspendAfter: .zero, pause: .milliseconds(800))
+        let auditor = try Auditor(
+            policy: Policy(parsing: "[record]\nall .", file: "shared.rules"), configuration: configuration)
+        try auditor.install()
+        let intercepted = await Self.suspendedRun(
+            request, on: .shared, suspendAfter: .zero, pause: .milliseconds(800))
+        try await auditor.shutdown()
+        let records = try AuditLogReader.read(atPath: log.path).records
+        #expect(direct.exchange.status == 200)
+        #expect(intercepted.exchange.status == 200)
+        #expect(intercepted.exchange.body?.isEmpty == false)
+        #expect(intercepted.elapsed >= .milliseconds(800))
+        #expect(records.map(\.outcome.kind) == [.response])
     }
 }
