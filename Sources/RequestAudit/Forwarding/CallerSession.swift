@@ -82,6 +82,15 @@ enum CallerSession {
         /// touched there), as `startLoading` does.
         func behaviour(of task: URLSessionTask, readsTaskDelegate: Bool = true) -> Behaviour? {
             guard let taskRegistry else { return nil }
+            // A data task of a session without a delegate, and without a task delegate of its own,
+            // either has a completion handler or nothing observes it: delivered as to a completion
+            // handler, both see what they would directly, and the registry's entry (named by a
+            // Mirror, tens of microseconds on the queue every session shares) need not be read.
+            if let session, session.delegate == nil, task.delegate == nil, task is URLSessionDataTask,
+                !(task is URLSessionUploadTask)
+            {
+                return .dataCompletionHandler(hasTaskDelegate: false)
+            }
             return PlatformInternals.behaviour(
                 of: task.taskIdentifier, in: taskRegistry,
                 sessionHasDelegate: session?.delegate is URLSessionTaskDelegate, readsTaskDelegate: readsTaskDelegate)
