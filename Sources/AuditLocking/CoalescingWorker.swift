@@ -40,7 +40,8 @@ public final class CoalescingWorker<Item: Sendable>: Sendable {
 
     private let state = Locked(State())
     /// The serial queue every batch runs on.
-    public let queue: DispatchQueue
+    private let queue: DispatchQueue
+    /// How long after a run the next look comes.
     private let interval: DispatchTimeInterval
     /// Nanoseconds after a run is arranged past which an item handed in wakes the queue itself.
     private let wakeAfter: UInt64
@@ -54,8 +55,7 @@ public final class CoalescingWorker<Item: Sendable>: Sendable {
     /// an item handed in once a look is `grace` overdue. `scheduleLook` arranges each look (a
     /// dispatch timer by default); `now` reads the uptime clock in nanoseconds.
     public init(
-        label: String, interval: DispatchTimeInterval = .milliseconds(2),
-        grace: DispatchTimeInterval = .milliseconds(20),
+        label: String, interval: Duration = .milliseconds(2), grace: Duration = .milliseconds(20),
         scheduleLook: @escaping LookScheduler = { queue, delay, look in
             queue.asyncAfter(deadline: .now() + delay, execute: look)
         },
@@ -63,7 +63,7 @@ public final class CoalescingWorker<Item: Sendable>: Sendable {
         process: @escaping @Sendable ([Item]) -> Void
     ) {
         queue = DispatchQueue(label: label)
-        self.interval = interval
+        self.interval = .nanoseconds(Int(Self.nanoseconds(interval)))
         wakeAfter = Self.nanoseconds(interval) + Self.nanoseconds(grace)
         self.scheduleLook = scheduleLook
         self.now = now
@@ -138,13 +138,10 @@ public final class CoalescingWorker<Item: Sendable>: Sendable {
         scheduleLook(queue, interval) { self.run(look: next) }
     }
 
-    private static func nanoseconds(_ interval: DispatchTimeInterval) -> UInt64 {
-        switch interval {
-        case .seconds(let value): UInt64(max(0, value)) * 1_000_000_000
-        case .milliseconds(let value): UInt64(max(0, value)) * 1_000_000
-        case .microseconds(let value): UInt64(max(0, value)) * 1_000
-        case .nanoseconds(let value): UInt64(max(0, value))
-        default: 0
-        }
+    /// `duration` in nanoseconds: none when negative, at most a day (a longer one never comes).
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(min(seconds, 86_400)) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }

@@ -112,22 +112,22 @@ public final class AuditPipeline: Sendable {
 
     /// A request's verdict under the policy in force, before anything is counted, published or
     /// recorded.
-    package struct Evaluation: Sendable {
+    private struct Evaluation: Sendable {
         /// The request as made (not redacted).
-        package let request: AuditRequest
+        let request: AuditRequest
         /// The size of the request's body, when known.
-        package let bodyBytes: Int?
+        let bodyBytes: Int?
         /// The policy in force when the request was evaluated.
-        package let policy: Policy
+        let policy: Policy
         /// The verdict.
-        package let verdict: Verdict
+        let verdict: Verdict
         let nanoseconds: UInt64
         let time: Date
         let started: ContinuousClock.Instant
     }
 
     /// Evaluates `request` under the policy in force, timed; counts and publishes nothing.
-    package func evaluate(_ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil) -> Evaluation {
+    private func evaluate(_ request: AuditRequest, bodyBytes: Int?, at time: Date?) -> Evaluation {
         let policy = self.policy  // one snapshot per request, kept for its redirect hops
         let (verdict, nanoseconds) = policy.evaluateTimed(request, onError: configuration.onMatchError)
         return Evaluation(

@@ -36,14 +36,33 @@ private let neverLook: CoalescingWorker<Job>.LookScheduler = { _, _, _ in }
 
 private typealias Job = @Sendable () -> Void
 
+/// Looks arranged and kept, for the test to run by hand.
+private final class KeptLooks: Sendable {
+    private let looks = Mutex<[@Sendable () -> Void]>([])
+
+    var scheduler: CoalescingWorker<Job>.LookScheduler { { _, _, look in self.looks.withLock { $0.append(look) } } }
+    var first: (@Sendable () -> Void)? { looks.withLock { $0.first } }
+    var last: (@Sendable () -> Void)? { looks.withLock { $0.last } }
+}
+
 /// A worker that runs the jobs handed in, as the audit pipeline's bookkeeping does.
 private func jobWorker(
-    grace: DispatchTimeInterval = .milliseconds(20), scheduleLook: CoalescingWorker<Job>.LookScheduler? = nil,
+    grace: Duration = .milliseconds(20), scheduleLook: CoalescingWorker<Job>.LookScheduler? = nil,
     now: (@Sendable () -> UInt64)? = nil
 ) -> CoalescingWorker<Job> {
     let run: @Sendable ([Job]) -> Void = { jobs in for job in jobs { job() } }
     guard let scheduleLook, let now else { return CoalescingWorker(label: "test", grace: grace, process: run) }
     return CoalescingWorker(label: "test", grace: grace, scheduleLook: scheduleLook, now: now, process: run)
+}
+
+/// Hands `worker` job 1, which wakes it and runs, then job 2, which waits for the next look: 50 ms
+/// later only job 1 has run.
+private func runOneHoldOne(_ worker: CoalescingWorker<Job>, _ ran: Ran) async throws {
+    worker.enqueue(ran.job(1))
+    #expect(try await ran.wait(for: 1) == [1])
+    worker.enqueue(ran.job(2))
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(ran.all == [1])
 }
 
 @Suite struct CoalescingWorkerTests {
@@ -71,16 +90,11 @@ private func jobWorker(
 
     @Test("a job handed in while jobs flow waits for the next look, not for a wake-up")
     func jobsWaitForTheLook() async throws {
-        let looks = Mutex<[@Sendable () -> Void]>([])
-        let clock = ManualClock()
-        let worker = jobWorker(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
+        let looks = KeptLooks()
+        let worker = jobWorker(scheduleLook: looks.scheduler, now: ManualClock().read)
         let ran = Ran()
-        worker.enqueue(ran.job(1))
-        #expect(try await ran.wait(for: 1) == [1])
-        worker.enqueue(ran.job(2))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(ran.all == [1])
-        let look = try #require(looks.withLock { $0.last })
+        try await runOneHoldOne(worker, ran)
+        let look = try #require(looks.last)
         look()
         #expect(ran.all == [1, 2])
     }
@@ -90,11 +104,7 @@ private func jobWorker(
         let clock = ManualClock()
         let worker = jobWorker(grace: .milliseconds(20), scheduleLook: neverLook, now: clock.read)
         let ran = Ran()
-        worker.enqueue(ran.job(1))
-        #expect(try await ran.wait(for: 1) == [1])
-        worker.enqueue(ran.job(2))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(ran.all == [1])
+        try await runOneHoldOne(worker, ran)
         clock.advance(by: .seconds(1))
         worker.enqueue(ran.job(3))
         #expect(try await ran.wait(for: 3) == [1, 2, 3])
@@ -102,30 +112,24 @@ private func jobWorker(
 
     @Test("runPending runs the jobs waiting for a look that never comes")
     func runPendingRunsWaitingJobs() async throws {
-        let clock = ManualClock()
-        let worker = jobWorker(scheduleLook: neverLook, now: clock.read)
+        let worker = jobWorker(scheduleLook: neverLook, now: ManualClock().read)
         let ran = Ran()
-        worker.enqueue(ran.job(1))
-        #expect(try await ran.wait(for: 1) == [1])
-        worker.enqueue(ran.job(2))
-        try await Task.sleep(for: .milliseconds(30))
-        #expect(ran.all == [1])
+        try await runOneHoldOne(worker, ran)
         worker.runPending()
         #expect(try await ran.wait(for: 2) == [1, 2])
     }
 
     @Test("a look that arrives after a wake-up ran its jobs finds nothing to run twice")
     func lateLookRunsNothingTwice() async throws {
-        let looks = Mutex<[@Sendable () -> Void]>([])
-        let clock = ManualClock()
-        let worker = jobWorker(scheduleLook: { _, _, look in looks.withLock { $0.append(look) } }, now: clock.read)
+        let looks = KeptLooks()
+        let worker = jobWorker(scheduleLook: looks.scheduler, now: ManualClock().read)
         let ran = Ran()
         worker.enqueue(ran.job(1))
         _ = try await ran.wait(for: 1)
         worker.enqueue(ran.job(2))
         worker.runPending()
         _ = try await ran.wait(for: 2)
-        let first = try #require(looks.withLock { $0.first })
+        let first = try #require(looks.first)
         worker.enqueue(ran.job(3))
         first()
         try await Task.sleep(for: .milliseconds(30))

@@ -40,10 +40,11 @@ public final class AuditedRequest: Sendable {
     }
 
     deinit {
-        let isFinished = state.withLock { $0.isFinished }
-        guard !isFinished else { return }
+        // The last reference is gone: nothing else can read or change the state now.
+        let state = state.withLock { $0 }
+        guard !state.isFinished else { return }
         pipeline.record(
-            decision, warning: state.withLock { $0.warning },
+            decision, warning: state.warning,
             outcome: Outcome(
                 .cancelled,
                 failure: .init(
@@ -58,9 +59,6 @@ public final class AuditedRequest: Sendable {
 
     /// How a warning was resolved, once it was.
     public var warning: WarningResolution? { state.withLock { $0.warning } }
-
-    /// Milliseconds since the request was admitted.
-    public var elapsedMilliseconds: Double { decision.elapsedMilliseconds }
 
     // MARK: Warnings
 
@@ -104,9 +102,9 @@ public final class AuditedRequest: Sendable {
     /// the pipeline's bookkeeping queue within a few milliseconds (``AuditPipeline/waitUntilIdle()``
     /// waits for it). Call it once; a second call is ignored.
     public func finish(_ outcome: Outcome) {
-        let isFirst = state.withLock { state in
+        let (isFirst, warning) = state.withLock { state in
             defer { state.isFinished = true }
-            return !state.isFinished
+            return (!state.isFinished, state.warning)
         }
         guard isFirst else { return }
         pipeline.record(decision, warning: warning, outcome: outcome)

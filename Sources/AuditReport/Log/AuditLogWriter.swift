@@ -118,8 +118,6 @@ public final class AuditLogWriter: Sendable {
         self.rotation = rotation
         self.permissions = permissions
         self.batchInterval = batchInterval
-        let (seconds, attoseconds) = batchInterval.components
-        let nanoseconds = min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000
         let (handle, size) = try Self.open(path, permissions: permissions)
         let file = File(handle: handle, size: size, chain: LogChain.resuming(logAt: path, key: chainKey))
         self.file = file
@@ -127,9 +125,9 @@ public final class AuditLogWriter: Sendable {
         // The worker writes through a weak reference: it is the writer's own, and runs past the
         // writer's end only for a look already arranged, which then finds no writer.
         let writes = Locked(WeakWriter())
-        worker = CoalescingWorker(
-            label: "RequestAudit.AuditLogWriter", interval: .nanoseconds(Int(max(0, nanoseconds)))
-        ) { records in writes.withLock { $0.writer }?.writePending(records) }
+        worker = CoalescingWorker(label: "RequestAudit.AuditLogWriter", interval: batchInterval) { records in
+            writes.withLock { $0.writer }?.writePending(records)
+        }
         writes.withLock { $0.writer = self }
     }
 
@@ -181,10 +179,10 @@ public final class AuditLogWriter: Sendable {
     /// - Throws: the last write error if some lines could not be written.
     public func shutdown() async throws(AuditLogError) {
         state.withLock { $0.isClosed = true }
-        await flush()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let file = self.file
             worker.flush {
+                try? file.handle?.synchronize()
                 try? file.handle?.close()
                 file.handle = nil
                 continuation.resume()

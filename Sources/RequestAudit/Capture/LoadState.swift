@@ -71,7 +71,7 @@ struct LoadState: @unchecked Sendable {
     }
 
     /// What to do with a forwarded task just made.
-    enum ForwardingAction: Equatable {
+    enum ForwardingAction {
         /// Resume it: the caller waits for it.
         case resume
         /// Leave it suspended until the caller resumes its own task.

@@ -15,7 +15,7 @@ extension RequestInfoProtocol {
     ///
     /// `delivery` is nil for a download task, which FoundationNetworking completes only for its own
     /// protocol (it writes the file): the rule fails closed.
-    func respond(_ auditor: Auditor, _ audited: AuditedRequest, delivery: CallerSession.Behaviour?) {
+    func respond(_ audited: AuditedRequest, delivery: CallerSession.Behaviour?) {
         let decision = audited.decision
         let rule = decision.decision.rule ?? "-"
         guard let delivery else {

@@ -238,7 +238,7 @@ public final class RequestInfoProtocol: URLProtocol {
         case .send(nil):
             proceed(auditor, audited, caller, route)
         case .respond:
-            respond(auditor, audited, delivery: delivery)
+            respond(audited, delivery: delivery)
         }
     }
 

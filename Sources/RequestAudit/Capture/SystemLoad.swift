@@ -1,4 +1,3 @@
-import AuditLocking
 import AuditPolicy
 import AuditReport
 import Foundation
@@ -20,13 +19,12 @@ import Foundation
 /// the policy.
 final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
-    // protocol calls this one on; the only mutable field is `isRecorded`, a Mutex.
+    // protocol calls this one on; nothing here is mutable.
 
     private let caller: URLProtocolClient
-    /// The request this load carries out (nil when not audited: RequestAudit was uninstalled).
+    /// The request this load carries out (nil when not audited: RequestAudit was uninstalled). The
+    /// first message that ends the load finishes it; later ones are ignored, as for every request.
     private let audit: AuditedRequest?
-    /// Whether the load is recorded.
-    private let isRecorded = Locked(false)
 
     private init(caller: URLProtocolClient, audit: AuditedRequest?) {
         self.caller = caller
@@ -49,11 +47,6 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
 
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
         guard let audit else { return }
-        let isFirst = isRecorded.withLock { isRecorded in
-            defer { isRecorded = true }
-            return !isRecorded
-        }
-        guard isFirst else { return }
         let response = task?.response as? HTTPURLResponse
         audit.finish(
             Outcome(

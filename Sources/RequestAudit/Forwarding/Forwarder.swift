@@ -97,9 +97,6 @@ final class Forwarder: Sendable {
     /// it: they then run on a delegate queue of their own).
     var completesOnWorkQueue: Bool { workQueue != nil }
 
-    /// Number of forwarded requests not yet completed.
-    var inFlightCount: Int { router.count }
-
     /// The settings the forwarding session sends with.
     var configuration: URLSessionConfiguration { session.configuration }
 
@@ -116,8 +113,6 @@ private final class ForwardingDelegate: NSObject, URLSessionDataDelegate, Sendab
     func begin(_ identifier: Int, observer: any ForwardedLoadObserver) {
         observers.withLock { $0[identifier] = observer }
     }
-
-    var count: Int { observers.withLock { $0.count } }
 
     private func observer(of task: URLSessionTask) -> (any ForwardedLoadObserver)? {
         observers.withLock { $0[task.taskIdentifier] }

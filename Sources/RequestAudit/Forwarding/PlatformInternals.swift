@@ -145,9 +145,9 @@ extension PlatformInternals {
     #else
         static func workQueue(of session: URLSession) -> DispatchQueue? { nil }
         static func taskRegistry(of session: URLSession) -> AnyObject? { nil }
-        static func behaviour(of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool)
-            -> CallerSession.Behaviour?
-        { nil }
+        static func behaviour(
+            of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool, readsTaskDelegate: Bool = true
+        ) -> CallerSession.Behaviour? { nil }
         static func session(of task: URLSessionTask?) -> URLSession? { nil }
     #endif
 }
