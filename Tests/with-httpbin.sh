@@ -16,20 +16,22 @@ if ! python3 -c "import httpbin, gunicorn" 2>/dev/null; then
     python3 -m pip install -q --root-user-action=ignore httpbin gunicorn
 fi
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 work=$(mktemp -d)
 mkdir "$work/tmp"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 python3 -m gunicorn --bind "127.0.0.1:$port" --workers 4 --worker-class gthread --threads 32 \
     --access-logfile "$work/access.log" --error-logfile "$work/error.log" --pid "$work/pid" \
     --chdir "$work" httpbin:app >"$work/server.log" 2>&1 &
 server=$!
-events_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+events_port=$(free_port)
 python3 "$(dirname "$0")/Servers/event_stream.py" "$events_port" >"$work/events.log" 2>&1 &
 events=$!
-upgrade_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+upgrade_port=$(free_port)
 python3 "$(dirname "$0")/Servers/upgrade_echo.py" "$upgrade_port" >"$work/upgrade.log" 2>&1 &
 upgrade=$!
-raw_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+raw_port=$(free_port)
 python3 "$(dirname "$0")/Servers/raw_responses.py" "$raw_port" >"$work/raw.log" 2>&1 &
 raw=$!
 nginx=""
@@ -40,7 +42,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
     chmod 755 "$work"

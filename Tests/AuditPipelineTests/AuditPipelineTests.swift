@@ -18,34 +18,38 @@ import Testing
         api ^https://api\\.
         """
 
-    /// A pipeline for `rules`, logging to a new file in the temporary folder.
-    static func loggingPipeline(_ configure: (inout PipelineConfiguration) -> Void = { _ in }) throws -> (
-        AuditPipeline, URL
-    ) {
+    /// A pipeline for `rules` logging to a new file in the temporary folder, and a subscription to
+    /// its events.
+    struct Logged {
+        let pipeline: AuditPipeline
+        let events: AuditEventStream
+        let log: URL
+
+        /// Shuts the pipeline down and returns its events and the records of its log (then deleted).
+        func ended() async throws -> (events: [AuditEvent], records: [AuditRecord]) {
+            defer { try? FileManager.default.removeItem(at: log) }
+            try await pipeline.shutdown()
+            var seen: [AuditEvent] = []
+            for await event in events { seen.append(event) }
+            return (seen, try AuditLogReader.read(atPath: log.path).records)
+        }
+    }
+
+    static func loggingPipeline(_ configure: (inout PipelineConfiguration) -> Void = { _ in }) throws -> Logged {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString).jsonl")
         var configuration = PipelineConfiguration()
         configuration.logPath = log.path
         configure(&configuration)
-        return (try AuditPipeline(policy: Policy(parsing: rules, file: "p.rules"), configuration: configuration), log)
-    }
-
-    /// Shuts `pipeline` down and returns its events and the records of its log.
-    static func ended(_ pipeline: AuditPipeline, events: AuditEventStream, log: URL) async throws -> (
-        events: [AuditEvent], records: [AuditRecord]
-    ) {
-        try await pipeline.shutdown()
-        var seen: [AuditEvent] = []
-        for await event in events { seen.append(event) }
-        return (seen, try AuditLogReader.read(atPath: log.path).records)
+        let pipeline = try AuditPipeline(policy: Policy(parsing: rules, file: "p.rules"), configuration: configuration)
+        return Logged(pipeline: pipeline, events: pipeline.events(), log: log)
     }
 
     static func request(_ url: String) -> AuditRequest { AuditRequest(method: "GET", url: url) }
 
     @Test("an admitted request is counted and published once, and its finish builds, publishes and logs one record")
     func oneAdmissionOneRecord() async throws {
-        let (pipeline, log) = try Self.loggingPipeline()
-        defer { try? FileManager.default.removeItem(at: log) }
-        let events = pipeline.events()
+        let logged = try Self.loggingPipeline()
+        let pipeline = logged.pipeline
         let audited = pipeline.admit(Self.request("https://api.test/v1?token=abc"), bodyBytes: 3)
         #expect(pipeline.statistics.requests == 1)
         #expect(pipeline.statistics.recordedByRule == ["p/api": 1])
@@ -53,7 +57,7 @@ import Testing
         audited.finish(Outcome(.response, status: 200, bytes: 5, destination: .asDecided))
         await pipeline.waitUntilIdle()
         #expect(pipeline.inFlightCount == 0)
-        let (seen, records) = try await Self.ended(pipeline, events: events, log: log)
+        let (seen, records) = try await logged.ended()
         let redacted = "https://api.test/v1?token=REDACTED-\(Redaction.default.fingerprint("abc"))"
         guard case .started(let started) = seen.first, case .finished(let record) = seen.last, seen.count == 2 else {
             Issue.record("expected started then finished, got \(seen)")
@@ -100,9 +104,8 @@ import Testing
 
     @Test("a refusal names the rule, its message and the recorded URL, and is recorded as blocked")
     func refusal() async throws {
-        let (pipeline, log) = try Self.loggingPipeline()
-        defer { try? FileManager.default.removeItem(at: log) }
-        let events = pipeline.events()
+        let logged = try Self.loggingPipeline()
+        let pipeline = logged.pipeline
         let audited = pipeline.admit(Self.request("https://rival.test/x"), bodyBytes: nil)
         guard case .refuse(let refusal) = audited.admission else {
             Issue.record("expected a refusal, got \(audited.admission)")
@@ -110,16 +113,15 @@ import Testing
         }
         #expect(refusal == Refusal(.blocked, rule: "p/rival", message: "No rivals", url: "https://rival.test/x"))
         audited.finish(Outcome(refusal.outcomeKind))
-        let (_, records) = try await Self.ended(pipeline, events: events, log: log)
+        let (_, records) = try await logged.ended()
         #expect(records.map(\.outcome.kind) == [.blocked])
         #expect(records.first?.outcome.forwardedURL == nil)
     }
 
     @Test("a warning without a handler takes the configured default, decided by default")
     func warningDefault() async throws {
-        let (pipeline, log) = try Self.loggingPipeline { $0.defaultWarningDecision = .cancel }
-        defer { try? FileManager.default.removeItem(at: log) }
-        let events = pipeline.events()
+        let logged = try Self.loggingPipeline { $0.defaultWarningDecision = .cancel }
+        let pipeline = logged.pipeline
         let audited = pipeline.admit(Self.request("https://careful.test/"), bodyBytes: nil)
         let resolved = await audited.resolveWarning()
         #expect(
@@ -128,7 +130,7 @@ import Testing
                     Refusal(.warningDeclined, rule: "p/careful", message: "Careful", url: "https://careful.test/")))
         #expect(audited.warning == WarningResolution(decision: .cancel, decidedBy: .default))
         audited.finish(Outcome(.warningDeclined))
-        let (_, records) = try await Self.ended(pipeline, events: events, log: log)
+        let (_, records) = try await logged.ended()
         #expect(records.first?.warning == WarningResolution(decision: .cancel, decidedBy: .default))
     }
 
@@ -152,13 +154,12 @@ import Testing
 
     @Test("a request finished twice has one record: the first outcome")
     func finishedTwice() async throws {
-        let (pipeline, log) = try Self.loggingPipeline()
-        defer { try? FileManager.default.removeItem(at: log) }
-        let events = pipeline.events()
+        let logged = try Self.loggingPipeline()
+        let pipeline = logged.pipeline
         let audited = pipeline.admit(Self.request("https://ok.test/"), bodyBytes: nil)
         audited.finish(Outcome(.response, status: 200))
         audited.finish(Outcome(.failure))
-        let (seen, records) = try await Self.ended(pipeline, events: events, log: log)
+        let (seen, records) = try await logged.ended()
         #expect(records.map(\.outcome.kind) == [.response])
         #expect(seen.count == 2)
         #expect(pipeline.inFlightCount == 0)
@@ -166,13 +167,12 @@ import Testing
 
     @Test("a request dropped without a finish is recorded as cancelled, and the pipeline does not wait for it")
     func droppedWithoutFinish() async throws {
-        let (pipeline, log) = try Self.loggingPipeline()
-        defer { try? FileManager.default.removeItem(at: log) }
-        let events = pipeline.events()
+        let logged = try Self.loggingPipeline()
+        let pipeline = logged.pipeline
         do {
             _ = pipeline.admit(Self.request("https://ok.test/dropped"), bodyBytes: nil)
         }
-        let (_, records) = try await Self.ended(pipeline, events: events, log: log)
+        let (_, records) = try await logged.ended()
         #expect(records.map(\.outcome.kind) == [.cancelled])
         #expect(records.first?.outcome.error?.description == "the request ended without an outcome")
         #expect(pipeline.inFlightCount == 0)

@@ -70,21 +70,33 @@ extension InterceptionTests {
         /// A drip of 4 bytes over a second.
         private static var drip: URLRequest { URLRequest(url: HTTPBin.url(.drip(seconds: 1, bytes: 4))) }
 
+        /// How long the suspension tests keep a task suspended.
+        private static let pause = Duration.milliseconds(1_500)
+
+        /// The drip run directly, then audited, each suspended `suspendAfter` after it was resumed for
+        /// ``pause``; and the audited run's records.
+        private static func suspendedDrips(withDelegate: Bool, suspendAfter: Duration) async throws -> (
+            direct: (exchange: Exchange, elapsed: Duration), intercepted: (exchange: Exchange, elapsed: Duration),
+            records: [AuditRecord]
+        ) {
+            let audited = try AuditedSession()
+            let direct = await suspendedRun(
+                drip, on: audited.direct, withDelegate: withDelegate, suspendAfter: suspendAfter, pause: pause)
+            let intercepted = await suspendedRun(
+                drip, on: audited.session, withDelegate: withDelegate, suspendAfter: suspendAfter, pause: pause)
+            return (direct, intercepted, try await audited.finish())
+        }
+
         @Test(
             "a task suspended as soon as resumed completes after its pause, as without RequestAudit",
             .timeLimit(.minutes(1)), arguments: [false, true])
         func suspendAtOnce(withDelegate: Bool) async throws {
-            let audited = try AuditedSession()
-            let pause = Duration.milliseconds(1_500)
-            let direct = await Self.suspendedRun(
-                Self.drip, on: audited.direct, withDelegate: withDelegate, suspendAfter: .zero, pause: pause)
-            let intercepted = await Self.suspendedRun(
-                Self.drip, on: audited.session, withDelegate: withDelegate, suspendAfter: .zero, pause: pause)
-            let records = try await audited.finish()
+            let (direct, intercepted, records) = try await Self.suspendedDrips(
+                withDelegate: withDelegate, suspendAfter: .zero)
             #expect(direct.exchange.status == 200)
             #expect(direct.exchange.body?.count == 4)
             #expect(intercepted.exchange == direct.exchange)
-            #expect(intercepted.elapsed >= pause)
+            #expect(intercepted.elapsed >= Self.pause)
             #expect(records.map(\.outcome.kind) == [.response])
         }
 
@@ -92,18 +104,13 @@ extension InterceptionTests {
             "platform fact: a delegate task suspended mid-transfer gets part of its body again, audited as directly",
             .timeLimit(.minutes(1)))
         func suspendMidTransfer() async throws {
-            let audited = try AuditedSession()
-            let pause = Duration.milliseconds(1_500)
-            let direct = await Self.suspendedRun(
-                Self.drip, on: audited.direct, withDelegate: true, suspendAfter: .milliseconds(300), pause: pause)
-            let intercepted = await Self.suspendedRun(
-                Self.drip, on: audited.session, withDelegate: true, suspendAfter: .milliseconds(300), pause: pause)
-            let records = try await audited.finish()
+            let (direct, intercepted, records) = try await Self.suspendedDrips(
+                withDelegate: true, suspendAfter: .milliseconds(300))
             #expect(direct.exchange.status == 200)
             // FoundationNetworking hands over again what it had read when the task was suspended.
             #expect((direct.exchange.body?.count ?? 0) > 4)
             #expect(intercepted.exchange == direct.exchange)
-            #expect(intercepted.elapsed >= pause)
+            #expect(intercepted.elapsed >= Self.pause)
             #expect(records.map(\.outcome.kind) == [.response])
         }
 
@@ -111,13 +118,8 @@ extension InterceptionTests {
             "a completion-handler task suspended mid-transfer gets the server's body once resumed (directly: part twice)",
             .timeLimit(.minutes(1)))
         func completionHandlerSuspendedMidTransfer() async throws {
-            let audited = try AuditedSession()
-            let pause = Duration.milliseconds(1_500)
-            let direct = await Self.suspendedRun(
-                Self.drip, on: audited.direct, suspendAfter: .milliseconds(300), pause: pause)
-            let intercepted = await Self.suspendedRun(
-                Self.drip, on: audited.session, suspendAfter: .milliseconds(300), pause: pause)
-            _ = try await audited.finish()
+            let (direct, intercepted, _) = try await Self.suspendedDrips(
+                withDelegate: false, suspendAfter: .milliseconds(300))
             #expect(direct.exchange.status == 200)
             #expect((direct.exchange.body?.count ?? 0) > 4)
             #expect(intercepted.exchange.status == 200)

@@ -6,7 +6,8 @@ Usage: python3 raw_responses.py PORT
 """
 import socket
 import sys
-import threading
+
+from socket_server import read_head, request_path, serve_forever
 
 RESPONSES = {
     b"/ok": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Kind: plain\r\nConnection: close\r\n\r\nok",
@@ -23,52 +24,20 @@ RESPONSES = {
     b"/status-999": b"HTTP/1.1 999 Odd\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
     b"/garbage": b"this is not HTTP\r\n\r\n",
 }
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 def serve(connection):
     with connection:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = connection.recv(4096)
-            if not chunk:
-                return
-            head += chunk
-        parts = head.split(b" ")
-        path = parts[1].split(b"?")[0] if len(parts) > 1 else b"/"
-        connection.sendall(RESPONSES.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+        read = read_head(connection)
+        if read is None:
+            return
+        connection.sendall(RESPONSES.get(request_path(read[0]), NOT_FOUND))
         try:
             connection.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
 
-def accept(listener):
-    while True:
-        connection, _ = listener.accept()
-        threading.Thread(target=serve, args=(connection,), daemon=True).start()
-
-
-def listen(family, host, port):
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if family == socket.AF_INET6:
-        listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-    listener.bind((host, port))
-    listener.listen(64)
-    return listener
-
-
-def main():
-    port = int(sys.argv[1])
-    listeners = [listen(socket.AF_INET, "127.0.0.1", port)]
-    try:
-        listeners.append(listen(socket.AF_INET6, "::1", port))
-    except OSError:
-        pass
-    for listener in listeners[1:]:
-        threading.Thread(target=accept, args=(listener,), daemon=True).start()
-    accept(listeners[0])
-
-
 if __name__ == "__main__":
-    main()
+    serve_forever(int(sys.argv[1]), serve, also_ipv6=True)

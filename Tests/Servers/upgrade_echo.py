@@ -4,21 +4,18 @@ echoes every byte it receives, for the proxy's upgrade pass-through test; and an
 test sees exactly what the proxy sent.
 Usage: python3 upgrade_echo.py PORT
 """
-import socket
 import sys
-import threading
+
+from socket_server import read_head, request_path, serve_forever
 
 
 def serve(connection):
     with connection:
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = connection.recv(4096)
-            if not chunk:
-                return
-            head += chunk
-        request, _, rest = head.partition(b"\r\n\r\n")
-        if request.split(b" ")[1:2] and request.split(b" ")[1].split(b"?")[0] == b"/raw":
+        read = read_head(connection)
+        if read is None:
+            return
+        request, rest = read
+        if request_path(request) == b"/raw":
             lower = request.lower()
             if b"chunked" in lower:
                 while not rest.endswith(b"0\r\n\r\n"):
@@ -45,13 +42,7 @@ def serve(connection):
 
 
 def main():
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", int(sys.argv[1])))
-    listener.listen(64)
-    while True:
-        connection, _ = listener.accept()
-        threading.Thread(target=serve, args=(connection,), daemon=True).start()
+    serve_forever(int(sys.argv[1]), serve)
 
 
 if __name__ == "__main__":
