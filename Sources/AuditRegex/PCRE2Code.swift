@@ -105,6 +105,32 @@ final class PCRE2Code: @unchecked Sendable {
         return true
     }
 
+    /// How the pattern matches subjects that begin with `prefix` (``Pattern/PrefixMatch``):
+    /// a hard partial match by the interpreter (the JIT code is compiled for complete matches only).
+    func prefixMatch(_ prefix: UnsafeBufferPointer<UInt8>) throws(PatternError) -> Pattern.PrefixMatch {
+        guard let matchData = unsafe pcre2_match_data_create_8(1, nil) else { throw .outOfMemory }
+        defer { unsafe pcre2_match_data_free_8(matchData) }
+        var empty: UInt8 = 0
+        let result = unsafe withUnsafePointer(to: &empty) { fallback in
+            let base = unsafe prefix.baseAddress ?? fallback
+            return unsafe pcre2_match_8(
+                code, base, prefix.count, 0, UInt32(PCRE2_PARTIAL_HARD | PCRE2_NO_JIT), matchData, context)
+        }
+        if result == PCRE2_ERROR_PARTIAL { return .some }
+        if result >= 0 { return .every }
+        guard result == PCRE2_ERROR_NOMATCH else { throw Self.matchError(result) }
+        // A pattern that may start its match anywhere can still match inside what follows the prefix.
+        return isAnchored ? .none : .some
+    }
+
+    /// Whether every match must start at the subject's start (all top-level alternatives begin with
+    /// `^` or `\A`, or PCRE2 found the pattern anchored otherwise).
+    private var isAnchored: Bool {
+        var options: UInt32 = 0
+        unsafe pcre2_pattern_info_8(code, UInt32(PCRE2_INFO_ALLOPTIONS), &options)
+        return options & UInt32(PCRE2_ANCHORED) != 0
+    }
+
     /// The byte ranges of the groups of the first match in `subject` (index 0 is the whole
     /// match; unset groups are nil), or nil when the pattern does not match.
     func firstMatch(in subject: UnsafeBufferPointer<UInt8>) throws(PatternError) -> [Range<Int>?]? {

@@ -78,6 +78,27 @@ public struct Pattern: Sendable {
         try firstMatch(in: MatchSubject(text))
     }
 
+    /// How a pattern matches the subjects that begin with a given prefix.
+    public enum PrefixMatch: Sendable, Equatable {
+        /// It matches no subject that begins with the prefix.
+        case none
+        /// It matches some, depending on what follows the prefix.
+        case some
+        /// It matches every subject that begins with the prefix (its match is decided within it).
+        case every
+    }
+
+    /// How the pattern matches subjects that begin with `prefix`, such as every URL of one origin
+    /// (`https://example.org/`). Sound in both directions: `.none` and `.every` are only answered
+    /// when what follows the prefix cannot change the result.
+    ///
+    /// - Throws: a limit error when the match gives up before answering.
+    public func prefixMatch(_ prefix: String) throws(PatternError) -> PrefixMatch {
+        unsafe try MatchSubject(prefix).withBytes { bytes throws(PatternError) in
+            unsafe try code.prefixMatch(bytes)
+        }
+    }
+
     /// The version of the linked PCRE2 library, e.g. "10.42 2022-12-11".
     public static var libraryVersion: String { PCRE2Code.libraryVersion }
 }

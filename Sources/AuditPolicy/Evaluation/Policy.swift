@@ -1,3 +1,4 @@
+import AuditLocking
 import AuditRegex
 
 /// A loaded, compiled policy: every rule of a set of rule files, ready to evaluate requests.
@@ -19,6 +20,8 @@ public struct Policy: Sendable {
     public let files: [String]
     /// The rules filed by the tokens a request must carry for them to match.
     let index: RuleIndex
+    /// ``decidesBeyondOrigin(_:host:)``'s answers so far, shared by the policy's copies.
+    let originDepths = OriginDepths()
 
     /// Loads every `.rules` file under `directory` (searched recursively, sorted by path).
     ///
@@ -50,6 +53,14 @@ public struct Policy: Sendable {
         self.warnings = warnings
         self.files = files
         self.index = RuleIndex(rules: rules)
+    }
+
+    /// A lock around answers by origin, in a class so that copies of the policy share it.
+    final class OriginDepths: Sendable {
+        private let depths = Locked<[String: Bool]>([:])
+        func withLock<Result>(_ body: (inout [String: Bool]) -> Result) -> Result {
+            depths.withLock { value in body(&value) }
+        }
     }
 
     /// The rule with full id `id` (`category/name`), if any.
