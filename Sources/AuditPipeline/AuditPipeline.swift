@@ -144,12 +144,15 @@ public final class AuditPipeline: Sendable {
     ///   - time: when the request was made (replayed traffic); now by default.
     ///   - capabilities: what the front-end can carry out besides sending and refusing; a redirect or
     ///     a local response it cannot carry out is refused (fails closed).
+    ///   - tunnel: for a request seen inside a CONNECT tunnel whose TLS was terminated, the id of the
+    ///     CONNECT's decision (its record links to it).
     public func admit(
-        _ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil, capabilities: FrontEndCapabilities = .all
+        _ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil, capabilities: FrontEndCapabilities = .all,
+        tunnel: UUID? = nil
     ) -> AuditedRequest {
         let evaluation = evaluate(request, bodyBytes: bodyBytes, at: time)
         count(evaluation.verdict)
-        let decision = recordStart(of: evaluation)
+        let decision = recordStart(of: evaluation, tunnel: tunnel)
         return AuditedRequest(
             decision: decision, admission: admission(of: decision, capabilities: capabilities), pipeline: self)
     }
@@ -191,7 +194,7 @@ public final class AuditPipeline: Sendable {
 
     /// The decision of `evaluation`, with its redacted snapshots, counted in the metrics and
     /// published as started.
-    private func recordStart(of evaluation: Evaluation) -> Decision {
+    private func recordStart(of evaluation: Evaluation, tunnel: UUID?) -> Decision {
         let verdict = evaluation.verdict
         let request = evaluation.request
         let redaction = configuration.redaction
@@ -205,12 +208,14 @@ public final class AuditPipeline: Sendable {
                 snapshot.shadow = shadowed
             }
         }
+        var requestSnapshot = redaction.snapshot(of: request, bodyBytes: evaluation.bodyBytes)
+        requestSnapshot.tunnel = tunnel
         let decision = Decision(
             time: evaluation.time,
             started: evaluation.started,
             policy: evaluation.policy,
             verdict: verdict,
-            snapshot: redaction.snapshot(of: request, bodyBytes: evaluation.bodyBytes),
+            snapshot: requestSnapshot,
             decision: snapshot
         )
         metrics.decided(decision.decision)

@@ -69,13 +69,17 @@ public struct RequestSnapshot: Codable, Sendable, Equatable {
     public var headers: [Header]
     /// Body size in bytes when known (the body itself is never kept).
     public var bodyBytes: Int?
+    /// For a request the proxy saw inside a CONNECT tunnel whose TLS it terminated: the id of the
+    /// CONNECT's record.
+    public var tunnel: UUID?
 
     /// Creates a snapshot.
     public init(
         method: String, url: String, host: String, headers: [Header], bodyBytes: Int? = nil,
-        receivedURL: String? = nil
+        receivedURL: String? = nil, tunnel: UUID? = nil
     ) {
         self.receivedURL = receivedURL
+        self.tunnel = tunnel
         self.method = method
         self.url = url
         self.host = host

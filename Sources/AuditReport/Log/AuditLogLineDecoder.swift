@@ -167,6 +167,7 @@ enum AuditLogLineDecoder {
         var headers: [RequestSnapshot.Header]?
         var bodyBytes: Int?
         var receivedURL: String?
+        var tunnel: UUID?
         let isObject = scanner.readObject(RequestField.self) { scanner, field in
             switch field {
             case .method:
@@ -186,6 +187,10 @@ enum AuditLogLineDecoder {
                 if scanner.consumeNull() { return true }
                 bodyBytes = scanner.readInt()
                 return bodyBytes != nil
+            case .tunnel:
+                if scanner.consumeNull() { return true }
+                tunnel = scanner.readString().flatMap(Self.uuid)
+                return tunnel != nil
             case .headers:
                 var list: [RequestSnapshot.Header] = []
                 let isArray = scanner.readArray { scanner in
@@ -200,7 +205,8 @@ enum AuditLogLineDecoder {
         }
         guard isObject, let method, let url, let host, let headers else { return nil }
         return RequestSnapshot(
-            method: method, url: url, host: host, headers: headers, bodyBytes: bodyBytes, receivedURL: receivedURL)
+            method: method, url: url, host: host, headers: headers, bodyBytes: bodyBytes, receivedURL: receivedURL,
+            tunnel: tunnel)
     }
 
     private static func header(_ scanner: inout JSONLineScanner) -> RequestSnapshot.Header? {
@@ -424,7 +430,7 @@ private enum RecordField: Int, JSONFields {
 }
 
 private enum RequestField: Int, JSONFields {
-    case bodyBytes, headers, host, method, receivedURL, url
+    case bodyBytes, headers, host, method, receivedURL, tunnel, url
     static let keys = keyBytes()
 }
 

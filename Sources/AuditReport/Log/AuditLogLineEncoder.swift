@@ -127,6 +127,10 @@ enum AuditLogLineEncoder {
                 out.key("receivedURL")
                 out.string(receivedURL)
             }
+            if let tunnel = request.tunnel {
+                out.key("tunnel")
+                out.string(tunnel.uuidString)
+            }
             out.key("url")
             out.string(request.url)
         }
