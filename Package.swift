@@ -12,12 +12,26 @@ let package = Package(
         .library(name: "AuditPipeline", targets: ["AuditPipeline"]),
         .library(name: "RequestAudit", targets: ["RequestAudit"]),
         .library(name: "AuditProxy", targets: ["AuditProxy"]),
+        .library(name: "AuditTLS", targets: ["AuditTLS"]),
         .library(name: "AuditPrometheus", targets: ["AuditPrometheus"]),
         .library(name: "AuditOpenTelemetry", targets: ["AuditOpenTelemetry"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
+    traits: [
+        // TLS interception (`audit proxy --intercept-tls`, `audit run`, `audit ca`, `audit env`) brings
+        // swift-nio-ssl, swift-certificates and swift-crypto, two copies of BoringSSL to compile:
+        // `make demo` builds `audit` without it to stay fast on a fresh machine.
+        .trait(
+            name: "TLSInterception",
+            description: "TLS interception in audit proxy, and the audit run, ca and env commands"),
+        .default(enabledTraits: ["TLSInterception"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
@@ -47,9 +61,23 @@ let package = Package(
             name: "AuditProxy",
             dependencies: [
                 "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking",
+                .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The certificate authority and TLS settings of TLS interception, in a module of their own
+        // so that an app embedding RequestAudit never pulls swift-nio-ssl or swift-certificates in.
+        .target(
+            name: "AuditTLS",
+            dependencies: [
+                "AuditLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         // Prometheus comes with its own product, so an app that embeds RequestAudit does not pull it in.
@@ -80,6 +108,7 @@ let package = Package(
                 "AuditOpenTelemetry",
                 "AuditPolicy",
                 "AuditReport",
+                .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -91,11 +120,17 @@ let package = Package(
             name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline", "AuditLocking"]),
         .testTarget(
+            name: "AuditTLSTests",
+            dependencies: [
+                "AuditTLS", .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
+        .testTarget(
             name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .testTarget(
             name: "AuditProxyTests",
             dependencies: [
-                "AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport",
+                "AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport", "AuditTLS",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

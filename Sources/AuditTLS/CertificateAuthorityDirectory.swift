@@ -1,0 +1,126 @@
+import Crypto
+import Foundation
+import X509
+
+/// A folder that keeps a ``CertificateAuthority`` between runs (`--ca-dir DIR`):
+///
+/// | file | what | mode |
+/// |---|---|---|
+/// | `ca.pem` | the CA certificate, for clients to trust | 0644 |
+/// | `ca-key.pem` | its private key (PKCS #8) | 0600; refused when others can read it |
+/// | `bundle.pem` | the system's roots followed by the CA, for tools whose setting replaces their store | 0644 |
+///
+/// The folder is made (mode 0700) and the CA created on first use.
+public struct CertificateAuthorityDirectory: Sendable {
+    /// The folder.
+    public let path: String
+
+    /// The CA certificate's file.
+    public var certificatePath: String { path + "/ca.pem" }
+    /// The private key's file.
+    public var privateKeyPath: String { path + "/ca-key.pem" }
+    /// The file of the system's roots and the CA.
+    public var bundlePath: String { path + "/bundle.pem" }
+
+    /// The folder at `path` (nothing is read or made yet).
+    public init(path: String) {
+        self.path = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+    }
+
+    /// Whether the folder holds a CA.
+    public var exists: Bool { FileManager.default.fileExists(atPath: certificatePath) }
+
+    /// The CA kept here, made (with `bundle.pem`) when the folder holds none.
+    ///
+    /// - Throws: ``TLSSetupError`` naming the file: a key others can read, a file that does not
+    ///   parse, a key that is not the certificate's, a folder that cannot be written.
+    public func loadOrCreate(now: Date = Date()) throws(TLSSetupError) -> CertificateAuthority {
+        if exists { return try load() }
+        return try create(now: now)
+    }
+
+    /// Makes a new CA here, replacing any there was, and writes `bundle.pem`.
+    @discardableResult
+    public func create(now: Date = Date()) throws(TLSSetupError) -> CertificateAuthority {
+        let authority = try CertificateAuthority.generate(now: now)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .file(path: path, reason: "cannot make the CA folder: \(error.localizedDescription)")
+        }
+        // The key is written to a private temporary file first, so that it is never readable by
+        // others, not even for a moment, and never half-written under its name.
+        try Self.write(authority.privateKeyPEM, to: privateKeyPath, mode: 0o600)
+        let certificate: String
+        do { certificate = try authority.certificatePEM } catch { throw .minting("\(error)") }
+        try Self.write(certificate, to: certificatePath, mode: 0o644)
+        try writeBundle(for: authority)
+        return authority
+    }
+
+    /// Reads the CA kept here.
+    public func load() throws(TLSSetupError) -> CertificateAuthority {
+        let mode: Int
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: privateKeyPath)
+            mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o600
+        } catch {
+            throw .file(path: privateKeyPath, reason: "cannot read the CA's private key: \(error.localizedDescription)")
+        }
+        if mode & 0o077 != 0 { throw .keyReadableByOthers(path: privateKeyPath, mode: mode) }
+        let keyText = try Self.read(privateKeyPath)
+        let certificateText = try Self.read(certificatePath)
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try P256.Signing.PrivateKey(pemRepresentation: keyText)
+        } catch {
+            throw .malformed(path: privateKeyPath, reason: "not an ECDSA P-256 private key in PEM (\(error))")
+        }
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(pemEncoded: certificateText)
+        } catch {
+            throw .malformed(path: certificatePath, reason: "not a certificate in PEM (\(error))")
+        }
+        return try CertificateAuthority(
+            certificate: certificate, privateKey: key, certificateName: certificatePath, keyName: privateKeyPath)
+    }
+
+    /// Writes `bundle.pem`: the system's roots (``SystemTrust/bundlePath``) followed by the CA.
+    public func writeBundle(for authority: CertificateAuthority) throws(TLSSetupError) {
+        let certificate: String
+        do { certificate = try authority.certificatePEM } catch { throw .minting("\(error)") }
+        try Self.write(SystemTrust.bundle(adding: [certificate]), to: bundlePath, mode: 0o644)
+    }
+
+    /// Reads a whole text file, or throws naming it.
+    public static func read(_ path: String) throws(TLSSetupError) -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw .file(path: path, reason: "cannot read: \(error.localizedDescription)")
+        }
+    }
+
+    /// Writes `text` to `path` with `mode`: to a temporary file in the same folder made with that
+    /// mode, then moved to `path` (replacing what was there).
+    public static func write(_ text: String, to path: String, mode: Int) throws(TLSSetupError) {
+        let temporary = path + ".tmp-\(UUID().uuidString.prefix(8))"
+        guard
+            FileManager.default.createFile(
+                atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        else {
+            throw .file(path: path, reason: "cannot write")
+        }
+        do {
+            // createFile's mode is filtered by the umask: set it exactly.
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: temporary)
+            if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+            try FileManager.default.moveItem(atPath: temporary, toPath: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw .file(path: path, reason: "cannot write: \(error.localizedDescription)")
+        }
+    }
+}

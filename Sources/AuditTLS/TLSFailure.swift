@@ -1,0 +1,41 @@
+import NIOSSL
+
+/// What a TLS error means to a user, in one line.
+public enum TLSFailure {
+    /// Why the handshake with the server at `authority` failed, for a 502's body and the record.
+    public static func upstream(_ error: any Error, authority: String) -> String {
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
+            return "the certificate of \(authority) is for another host"
+        }
+        let text = "\(error)"
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "the certificate of \(authority) failed verification (an untrusted issuer, expired or not yet "
+                + "valid; --upstream-ca FILE adds a root)"
+        }
+        if let error = error as? NIOSSLError, case .handshakeFailed = error {
+            return "the TLS handshake with \(authority) failed: \(text)"
+        }
+        return "the TLS connection to \(authority) failed: \(text)"
+    }
+
+    /// Whether `error` is a client's TLS handshake failing with the proxy (its certificate refused,
+    /// no common protocol, or not TLS at all).
+    public static func isHandshakeFailure(_ error: any Error) -> Bool {
+        if let error = error as? NIOSSLError, case .handshakeFailed = error { return true }
+        return false
+    }
+
+    /// Why a client's handshake with the proxy for `host` failed, with what to do about it.
+    public static func client(_ error: any Error, host: String) -> String {
+        let text = "\(error)"
+        let refusedCertificate = ["UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "DECRYPT_ERROR"].contains {
+            text.contains($0)
+        }
+        if refusedCertificate {
+            return "the client refused the proxy's certificate for \(host): it does not trust the audit CA; "
+                + "'audit env --ca-dir DIR' prints the settings that make tools trust it"
+        }
+        return "the TLS handshake with the client for \(host) failed: \(text); "
+            + "'audit env --ca-dir DIR' prints the settings that make tools trust the audit CA"
+    }
+}
