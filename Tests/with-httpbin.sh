@@ -4,8 +4,10 @@
 # EVENTS_URL: a server-sent event stream (Tests/Servers/event_stream.py); UPGRADE_URL: a server that
 # upgrades any request and echoes (Tests/Servers/upgrade_echo.py); RAW_URL and RAW6_URL (127.0.0.1 and ::1): fixed
 # responses written byte for byte, strict clients' refusals included (Tests/Servers/raw_responses.py); and, when nginx is
-# installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate in NGINX_CA) serving
-# Tests/Servers/www plus a 300 MB file, big.bin.
+# installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate issued by the test CA in NGINX_CA) serving
+# Tests/Servers/www plus a 300 MB file, big.bin, a git repository for dumb-HTTP clones (/repo.git) and a pip simple
+# index (/simple/); and NGINX_TLS_WRONG_HOST_URL, NGINX_TLS_EXPIRED_URL and NGINX_TLS_UNTRUSTED_URL, servers whose
+# certificates a verifying client refuses (Tests/Servers/make-test-certificates.sh).
 # The command gets a temporary directory of its own (TMPDIR), removed when it ends with whatever the
 # tests left there: FoundationNetworking keeps a download's file, and a test killed midway keeps its
 # scratch files.
@@ -49,11 +51,14 @@ if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
     cp -r "$(dirname "$0")/Servers/www/." "$work/nginx/www/"
     truncate -s 300000000 "$work/nginx/www/big.bin"
     truncate -s 10000000 "$work/nginx/www/medium.bin"
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=localhost" \
-        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-        -keyout "$work/nginx/key.pem" -out "$work/nginx/cert.pem" >/dev/null 2>&1
+    "$(dirname "$0")/Servers/make-test-certificates.sh" "$work/nginx/tls"
+    "$(dirname "$0")/Servers/make-test-content.sh" "$work/nginx/www"
     nginx_port=$(free_port)
     nginx_tls_port=$(free_port)
+    nginx_wrong_host_port=$(free_port)
+    nginx_expired_port=$(free_port)
+    nginx_untrusted_port=$(free_port)
+    tls="$work/nginx/tls"
     cat >"$work/nginx/nginx.conf" <<CONF
 daemon off; worker_processes 2; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
 events { worker_connections 4096; }
@@ -62,14 +67,23 @@ http {
   types { text/html html; text/plain txt; image/svg+xml svg; application/javascript js; }
   server { listen 127.0.0.1:$nginx_port; root $work/nginx/www; }
   server { listen 127.0.0.1:$nginx_tls_port ssl; root $work/nginx/www;
-    ssl_certificate $work/nginx/cert.pem; ssl_certificate_key $work/nginx/key.pem; }
+    ssl_certificate $tls/localhost.pem; ssl_certificate_key $tls/localhost-key.pem; }
+  server { listen 127.0.0.1:$nginx_wrong_host_port ssl; root $work/nginx/www;
+    ssl_certificate $tls/other-host.pem; ssl_certificate_key $tls/other-host-key.pem; }
+  server { listen 127.0.0.1:$nginx_expired_port ssl; root $work/nginx/www;
+    ssl_certificate $tls/expired.pem; ssl_certificate_key $tls/expired-key.pem; }
+  server { listen 127.0.0.1:$nginx_untrusted_port ssl; root $work/nginx/www;
+    ssl_certificate $tls/untrusted.pem; ssl_certificate_key $tls/untrusted-key.pem; }
 }
 CONF
     "$nginx_bin" -c "$work/nginx/nginx.conf" -p "$work/nginx" >"$work/nginx/stdout.log" 2>&1 &
     nginx=$!
     export NGINX_URL="http://127.0.0.1:$nginx_port"
     export NGINX_TLS_URL="https://127.0.0.1:$nginx_tls_port"
-    export NGINX_CA="$work/nginx/cert.pem"
+    export NGINX_CA="$tls/testca.pem"
+    export NGINX_TLS_WRONG_HOST_URL="https://127.0.0.1:$nginx_wrong_host_port"
+    export NGINX_TLS_EXPIRED_URL="https://127.0.0.1:$nginx_expired_port"
+    export NGINX_TLS_UNTRUSTED_URL="https://127.0.0.1:$nginx_untrusted_port"
     export NGINX_ACCESS_LOG="$work/nginx/access.log"
 fi
 

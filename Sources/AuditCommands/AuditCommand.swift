@@ -13,13 +13,48 @@ public struct AuditCommand: AsyncParsableCommand {
             Exit codes: 0 success; 1 policy errors, lint errors or failing policy tests; 64 usage errors.
             """,
         version: "0.1.0",
-        subcommands: [
-            CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
-            DiffCommand.self, LearnCommand.self,
-            ProxyCommand.self, VerifyCommand.self,
-        ]
+        subcommands: subcommands
     )
+
+    private static var subcommands: [any ParsableCommand.Type] {
+        var commands: [any ParsableCommand.Type] = [
+            CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
+            DiffCommand.self, LearnCommand.self, ProxyCommand.self, VerifyCommand.self,
+        ]
+        #if TLSInterception
+            commands += [RunCommand.self, EnvCommand.self, CACommand.self]
+        #endif
+        return commands
+    }
 
     /// Creates the command; ArgumentParser fills it in from the arguments.
     public init() {}
+
+    /// `arguments` as the parser takes them: a bare `--intercept-tls` (one not followed by `all` or
+    /// `selective`) becomes `--intercept-tls=selective`, so that the option's value is optional.
+    /// Arguments after `--` are left alone.
+    public static func normalizedArguments(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            if argument == "--" {
+                result += arguments[index...]
+                break
+            }
+            let next = arguments.index(after: index) < arguments.endIndex ? arguments[index + 1] : nil
+            if argument == "--intercept-tls", next != "all", next != "selective" {
+                result.append("--intercept-tls=selective")
+            } else {
+                result.append(argument)
+            }
+            index += 1
+        }
+        return result
+    }
+
+    /// Runs the command on the process's arguments (``normalizedArguments(_:)``).
+    public static func runFromCommandLine() async {
+        await main(normalizedArguments(Array(CommandLine.arguments.dropFirst())))
+    }
 }

@@ -17,9 +17,9 @@ struct ProxyCommand: AsyncParsableCommand {
         commandName: "proxy",
         abstract: "Run a forward HTTP proxy (plain HTTP and CONNECT) that audits every request against the policy.",
         discussion: """
-            Point clients at it with HTTP_PROXY and HTTPS_PROXY. Plain HTTP requests are decided on their method, \
-            URL and headers; HTTPS (CONNECT) on https://HOST[:PORT] and the CONNECT's headers, since the rest is \
-            encrypted. A refused request gets 403 with a JSON body naming the rule; a warning is acknowledged by \
+            Point clients at it with HTTP_PROXY and HTTPS_PROXY ('audit env' prints them). Plain HTTP requests are \
+            decided on their method, URL and headers; HTTPS (CONNECT) on https://HOST[:PORT] and the CONNECT's \
+            headers, unless --intercept-tls terminates the tunnel's TLS to decide each request inside as plain HTTP. A refused request gets 403 with a JSON body naming the rule; a warning is acknowledged by \
             sending the request again with the header 'Audit-Acknowledge: RULE-ID'. SIGHUP reloads the policies \
             (the old ones stay in force on error); SIGINT or SIGTERM stops accepting, finishes what is in flight \
             and flushes the log.
@@ -82,6 +82,10 @@ struct ProxyCommand: AsyncParsableCommand {
         help: "Spool records the OTLP queue has no room for instead of dropping them.")
     var otlpNeverDrop = false
 
+    #if TLSInterception
+        @OptionGroup var tls: TLSOptions
+    #endif
+
     func validate() throws {
         _ = try Self.hostAndPort(listen)
         _ = try allowedConnectPorts()
@@ -130,6 +134,17 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.pipeline.logChainKey = try logKey.key()
         configuration.pipeline.onMatchError = onError
         if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
+        var interceptionNote = ""
+        #if TLSInterception
+            let interception = try tls.settings(command: "audit proxy")
+            defer { interception?.1.removeTemporary() }
+            configuration.tlsInterception = interception?.0
+            if let (settings, files) = interception {
+                interceptionNote =
+                    ", TLS interception \(settings.scope.rawValue) (CA \(files.certificatePath)"
+                    + (files.temporaryFolder == nil ? ")" : ", in memory)")
+            }
+        #endif
         // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.
         let endpoint = try await startMetrics()
         if let exporter = try otlpExporter() { configuration.pipeline.recordExporters.append(exporter) }
@@ -170,7 +185,7 @@ struct ProxyCommand: AsyncParsableCommand {
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
                 + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
-                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : ""))
+                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : "") + interceptionNote)
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()

@@ -30,11 +30,26 @@ public struct ProxyConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// How long a graceful stop waits for requests and tunnels in flight before closing them.
     public var drainTimeout: Duration = .seconds(10)
-    /// The ports a CONNECT may open a tunnel to (nil: any). Only 443 by default: a tunnel to a plain
-    /// HTTP port would carry requests nobody decided.
+    /// The ports a CONNECT may open a spliced tunnel to (nil: any). Only 443 by default: a tunnel to a
+    /// plain HTTP port would carry requests nobody decided. An intercepted tunnel may go to any port:
+    /// each request inside it is decided.
     public var connectPorts: Set<Int>? = [443]
     /// Event loop threads (default: one per core).
     public var threads = System.coreCount
+    #if TLSInterception
+        /// TLS interception (nil: every CONNECT tunnel is spliced and decided on its host alone).
+        public var tlsInterception: TLSInterceptionSettings?
+    #endif
+
+    /// Whether the proxy can reach servers over TLS itself: inside intercepted tunnels, and for a
+    /// redirect to an `https` URL.
+    var reachesTLSServers: Bool {
+        #if TLSInterception
+            tlsInterception != nil
+        #else
+            false
+        #endif
+    }
 
     /// The defaults: 127.0.0.1:8080, warnings denied, 64 KiB heads, 4,096 connections.
     public init() {}

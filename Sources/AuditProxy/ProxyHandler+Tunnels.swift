@@ -20,7 +20,9 @@ extension ProxyHandler {
         // A tunnel carries bytes only: a redirect or a local response is refused.
         let audited = pipeline.admit(request, bodyBytes: nil, capabilities: [])
         let decision = audited.decision
-        if let ports = configuration.connectPorts, !ports.contains(target.port) {
+        // Inside an intercepted tunnel every request is decided: the port limit is for spliced ones.
+        let isIntercepted = intercepts(target, policy: decision.policy)
+        if let ports = configuration.connectPorts, !ports.contains(target.port), !isIntercepted {
             let allowed = ports.sorted().map(String.init).joined(separator: ", ")
             refuse(
                 audited,
@@ -35,6 +37,15 @@ extension ProxyHandler {
         connection.openTunnel(Exchange(audited, target: target, destination: .url(target.tunnelURL), head: head))
         upstream?.channel.close(promise: nil)
         upstream = nil
+        // An intercepted tunnel connects to the server per request inside it, once each is decided.
+        if isIntercepted {
+            switch connection.tunnelConnected() {
+            case .splice(let exchange): intercept(exchange, context: context)
+            case .awaitRequestEnd: tunnelWay = .intercept
+            case .close: break
+            }
+            return
+        }
         resolveChecked(target, request: request, policy: decision.policy, context: context) { [self] resolved in
             guard let context = self.context else { return }
             let addresses: [SocketAddress]
@@ -61,7 +72,7 @@ extension ProxyHandler {
                     guard let context = self.context else { return channel.close(promise: nil) }
                     switch connection.tunnelConnected() {
                     case .splice(let exchange): spliceTunnel(exchange, to: channel, context: context)
-                    case .awaitRequestEnd: tunnelServer = channel
+                    case .awaitRequestEnd: tunnelWay = .splice(channel)
                     case .close: channel.close(promise: nil)
                     }
                 case .failure(let error):
@@ -78,6 +89,18 @@ extension ProxyHandler {
         finish(exchange, kind: .failure, error: reason)
         guard let context = self.context else { return }
         writeProblem(.badGateway, .upstream(exchange.decision, reason: reason), close: true, context: context)
+    }
+
+    /// Removes this handler and the client connection's HTTP handlers, once the handlers that take
+    /// the connection over are in place after them. The decoder goes last, so that the bytes it holds
+    /// pass on to them.
+    func removeHTTPHandlers(context: ChannelHandlerContext) {
+        let sync = context.pipeline.syncOperations
+        sync.removeHandler(http.connectionGuard, promise: nil)
+        sync.removeHandler(http.pipelining, promise: nil)
+        sync.removeHandler(http.encoder, promise: nil)
+        sync.removeHandler(self, promise: nil)
+        sync.removeHandler(http.decoder, promise: nil)
     }
 
     /// Answers 200 to the CONNECT, then splices the client connection and `server`.
@@ -121,12 +144,7 @@ extension ProxyHandler {
             try server.pipeline.syncOperations.addHandler(serverSide)
             try context.pipeline.syncOperations.addHandler(clientSide)
             for handler in serverHTTPHandlers { server.pipeline.syncOperations.removeHandler(handler, promise: nil) }
-            let sync = context.pipeline.syncOperations
-            sync.removeHandler(http.connectionGuard, promise: nil)
-            sync.removeHandler(http.pipelining, promise: nil)
-            sync.removeHandler(http.encoder, promise: nil)
-            sync.removeHandler(self, promise: nil)
-            sync.removeHandler(http.decoder, promise: nil)
+            removeHTTPHandlers(context: context)
             // Reads held back while the tunnel opened start again, now through the tunnel handlers.
             context.channel.read()
             server.read()

@@ -26,10 +26,12 @@ extension ProxyHandler {
         to target: ProxyTarget, addresses: [SocketAddress], context: ChannelHandlerContext,
         then: @escaping (Result<Upstream, Error>) -> Void
     ) {
-        let authority = target.authority
+        let authority = target.upstreamKey
+        let services = self.services
         services.value.upstreams.connect(target, addresses, context.eventLoop) { channel in
             channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
+                if target.isSecure { try Self.addUpstreamTLS(to: sync, target: target, services: services) }
                 // The proxy sets the framing headers itself (transfer codings as the client sent
                 // them), and frames chunks itself when `chunked` follows other codings.
                 var encoding = HTTPRequestEncoder.Configuration()

@@ -33,7 +33,9 @@ struct ClientHTTPHandlers {
 /// the I/O its answers ask for.
 ///
 /// A plain HTTP request is decided on everything it carries (method, absolute URL, headers). A
-/// CONNECT is decided on what a proxy sees of it: `https://HOST[:PORT]` and its headers.
+/// CONNECT is decided on what a proxy sees of it: `https://HOST[:PORT]` and its headers. Inside a
+/// tunnel whose TLS the proxy terminated, a handler of its own (``tunnel``) decides each request
+/// as plain HTTP, on its `https://` URL.
 final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
@@ -55,8 +57,16 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var connection = ProxyConnection()
     /// The server connection of the exchange under way, or kept from the last one.
     var upstream: Upstream?
-    /// The server connection of a CONNECT made before the CONNECT's end came.
-    var tunnelServer: Channel?
+    /// How the CONNECT under way goes on once its end comes: spliced to the server connection made,
+    /// or intercepted.
+    var tunnelWay: TunnelWay?
+    /// The intercepted tunnel this handler serves the requests of; nil on a client connection.
+    var tunnel: InterceptedTunnel?
+
+    enum TunnelWay {
+        case splice(Channel)
+        case intercept
+    }
 
     /// The services, boxed so the handler can pass them to Sendable closures.
     final class ServicesBox: Sendable {
@@ -64,18 +74,38 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         init(_ value: ProxyServices) { self.value = value }
     }
 
-    init(services: ProxyServices, http: ClientHTTPHandlers) {
-        self.services = ServicesBox(services)
+    init(services: ServicesBox, http: ClientHTTPHandlers, tunnel: InterceptedTunnel? = nil) {
+        self.services = services
         self.http = http
+        self.tunnel = tunnel
     }
 
     /// Sets up a client connection's handlers: the guard against slow clients, the HTTP/1.1
     /// decoder and encoder, the handler that holds pipelined requests back, and the proxy's.
     static func install(on channel: any Channel, services: ProxyServices) throws {
-        let configuration = services.configuration
+        let (http, proxy) = makeHandlers(services: ServicesBox(services), tunnel: nil)
+        try add(http, proxy, to: channel.pipeline.syncOperations)
+    }
+
+    /// Adds `http`'s handlers and `proxy` at the end of a pipeline, in order.
+    static func add(
+        _ http: ClientHTTPHandlers, _ proxy: ProxyHandler, to sync: ChannelPipeline.SynchronousOperations
+    ) throws {
+        try sync.addHandler(http.connectionGuard)
+        try sync.addHandler(http.encoder)
+        try sync.addHandler(http.decoder)
+        try sync.addHandler(http.pipelining)
+        try sync.addHandler(proxy)
+    }
+
+    /// The handlers of ``install(on:services:)``, in order, not yet added.
+    static func makeHandlers(services: ServicesBox, tunnel: InterceptedTunnel?) -> (
+        http: ClientHTTPHandlers, proxy: ProxyHandler
+    ) {
+        let configuration = services.value.configuration
         let connectionGuard = ConnectionGuard(
             headerTimeout: configuration.headerTimeout, idleTimeout: configuration.idleTimeout,
-            report: services.report)
+            report: services.value.report)
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderListSize = configuration.maximumHeaderBytes
         limits.maxHeaderFieldSize = configuration.maximumHeaderBytes
@@ -86,12 +116,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             decoder: makeDecoder(), makeDecoder: makeDecoder,
             encoder: HTTPResponseEncoder(), pipelining: HTTPServerPipelineHandler(),
             connectionGuard: connectionGuard)
-        let sync = channel.pipeline.syncOperations
-        try sync.addHandler(connectionGuard)
-        try sync.addHandler(http.encoder)
-        try sync.addHandler(http.decoder)
-        try sync.addHandler(http.pipelining)
-        try sync.addHandler(ProxyHandler(services: services, http: http))
+        return (http, ProxyHandler(services: services, http: http, tunnel: tunnel))
     }
 
     var pipeline: AuditPipeline { services.value.pipeline }
@@ -114,6 +139,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard connection.isAwaitingHead else { return }
             http.connectionGuard.headReceived()
             if head.method == .CONNECT {
+                guard tunnel == nil else { return refuseNestedTunnel(head, context: context) }
                 openTunnel(head, context: context)
             } else {
                 startExchange(head, context: context)
@@ -139,9 +165,12 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .exchangeEnded(let next):
             follow(next)
         case .spliceTunnel(let exchange):
-            guard let server = tunnelServer else { return }
-            tunnelServer = nil
-            spliceTunnel(exchange, to: server, context: context)
+            guard let way = tunnelWay else { return }
+            tunnelWay = nil
+            switch way {
+            case .splice(let server): spliceTunnel(exchange, to: server, context: context)
+            case .intercept: intercept(exchange, context: context)
+            }
         }
     }
 
@@ -167,12 +196,19 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         upstream?.channel.close(promise: nil)
         upstream = nil
-        tunnelServer?.close(promise: nil)
-        tunnelServer = nil
+        if case .splice(let server) = tunnelWay { server.close(promise: nil) }
+        tunnelWay = nil
+        finishTunnel()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if tunnel != nil, let reason = Self.tunnelFailure(error, host: tunnel?.target.host ?? "") {
+            services.value.report("\(context.remoteAddressText): CONNECT \(tunnel?.target.authority ?? ""): \(reason)")
+            finishTunnel(failure: reason)
+            context.close(promise: nil)
+            return
+        }
         guard let parserError = error as? HTTPParserError else {
             context.close(promise: nil)
             return
@@ -192,6 +228,17 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Plain HTTP
 
     func startExchange(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        if let tunnel {
+            guard let url = tunnel.requestURL(for: head.uri) else {
+                return badRequest(
+                    "inside the tunnel to \(tunnel.target.authority), requests take a path (/…) or a URL of "
+                        + "\(tunnel.target.secureOrigin) (got '\(head.uri)')", context: context)
+            }
+            guard head.headers.contains(name: "host") else {
+                return badRequest("the request has no Host header", context: context)
+            }
+            return startExchange(head, url: url, context: context)
+        }
         guard ProxyTarget.isAbsoluteHTTP(head.uri) else {
             services.value.report("\(context.remoteAddressText): 400 not a proxy request: \(head.method) \(head.uri)")
             _ = connection.answer(closesAfter: true)
@@ -203,27 +250,38 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 close: false, context: context)
             return
         }
+        startExchange(head, url: head.uri, context: context)
+    }
+
+    /// Answers 400 with `problem`, and closes the connection after it.
+    func badRequest(_ problem: String, context: ChannelHandlerContext) {
+        services.value.report("\(context.remoteAddressText): 400 \(problem)")
+        _ = connection.answer(closesAfter: true)
+        writeProblem(.badRequest, .problem("bad-request", problem), close: false, context: context)
+    }
+
+    /// Decides and carries out the request of `head` to `url` (its absolute URL: the request URI of a
+    /// plain proxy request, or the tunnel's origin and the request target inside a tunnel).
+    func startExchange(_ head: HTTPRequestHead, url: String, context: ChannelHandlerContext) {
         // The request the server acts on is the canonical one, sent to the URI's host: a Host header
         // that names another server, or two of them, would have the server act on a request
         // nobody decided.
-        let requested = ProxyTarget(absoluteURI: head.uri)
+        let requested = (try? CanonicalURL(url)).flatMap { ProxyTarget(canonical: $0, allowsTLS: tunnel != nil) }
         let hosts = head.headers["host"]
         let isHostContradicted = hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false }
         if hosts.count > 1 || isHostContradicted == true {
-            let problem =
+            let named = tunnel.map { "the CONNECT target '\($0.target.authority)'" } ?? "the request URI '\(head.uri)'"
+            return badRequest(
                 hosts.count > 1
-                ? "the request has \(hosts.count) Host headers"
-                : "the Host header '\(hosts.first ?? "")' names another server than the request URI '\(head.uri)'"
-            services.value.report("\(context.remoteAddressText): 400 \(problem)")
-            _ = connection.answer(closesAfter: true)
-            writeProblem(.badRequest, .problem("bad-request", problem), close: false, context: context)
-            return
+                    ? "the request has \(hosts.count) Host headers"
+                    : "the Host header '\(hosts.first ?? "")' names another server than \(named)", context: context)
         }
         let request = AuditRequest(
-            method: head.method.rawValue, url: head.uri,
+            method: head.method.rawValue, url: url,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let audited = pipeline.admit(
-            request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) })
+            request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) },
+            tunnel: tunnel?.exchange.decision.id)
         let decision = audited.decision
         guard case .send(let redirected) = carryOut(audited, head: head, context: context) else { return }
         // Decided, so valid: an invalid URL is refused by the policy.
@@ -240,7 +298,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         let kept = upstream.flatMap { upstream in
-            upstream.authority == target.authority && upstream.channel.isActive
+            upstream.authority == target.upstreamKey && upstream.channel.isActive
                 && Self.addressRefusal(
                     of: sent, host: target.host,
                     addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 }, pipeline: pipeline,
@@ -325,9 +383,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func upstreamClosed(_ handler: UpstreamHandler, error: Error?) {
-        guard upstream?.handler === handler else { return }
+        guard let closed = upstream, closed.handler === handler else { return }
         upstream = nil
-        let reason = error.map { "the server connection failed: \($0)" } ?? "the server closed the connection"
+        let reason =
+            error.map { Self.upstreamFailure($0, key: closed.authority) } ?? "the server closed the connection"
         switch connection.upstreamClosed() {
         case .none:
             break
@@ -419,6 +478,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Records
 
     func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
+        tunnel?.exchange.bytesFromClient += exchange.bytesFromClient
+        tunnel?.exchange.bytesFromServer += exchange.bytesFromServer
         exchange.audited.finish(
             Outcome(
                 kind, status: exchange.status, bytes: exchange.bytesFromServer, sentBytes: exchange.bytesFromClient,

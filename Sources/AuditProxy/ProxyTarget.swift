@@ -1,24 +1,37 @@
 import AuditPolicy
 
-/// Where a proxied request goes: the server's host and port, and the request target to send it.
+/// Where a proxied request goes: the server's host and port, whether it speaks TLS, and the request
+/// target to send it.
 struct ProxyTarget: Equatable, Sendable {
     /// Host name or address, as written (IPv6 without brackets).
     let host: String
     let port: Int
-    /// The origin-form target (`/path?query`) for plain HTTP; empty for a tunnel.
+    /// The origin-form target (`/path?query`); empty for a tunnel.
     let path: String
+    /// Whether the server is reached over TLS (an `https` URL, inside an intercepted tunnel or
+    /// redirected to); a CONNECT's target is not: its bytes pass through.
+    var isSecure = false
 
-    /// `host:port`, the key an upstream connection is kept under.
+    /// `host:port`.
     var authority: String {
         let name = host.contains(":") ? "[\(host)]" : host
         return "\(name):\(port)"
     }
 
-    /// The `Host` header value: the port only when it is not 80.
+    /// The key an upstream connection is kept under: the authority, and whether it is TLS.
+    var upstreamKey: String { (isSecure ? "https://" : "http://") + authority }
+
+    /// The default port of the target's scheme.
+    var defaultPort: Int { isSecure ? 443 : 80 }
+
+    /// The `Host` header value: the port only when it is not the scheme's default.
     var hostHeader: String {
         let name = host.contains(":") ? "[\(host)]" : host
-        return port == 80 ? name : "\(name):\(port)"
+        return port == defaultPort ? name : "\(name):\(port)"
     }
+
+    /// `https://HOST[:PORT]/`, the origin of an intercepted tunnel's requests, in canonical form.
+    var secureOrigin: String { tunnelURL }
 
     /// The URL the policy sees for a CONNECT tunnel, in canonical form: `https://HOST/`, with
     /// `:PORT` when not 443.
@@ -33,11 +46,13 @@ struct ProxyTarget: Equatable, Sendable {
         return uri.utf8.count > prefix.count && zip(uri.utf8, prefix).allSatisfy({ $0 | 0x20 == $1 || ($0 == $1) })
     }
 
-    /// The target of a canonical `http` URL: its host and port, and its path and query as the
-    /// request target, exactly as the policy decided them.
-    init?(canonical url: CanonicalURL) {
-        guard url.scheme == "http", !url.host.isEmpty else { return nil }
-        (host, port, path) = (url.host, url.port ?? 80, url.requestTarget)
+    /// The target of a canonical `http` URL (or `https` when `allowsTLS`): its host and port, and its
+    /// path and query as the request target, exactly as the policy decided them.
+    init?(canonical url: CanonicalURL, allowsTLS: Bool = false) {
+        let isSecure = url.scheme == "https"
+        guard url.scheme == "http" || (allowsTLS && isSecure), !url.host.isEmpty else { return nil }
+        (host, port, path) = (url.host, url.port ?? (isSecure ? 443 : 80), url.requestTarget)
+        self.isSecure = isSecure
     }
 
     /// The target of an absolute-form `http://` request URI, in canonical form; nil when it is not
@@ -58,17 +73,19 @@ struct ProxyTarget: Equatable, Sendable {
     }
 
     /// Whether the `Host` header value `host` names this target (compared in canonical form, the
-    /// default port of `http` implied).
+    /// default port of the target's scheme implied).
     func isNamed(byHostHeader host: String) -> Bool {
-        guard let named = try? CanonicalURL("http://" + host), named.path == "/", named.query.isEmpty,
-            named.userinfo.isEmpty
+        guard let named = try? CanonicalURL((isSecure ? "https://" : "http://") + host), named.path == "/",
+            named.query.isEmpty, named.userinfo.isEmpty
         else { return false }
-        return named.host == self.host && (named.port ?? 80) == port
+        return named.host == self.host && (named.port ?? defaultPort) == port
     }
 
-    /// The target of a URL a `redirect` rule names; nil unless it is an absolute http URL.
-    init?(redirectURL url: String) {
-        self.init(absoluteURI: url)
+    /// The target of a URL a `redirect` rule names; nil unless it is an absolute http URL (or https
+    /// when `allowsTLS`: the proxy can verify servers).
+    init?(redirectURL url: String, allowsTLS: Bool) {
+        guard let canonical = try? CanonicalURL(url) else { return nil }
+        self.init(canonical: canonical, allowsTLS: allowsTLS)
     }
 
     /// The port written after the last `:` outside IPv6 brackets, when it is one from 1 to 65535: a

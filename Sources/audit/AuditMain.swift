@@ -4,6 +4,6 @@ import AuditCommands
 @main
 enum AuditMain {
     static func main() async {
-        await AuditCommand.main()
+        await AuditCommand.runFromCommandLine()
     }
 }

@@ -23,7 +23,7 @@ func runInProcess(_ arguments: [String]) -> AuditRun {
     let capture = CapturedOutput()
     let code: Int32 = CommandOutput.$current.withValue(capture.output) {
         do {
-            var command = try AuditCommand.parseAsRoot(arguments)
+            var command = try AuditCommand.parseAsRoot(AuditCommand.normalizedArguments(arguments))
             try command.run()
             return 0
         } catch {
@@ -35,12 +35,21 @@ func runInProcess(_ arguments: [String]) -> AuditRun {
     return AuditRun(standardOutput: capture.standardOutput, standardError: capture.standardError, exitCode: code)
 }
 
-/// Runs the built `audit` executable with `arguments` in `directory`, feeding `input` on standard input.
-func runBinary(_ arguments: [String], in directory: URL = repositoryRoot, input: String = "") throws -> AuditRun {
+/// Runs the built `audit` executable with `arguments` in `directory`, feeding `input` on standard input,
+/// with this process's environment changed by `environment` (a nil value removes a variable).
+func runBinary(
+    _ arguments: [String], in directory: URL = repositoryRoot, input: String = "",
+    environment: [String: String?] = [:]
+) throws -> AuditRun {
     let process = Process()
     process.executableURL = try auditExecutable()
     process.arguments = arguments
     process.currentDirectoryURL = directory
+    if !environment.isEmpty {
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        process.environment = variables
+    }
     let stdin = Pipe()
     let stdout = Pipe()
     let stderr = Pipe()

@@ -91,8 +91,14 @@ extension InterceptionTests {
             "a task suspended as soon as resumed completes after its pause, as without RequestAudit",
             .timeLimit(.minutes(1)), arguments: [false, true])
         func suspendAtOnce(withDelegate: Bool) async throws {
-            let (direct, intercepted, records) = try await Self.suspendedDrips(
-                withDelegate: withDelegate, suspendAfter: .zero)
+            var runs = try await Self.suspendedDrips(withDelegate: withDelegate, suspendAfter: .zero)
+            // Under load, FoundationNetworking itself once delivered this 4-byte drip as 5 bytes to a task
+            // suspended at once (directly, without RequestAudit): the pair is run again then, so that the
+            // comparison has a sound oracle.
+            for _ in 0..<2 where runs.direct.exchange.body?.count != 4 {
+                runs = try await Self.suspendedDrips(withDelegate: withDelegate, suspendAfter: .zero)
+            }
+            let (direct, intercepted, records) = runs
             #expect(direct.exchange.status == 200)
             #expect(direct.exchange.body?.count == 4)
             #expect(intercepted.exchange == direct.exchange)

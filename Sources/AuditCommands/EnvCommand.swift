@@ -1,0 +1,116 @@
+#if TLSInterception
+    import ArgumentParser
+    import AuditTLS
+    import Foundation
+
+    /// `audit env`: the environment that sends a tool's requests through `audit proxy` and makes it
+    /// trust the proxy's CA.
+    struct EnvCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "env",
+            abstract: "Print the shell lines that send tools through audit proxy and make them trust its CA.",
+            discussion: """
+                Use it as: eval "$(audit env --ca-dir DIR --proxy http://127.0.0.1:8080)". Variables that replace a \
+                tool's trust store point at a bundle of the system's roots, any bundle such a variable named \
+                already, and the CA; NODE_EXTRA_CA_CERTS and DENO_CERT, which add to the store, at the CA (with \
+                the file they named already). NO_PROXY is empty unless --no-proxy says otherwise, so that no \
+                request goes around the proxy.
+                """
+        )
+
+        @Option(
+            name: .customLong("ca-dir"),
+            help: "The CA folder (made on first use; default: $XDG_CONFIG_HOME/request-audit/ca).")
+        var caDirectory: String?
+
+        @Option(help: "The proxy's URL.")
+        var proxy = "http://127.0.0.1:8080"
+
+        @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
+        var noProxy = ""
+
+        func run() throws {
+            let folder = CertificateAuthorityDirectory(path: caDirectory ?? defaultCADirectory())
+            do {
+                _ = try folder.loadOrCreate()
+                let variables = try ProxyEnvironment.variables(
+                    proxy: proxy, noProxy: noProxy, certificatePath: folder.certificatePath,
+                    bundlePath: folder.bundlePath, scratchFolder: folder.path,
+                    existing: ProcessInfo.processInfo.environment)
+                for (name, value) in variables {
+                    CommandOutput.line("export \(name)=\(ProxyEnvironment.quoted(value))")
+                }
+            } catch {
+                CommandOutput.errorLine("audit env: \(error.description)")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    /// The variables that send tools through a proxy and make them trust its CA.
+    enum ProxyEnvironment {
+        /// Variables whose file replaces a tool's trust store.
+        static let storeReplacing = [
+            "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT", "NPM_CONFIG_CAFILE",
+            "CARGO_HTTP_CAINFO",
+        ]
+        /// Variables whose file adds to a tool's trust store.
+        static let storeExtending = ["NODE_EXTRA_CA_CERTS", "DENO_CERT"]
+
+        /// The variables, in a fixed order. When `existing` names bundles of the user's own in the
+        /// store-replacing or store-extending variables, bundles that also hold those are written to
+        /// `scratchFolder` (`env-bundle.pem`, `env-extra.pem`) and named instead.
+        static func variables(
+            proxy: String, noProxy: String, certificatePath: String, bundlePath: String, scratchFolder: String,
+            existing: [String: String]
+        ) throws(TLSSetupError) -> [(String, String)] {
+            var result: [(String, String)] = []
+            for name in ["HTTP_PROXY", "HTTPS_PROXY"] {
+                result.append((name, proxy))
+                result.append((name.lowercased(), proxy))
+            }
+            result.append(("NO_PROXY", noProxy))
+            result.append(("no_proxy", noProxy))
+            result.append(("NODE_USE_ENV_PROXY", "1"))
+            let certificate = try CertificateAuthorityDirectory.read(certificatePath)
+            let userStores = userFiles(storeReplacing, existing, excluding: [bundlePath])
+            var storeFile = bundlePath
+            if !userStores.isEmpty {
+                storeFile = scratchFolder + "/env-bundle.pem"
+                try CertificateAuthorityDirectory.write(
+                    SystemTrust.bundle(adding: [certificate], files: userStores), to: storeFile, mode: 0o644)
+            }
+            let userExtras = userFiles(storeExtending, existing, excluding: [certificatePath])
+            var extraFile = certificatePath
+            if !userExtras.isEmpty {
+                extraFile = scratchFolder + "/env-extra.pem"
+                let extras = userExtras.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+                try CertificateAuthorityDirectory.write(
+                    (extras + [certificate]).map { $0.hasSuffix("\n") ? $0 : $0 + "\n" }.joined(), to: extraFile,
+                    mode: 0o644)
+            }
+            for name in storeReplacing { result.append((name, storeFile)) }
+            for name in storeExtending { result.append((name, extraFile)) }
+            return result
+        }
+
+        /// The distinct readable files `names` point at in `environment`, but `excluding`.
+        static func userFiles(_ names: [String], _ environment: [String: String], excluding: Set<String>) -> [String] {
+            var seen = excluding
+            var files: [String] = []
+            for name in names {
+                guard let path = environment[name], !path.isEmpty, !seen.contains(path),
+                    FileManager.default.isReadableFile(atPath: path)
+                else { continue }
+                seen.insert(path)
+                files.append(path)
+            }
+            return files
+        }
+
+        /// `value` quoted for a POSIX shell.
+        static func quoted(_ value: String) -> String {
+            "'" + value.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        }
+    }
+#endif

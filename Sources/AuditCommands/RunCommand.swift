@@ -1,0 +1,136 @@
+#if TLSInterception
+    import ArgumentParser
+    import AuditPipeline
+    import AuditPolicy
+    import AuditProxy
+    import Dispatch
+    import Foundation
+
+    /// `audit run -- COMMAND ARGS…`: runs one command with every request it and its children make
+    /// going through an audit proxy of its own.
+    struct RunCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Run a command with its requests audited by a proxy of its own, then summarize them.",
+            discussion: """
+                Starts audit proxy on a free loopback port (with a CA in memory under --intercept-tls), runs the \
+                command with the environment 'audit env' prints, passes its standard streams and exit status \
+                through, stops the proxy, flushes the log, and prints one summary line to standard error. Child \
+                processes inherit the environment.
+                """
+        )
+
+        @Option(help: "The folder of .rules files.")
+        var policies = "policies"
+
+        @Option(help: "The JSON Lines audit log to append to.")
+        var log = "audit.jsonl"
+
+        @Option(help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
+        var warn = ProxyConfiguration.WarningMode.deny
+
+        @OptionGroup var tls: TLSOptions
+
+        @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
+        var noProxy = ""
+
+        @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
+        var command: [String] = []
+
+        func validate() throws {
+            if command.isEmpty { throw ValidationError("name the command to run after --: audit run -- COMMAND ARGS…") }
+        }
+
+        func run() async throws {
+            let policy = try loadPolicy(directory: policies)
+            var configuration = ProxyConfiguration()
+            configuration.port = 0
+            configuration.warnings = warn
+            configuration.pipeline.logPath = log
+            let interception = try tls.settings(command: "audit run")
+            defer { interception?.1.removeTemporary() }
+            configuration.tlsInterception = interception?.0
+            let pipeline: AuditPipeline
+            do {
+                pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
+            } catch {
+                CommandOutput.errorLine("audit run: \(error.description)")
+                throw ExitCode.failure
+            }
+            let proxy = ProxyServer(
+                configuration: configuration, pipeline: pipeline,
+                report: { line in FileHandle.standardError.write(Data("audit: \(line)\n".utf8)) })
+            do {
+                try await proxy.start()
+            } catch {
+                CommandOutput.errorLine("audit run: cannot start the proxy: \(error)")
+                throw ExitCode.failure
+            }
+            let status: Int32
+            do {
+                status = try await runChild(proxyURL: "http://127.0.0.1:\(proxy.port ?? 0)", ca: interception?.1)
+            } catch {
+                await proxy.stop()
+                CommandOutput.errorLine("audit run: \(error)")
+                throw ExitCode(127)
+            }
+            await proxy.stop()
+            CommandOutput.errorLine(Self.summary(pipeline.statistics, policy: policy, log: log))
+            if status != 0 { throw ExitCode(status) }
+        }
+
+        /// Runs the command with the proxy's environment, passing SIGTERM and SIGHUP on to it (SIGINT
+        /// from a terminal reaches it directly: it stays in the terminal's process group).
+        private func runChild(proxyURL: String, ca: TLSOptions.CAFiles?) async throws -> Int32 {
+            var environment = ProcessInfo.processInfo.environment
+            if let ca {
+                let variables = try ProxyEnvironment.variables(
+                    proxy: proxyURL, noProxy: noProxy, certificatePath: ca.certificatePath,
+                    bundlePath: ca.bundlePath,
+                    scratchFolder: (ca.certificatePath as NSString).deletingLastPathComponent, existing: environment)
+                for (name, value) in variables { environment[name] = value }
+            } else {
+                for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] { environment[name] = proxyURL }
+                environment["NO_PROXY"] = noProxy
+                environment["no_proxy"] = noProxy
+                environment["NODE_USE_ENV_PROXY"] = "1"
+            }
+            let child = try ChildProcess(arguments: command, environment: environment)
+            let queue = DispatchQueue(label: "audit.run.signals")
+            var sources: [DispatchSourceSignal] = []
+            for number in [SIGINT, SIGTERM, SIGHUP] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                // SIGINT from a terminal reaches the child itself; one sent to audit alone is passed on.
+                source.setEventHandler { child.send(number) }
+                source.resume()
+                sources.append(source)
+            }
+            let status = await child.exitStatus()
+            for source in sources { source.cancel() }
+            return status
+        }
+
+        /// `audit: 41 requests · 2 blocked (competitor/rival-shop) · log audit.jsonl`.
+        static func summary(_ statistics: AuditStatistics, policy: Policy, log: String) -> String {
+            var parts = [plural(statistics.requests, "request")]
+            for action in [Verdict.Action.block, .warn, .redirect, .respond] {
+                let count = statistics.verdicts[action] ?? 0
+                guard count > 0 else { continue }
+                let rules = statistics.decidedByRule.keys.filter { id in
+                    policy.rule(id: id)?.action.keyword == action.rawValue
+                }.sorted()
+                let name =
+                    switch action {
+                    case .block: "blocked"
+                    case .warn: "warned"
+                    case .redirect: "redirected"
+                    default: "answered locally"
+                    }
+                parts.append("\(count) \(name)" + (rules.isEmpty ? "" : " (\(rules.joined(separator: ", ")))"))
+            }
+            parts.append("log \(log)")
+            return "audit: " + parts.joined(separator: " · ")
+        }
+    }
+#endif

@@ -1,0 +1,60 @@
+import AuditPolicy
+import NIOCore
+
+/// A CONNECT tunnel whose TLS the proxy terminated, as the handler of the requests inside it sees
+/// it: the origin every request must name, and the CONNECT's exchange, recorded when the tunnel
+/// closes with the bytes of the requests inside it.
+struct InterceptedTunnel {
+    /// The CONNECT's host and port (``ProxyTarget/isSecure``).
+    let target: ProxyTarget
+    /// The CONNECT's exchange.
+    var exchange: ProxyConnection.Exchange
+    /// Whether the CONNECT's record is written.
+    var isFinished = false
+
+    /// The absolute URL of a request target sent inside the tunnel: origin form (`/path?query`) on the
+    /// tunnel's origin, or absolute form naming that origin; nil for anything else (`*`, another
+    /// origin, another scheme).
+    func requestURL(for uri: String) -> String? {
+        if uri.hasPrefix("/") { return String(target.secureOrigin.dropLast()) + uri }
+        guard let url = try? CanonicalURL(uri), let named = ProxyTarget(canonical: url, allowsTLS: true),
+            named.isSecure, named.host == target.host, named.port == target.port
+        else { return nil }
+        return uri
+    }
+}
+
+/// The first handler of an intercepted tunnel: lets it go on only if the client's first byte
+/// starts a TLS handshake record (22), so that no plain request passes through a tunnel the proxy
+/// expects TLS in. Removes itself after the first byte.
+final class TLSRecordCheck: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    /// What the client sent instead of TLS.
+    struct NotTLS: Error, CustomStringConvertible {
+        let firstByte: UInt8
+        var description: String {
+            let shown = (0x20..<0x7f).contains(firstByte) ? " ('\(Character(UnicodeScalar(firstByte)))')" : ""
+            return "the client sent no TLS handshake in the tunnel (first byte 0x"
+                + String(firstByte, radix: 16, uppercase: true) + shown + ")"
+        }
+    }
+
+    private var isChecked = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        guard !isChecked, let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else {
+            context.fireChannelRead(data)
+            return
+        }
+        isChecked = true
+        guard first == 22 else {
+            context.fireErrorCaught(NotTLS(firstByte: first))
+            return
+        }
+        context.fireChannelRead(data)
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+/// `audit ca`, `audit env` and `audit run`, run as a user runs them: the built binary, real files, real
+/// clients (curl, Python requests) through the proxy `audit run` starts.
+@Suite struct TLSCommandTests {
+    static func variable(_ name: String) throws -> String {
+        try #require(ProcessInfo.processInfo.environment[name], "\(name) is not set: run the tests with `make test`")
+    }
+
+    @Test("audit ca init makes a CA and describes it; a second init is refused; show and bundle read it")
+    func caLifecycle() throws {
+        let folder = try TemporaryFolder([:])
+        let ca = folder.path + "/ca"
+        let made = try runBinary(["ca", "init", "--ca-dir", ca])
+        #expect(made.exitCode == 0, "\(made.standardError)")
+        #expect(
+            made.outputLines.map { String($0.prefix(13)) } == [
+                "subject:     ", "valid:       ", "sha256:      ", "spki sha256: ", "certificate: ", "private key: ",
+                "bundle:      ",
+            ])
+        #expect(made.outputLines.last == "bundle:       \(ca)/bundle.pem")
+        let again = try runBinary(["ca", "init", "--ca-dir", ca])
+        #expect(again.exitCode == 1)
+        #expect(
+            again.standardError
+                == "audit ca init: \(ca) has a CA already; 'audit ca show' describes it, --force replaces it\n")
+        let shown = try runBinary(["ca", "show", "--ca-dir", ca])
+        #expect(shown.standardOutput == made.standardOutput)
+        let bundle = try runBinary(["ca", "bundle", "--ca-dir", ca])
+        #expect(bundle.standardOutput == "\(ca)/bundle.pem\n")
+        let key = try FileManager.default.attributesOfItem(atPath: ca + "/ca-key.pem")[.posixPermissions] as? NSNumber
+        #expect(key?.intValue == 0o600)
+    }
+
+    @Test("audit ca show names a key others can read, and the fix")
+    func caKeyReadable() throws {
+        let folder = try TemporaryFolder([:])
+        let ca = folder.path + "/ca"
+        _ = try runBinary(["ca", "init", "--ca-dir", ca])
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: ca + "/ca-key.pem")
+        let shown = try runBinary(["ca", "show", "--ca-dir", ca])
+        #expect(shown.exitCode == 1)
+        #expect(
+            shown.standardError
+                == "audit ca: \(ca)/ca-key.pem: the CA's private key is readable by other users (mode 640); "
+                + "run 'chmod 600 \(ca)/ca-key.pem', or make a new CA\n")
+    }
+
+    @Test("audit env prints every variable tools read, as shell lines, in a fixed order")
+    func envLines() throws {
+        let folder = try TemporaryFolder([:])
+        let ca = folder.path + "/ca"
+        let unset: [String: String?] = Dictionary(
+            uniqueKeysWithValues: [
+                "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
+                "NPM_CONFIG_CAFILE", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS", "DENO_CERT",
+            ].map { ($0, nil) })
+        let run = try runBinary(
+            ["env", "--ca-dir", ca, "--proxy", "http://127.0.0.1:9999"], environment: unset)
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        let proxy = "'http://127.0.0.1:9999'"
+        let bundle = "'\(ca)/bundle.pem'"
+        let certificate = "'\(ca)/ca.pem'"
+        #expect(
+            run.outputLines == [
+                "export HTTP_PROXY=\(proxy)", "export http_proxy=\(proxy)", "export HTTPS_PROXY=\(proxy)",
+                "export https_proxy=\(proxy)", "export NO_PROXY=''", "export no_proxy=''",
+                "export NODE_USE_ENV_PROXY='1'",
+                "export SSL_CERT_FILE=\(bundle)", "export REQUESTS_CA_BUNDLE=\(bundle)",
+                "export CURL_CA_BUNDLE=\(bundle)",
+                "export GIT_SSL_CAINFO=\(bundle)", "export PIP_CERT=\(bundle)", "export NPM_CONFIG_CAFILE=\(bundle)",
+                "export CARGO_HTTP_CAINFO=\(bundle)", "export NODE_EXTRA_CA_CERTS=\(certificate)",
+                "export DENO_CERT=\(certificate)",
+            ])
+    }
+
+    @Test("audit env keeps a bundle the user set: the variables name one that holds it, the system roots and the CA")
+    func envKeepsUserBundle() throws {
+        let folder = try TemporaryFolder([
+            "corporate.pem": "-----BEGIN CERTIFICATE-----\ncorporate\n-----END CERTIFICATE-----\n"
+        ])
+        let ca = folder.path + "/ca"
+        let run = try runBinary(
+            ["env", "--ca-dir", ca], environment: ["REQUESTS_CA_BUNDLE": folder.path + "/corporate.pem"])
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.outputLines.contains("export REQUESTS_CA_BUNDLE='\(ca)/env-bundle.pem'"))
+        #expect(run.outputLines.contains("export SSL_CERT_FILE='\(ca)/env-bundle.pem'"))
+        let combined = try String(contentsOfFile: ca + "/env-bundle.pem", encoding: .utf8)
+        let certificate = try String(contentsOfFile: ca + "/ca.pem", encoding: .utf8)
+        #expect(combined.contains("corporate\n"))
+        #expect(combined.hasSuffix(certificate))
+        #expect(combined.count > 10_000)  // the system's roots
+    }
+
+    @Test("audit run passes the command's output and exit status through, and summarizes its requests in one line")
+    func runSummarizes() throws {
+        let origin = try Self.variable("NGINX_TLS_URL")
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
+        try "[block] field=path\nadmin ^/admin\n".write(
+            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
+        let log = folder.path + "/audit.jsonl"
+        // A child of a child: the environment is inherited.
+        let script = """
+            curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/small.txt
+            sh -c "curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/admin/x"
+            python3 -c "import requests; print(requests.get('\(origin)/page.html').status_code)"
+            exit 7
+            """
+        let run = try runBinary(
+            [
+                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
+                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "sh", "-c", script,
+            ], in: folder.url)
+        #expect(run.exitCode == 7, "\(run.standardError)")
+        #expect(run.standardOutput == "200\n403\n200\n")
+        #expect(
+            run.standardError.hasSuffix("audit: 6 requests · 1 blocked (p/admin) · log \(log)\n"),
+            "\(run.standardError)")
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 6)
+    }
+
+    @Test("audit run without a command is a usage error")
+    func runNeedsCommand() throws {
+        let run = try runBinary(["run", "--policies", "policies"])
+        #expect(run.exitCode == 64)
+        #expect(run.standardError.contains("name the command to run after --"))
+    }
+}
