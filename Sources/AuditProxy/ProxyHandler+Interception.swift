@@ -107,6 +107,28 @@ extension ProxyHandler {
         #endif
     }
 
+    /// Hands `then` the reason a server connection failed: `reason`, or for a certificate that did not
+    /// verify, why (``CertificateDiagnosis``: expired, self-signed, an untrusted issuer), found on
+    /// this connection's event loop.
+    func explainUpstreamFailure(
+        _ error: any Error, of upstream: Upstream, reason: String, then: @escaping (String) -> Void
+    ) {
+        #if TLSInterception
+            guard upstream.authority.hasPrefix("https://"), TLSFailure.isVerificationFailure(error),
+                let address = upstream.channel.remoteAddress, let context
+            else { return then(reason) }
+            let authority = String(upstream.authority.dropFirst("https://".count))
+            let host = address.ipAddress.map { _ in authority } ?? authority
+            let name = ProxyTarget(connectAuthority: host)?.host ?? host
+            CertificateDiagnosis.reason(
+                address: address, host: name, authority: authority, isAddress: CanonicalHost.isAddress(name),
+                eventLoop: context.eventLoop
+            ).assumeIsolated().whenSuccess(then)
+        #else
+            then(reason)
+        #endif
+    }
+
     /// Why a server connection failed, in words: a TLS failure named, else the error.
     static func upstreamFailure(_ error: any Error, key: String) -> String {
         #if TLSInterception

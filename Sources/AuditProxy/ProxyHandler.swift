@@ -391,7 +391,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .none:
             break
         case .answerBadGateway(let id):
-            failUpstream(id, reason: reason)
+            guard let error else { return failUpstream(id, reason: reason) }
+            explainUpstreamFailure(error, of: closed, reason: reason) { [self] explained in
+                failUpstream(id, reason: explained)
+            }
         case .cutShort(let exchange):
             // The response was cut short: the client must see it end abnormally.
             finish(exchange, kind: .failure, error: reason)

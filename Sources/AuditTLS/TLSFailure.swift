@@ -8,14 +8,23 @@ public enum TLSFailure {
             return "the certificate of \(authority) is for another host"
         }
         let text = "\(error)"
-        if text.contains("CERTIFICATE_VERIFY_FAILED") {
-            return "the certificate of \(authority) failed verification (an untrusted issuer, expired or not yet "
-                + "valid; --upstream-ca FILE adds a root)"
-        }
+        if isVerificationFailure(error) { return unverified(authority: authority) }
         if let error = error as? NIOSSLError, case .handshakeFailed = error {
             return "the TLS handshake with \(authority) failed: \(text)"
         }
         return "the TLS connection to \(authority) failed: \(text)"
+    }
+
+    /// Whether `error` is a server's certificate failing verification (its chain, or its dates):
+    /// ``CertificateDiagnosis`` can name why.
+    public static func isVerificationFailure(_ error: any Error) -> Bool {
+        "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+    }
+
+    /// The reason of a verification failure nothing more is known about.
+    static func unverified(authority: String) -> String {
+        "the certificate of \(authority) failed verification (an untrusted issuer, expired or not yet valid; "
+            + "--upstream-ca FILE adds a root)"
     }
 
     /// Whether `error` is a client's TLS handshake failing with the proxy (its certificate refused,
@@ -27,7 +36,7 @@ public enum TLSFailure {
 
     /// Why a client's handshake with the proxy for `host` failed, with what to do about it.
     public static func client(_ error: any Error, host: String) -> String {
-        let text = "\(error)"
+        let text = shortCodes(error)
         let refusedCertificate = ["UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "DECRYPT_ERROR"].contains {
             text.contains($0)
         }
@@ -35,7 +44,21 @@ public enum TLSFailure {
             return "the client refused the proxy's certificate for \(host): it does not trust the audit CA; "
                 + "'audit env --ca-dir DIR' prints the settings that make tools trust it"
         }
-        return "the TLS handshake with the client for \(host) failed: \(text); "
-            + "'audit env --ca-dir DIR' prints the settings that make tools trust the audit CA"
+        return "the client ended the TLS handshake for \(host) (\(text)): most likely it does not trust the audit "
+            + "CA; 'audit env --ca-dir DIR' prints the settings that make tools trust it"
+    }
+
+    /// BoringSSL's reason codes in `error` (`UNKNOWN_CA, BAD_PACKET_LENGTH`), or its description when it
+    /// has none.
+    static func shortCodes(_ error: any Error) -> String {
+        let text = "\(error)"
+        var codes: [String] = []
+        var rest = text[...]
+        while let range = rest.range(of: "OPENSSL_internal:") {
+            let code = rest[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
+            if !code.isEmpty, !codes.contains(String(code)) { codes.append(String(code)) }
+            rest = rest[range.upperBound...]
+        }
+        return codes.isEmpty ? text : codes.joined(separator: ", ")
     }
 }

@@ -201,8 +201,8 @@ import Testing
     @Test(
         "a server whose certificate fails verification answers 502 naming the reason, recorded",
         arguments: [
-            ("NGINX_TLS_UNTRUSTED_URL", "failed verification"),
-            ("NGINX_TLS_EXPIRED_URL", "failed verification"),
+            ("NGINX_TLS_UNTRUSTED_URL", "is self-signed"),
+            ("NGINX_TLS_EXPIRED_URL", "expired on 2020-01-02T00:00:00Z"),
             ("NGINX_TLS_WRONG_HOST_URL", "is for another host"),
         ])
     func upstreamVerification(server: String, reason: String) async throws {

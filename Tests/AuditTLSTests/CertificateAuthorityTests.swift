@@ -104,6 +104,26 @@ import X509
         #expect(wrong.status != 0)
     }
 
+    @Test("a certificate that did not verify is explained: not yet valid, expired, self-signed, or by its issuer")
+    func diagnosis() throws {
+        let authority = try CertificateAuthority.generate()
+        let leaf = try LeafCertificates(authority: authority).certificate(for: "api.example.org")
+        let early = leaf.notValidBefore - 60
+        #expect(
+            CertificateDiagnosis.describe(leaf, authority: "api.example.org:443", now: early).hasPrefix(
+                "the certificate of api.example.org:443 is not valid before "))
+        #expect(
+            CertificateDiagnosis.describe(leaf, authority: "a:443", now: leaf.notValidAfter + 1).hasPrefix(
+                "the certificate of a:443 expired on "))
+        #expect(
+            CertificateDiagnosis.describe(authority.certificate, authority: "a:443", now: Date()).hasPrefix(
+                "the certificate of a:443 is self-signed"))
+        #expect(
+            CertificateDiagnosis.describe(leaf, authority: "a:443", now: Date())
+                == "the certificate of a:443 is issued by '\(authority.certificate.subject)', which no trusted root "
+                + "vouches for; --upstream-ca FILE adds one")
+    }
+
     @Test("the cache keeps at most its capacity of hosts, least recently used out first")
     func bounded() throws {
         let leaves = try LeafCertificates(authority: CertificateAuthority.generate(), capacity: 8)
