@@ -122,6 +122,52 @@ import Testing
         #expect(lines.count == 6)
     }
 
+    @Test("Node through audit run trusts the minted leaves by NODE_EXTRA_CA_CERTS")
+    func runNode() throws {
+        let origin = try Self.variable("NGINX_TLS_URL")
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
+        try "[block] field=path\nadmin ^/admin\n".write(
+            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
+        // Node 24 and later read HTTPS_PROXY themselves (NODE_USE_ENV_PROXY=1, which audit run sets);
+        // before, the script opens the CONNECT itself. Either way Node's own TLS verifies the leaf.
+        let script = #"""
+            const http = require('http'), tls = require('tls');
+            const target = new URL(process.argv[1]);
+            if (Number(process.versions.node.split('.')[0]) >= 24) {
+              fetch(target).then(r => console.log('HTTP/1.1', r.status), e => console.log('error', e.cause?.code));
+            } else {
+              const proxy = new URL(process.env.HTTPS_PROXY);
+              const connect = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT',
+                path: `${target.hostname}:${target.port}` });
+              connect.on('connect', (answer, socket) => {
+                const secure = tls.connect({ socket, host: target.hostname }, () => {
+                  secure.write(`GET ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nConnection: close\r\n\r\n`);
+                });
+                let text = '';
+                secure.on('data', chunk => text += chunk);
+                secure.on('end', () => console.log(text.split('\r\n')[0].split(' ').slice(0, 2).join(' ')));
+                secure.on('error', error => console.log('error', error.code));
+              });
+              connect.end();
+            }
+            """#
+        let log = folder.path + "/audit.jsonl"
+        let run = try runBinary(
+            [
+                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
+                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "node", "-e", script, origin + "/small.txt",
+            ], in: folder.url)
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.standardOutput == "HTTP/1.1 200\n")
+        let blocked = try runBinary(
+            [
+                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
+                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "node", "-e", script, origin + "/admin/x",
+            ], in: folder.url)
+        #expect(blocked.standardOutput == "HTTP/1.1 403\n")
+    }
+
     @Test("audit run without a command is a usage error")
     func runNeedsCommand() throws {
         let run = try runBinary(["run", "--policies", "policies"])
