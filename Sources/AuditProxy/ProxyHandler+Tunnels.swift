@@ -138,6 +138,8 @@ extension ProxyHandler {
             tunnelled.bytesFromServer += account.fromServer
             tunnelled.status = tunnelled.status ?? 200
             finish(tunnelled, kind: tunnelled.isUpgrade ? .response : .tunnel)
+            // An upgrade inside an intercepted tunnel ends the tunnel with it.
+            finishTunnel()
         }
         let (clientSide, serverSide) = TunnelHandler.pair(account: account)
         do {

@@ -38,7 +38,13 @@
             upstreamRootFiles: [String] = [], leafCapacity: Int = 1_024
         ) throws(TLSSetupError) {
             self.scope = scope
-            self.passthrough = passthrough.map { $0.lowercased() }
+            // Written as hosts are canonical: lower case, no trailing dot, IPv6 without brackets.
+            self.passthrough = passthrough.map { pattern in
+                var host = pattern.lowercased()
+                if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+                if host.hasSuffix("."), host.count > 1 { host.removeLast() }
+                return host
+            }
             leaves = try LeafCertificates(authority: authority, capacity: leafCapacity)
             upstreamContext = try UpstreamTLS.clientContext(additionalRootFiles: upstreamRootFiles)
         }
