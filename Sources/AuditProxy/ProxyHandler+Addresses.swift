@@ -44,7 +44,7 @@ extension ProxyHandler {
         guard !others.isEmpty, let canonical = try? CanonicalURL(request.url) else { return nil }
         let port = canonical.port.map { ":\($0)" } ?? ""
         for address in others {
-            let name = address.contains(":") ? "[\(address)]" : address
+            let name = address.utf8.contains(UInt8(ascii: ":")) ? "[\(address)]" : address
             let hop = AuditRequest(
                 method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
                 headers: request.headers)

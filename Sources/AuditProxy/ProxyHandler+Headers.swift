@@ -8,6 +8,8 @@ extension ProxyHandler {
         "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer",
         "transfer-encoding", "upgrade", ProxyDenial.acknowledgeHeader.lowercased(),
     ]
+    /// The lengths of the ``hopByHop`` names (a header of another length is none of them).
+    static let hopByHopLengths = Set(hopByHop.map(\.utf8.count))
 
     /// The headers of `headers` to send on: hop-by-hop headers and those `Connection` names are
     /// dropped, except `Upgrade` (and its `Connection: upgrade`) when `keepsUpgrade`.
@@ -15,6 +17,13 @@ extension ProxyHandler {
         let named = Set(headers[canonicalForm: "connection"].map { $0.lowercased() })
         var kept = HTTPHeaders()
         for (name, value) in headers {
+            // Most headers are none of these: their lengths tell, without lowering the name.
+            guard named.contains(where: { $0.utf8.count == name.utf8.count })
+                || hopByHopLengths.contains(name.utf8.count)
+            else {
+                kept.add(name: name, value: value)
+                continue
+            }
             let lowered = name.lowercased()
             if keepsUpgrade, lowered == "upgrade" {
                 kept.add(name: name, value: value)

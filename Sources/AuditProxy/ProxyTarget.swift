@@ -14,7 +14,7 @@ struct ProxyTarget: Equatable, Sendable {
 
     /// `host:port`.
     var authority: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return "\(name):\(port)"
     }
 
@@ -26,7 +26,7 @@ struct ProxyTarget: Equatable, Sendable {
 
     /// The `Host` header value: the port only when it is not the scheme's default.
     var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == defaultPort ? name : "\(name):\(port)"
     }
 
@@ -36,7 +36,7 @@ struct ProxyTarget: Equatable, Sendable {
     /// The URL the policy sees for a CONNECT tunnel, in canonical form: `https://HOST/`, with
     /// `:PORT` when not 443.
     var tunnelURL: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? "https://\(name)/" : "https://\(name):\(port)/"
     }
 

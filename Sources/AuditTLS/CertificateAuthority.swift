@@ -136,7 +136,7 @@ public struct CertificateAuthority: Sendable {
             let bytes = parts.compactMap { UInt8($0) }
             return bytes.count == 4 ? bytes : nil
         }
-        guard host.contains(":") else { return nil }
+        guard host.utf8.contains(UInt8(ascii: ":")) else { return nil }
         let halves = host.components(separatedBy: "::")
         guard halves.count <= 2 else { return nil }
         func groups(_ text: String) -> [UInt16]? {
