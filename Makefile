@@ -56,14 +56,15 @@ test-asan: deps
 		Tests/with-httpbin.sh $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build-asan
 
 ## The benchmarks (Benchmarks/, on demand, never part of `make test`): prints the table of ratios.
-## Needs ../shared/bench-data (override with BENCH_DATA=…); installs Hyperscan, nginx, wrk, Squid, Privoxy and
-## tinyproxy if missing.
+## Needs ../shared/bench-data (override with BENCH_DATA=…); installs Hyperscan, nginx, wrk, Squid (with ssl-bump),
+## mitmproxy, Privoxy and tinyproxy if missing.
 BENCH_DATA ?= $(abspath ../shared/bench-data)
 bench: deps
 	@command -v nginx >/dev/null && pkg-config --exists libhs && command -v wrk >/dev/null && [ -x /usr/sbin/squid ] \
+		&& [ -x /usr/lib/squid/security_file_certgen ] && command -v mitmdump >/dev/null \
 		&& [ -x /usr/sbin/privoxy ] && [ -x /usr/bin/tinyproxy ] || \
-		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhyperscan-dev nginx-light wrk squid privoxy \
-			tinyproxy >/dev/null)
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhyperscan-dev nginx-light wrk squid-openssl \
+			mitmproxy privoxy tinyproxy >/dev/null)
 	cd Benchmarks && $(SWIFT) build -c release
 	$(SWIFT) build -c release --product audit
 	cd Benchmarks && .build/release/audit-bench all --data $(BENCH_DATA) --audit $(abspath .build/release/audit)

@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "RequestAudit", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
@@ -33,6 +34,10 @@ let package = Package(
                 "HyperscanLoop",
                 .product(name: "RequestAudit", package: "RequestAudit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The load client of the TLS interception benchmark.
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
     ],

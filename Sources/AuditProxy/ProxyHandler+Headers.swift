@@ -18,8 +18,9 @@ extension ProxyHandler {
         var kept = HTTPHeaders()
         for (name, value) in headers {
             // Most headers are none of these: their lengths tell, without lowering the name.
-            guard named.contains(where: { $0.utf8.count == name.utf8.count })
-                || hopByHopLengths.contains(name.utf8.count)
+            guard
+                named.contains(where: { $0.utf8.count == name.utf8.count })
+                    || hopByHopLengths.contains(name.utf8.count)
             else {
                 kept.add(name: name, value: value)
                 continue

@@ -149,6 +149,7 @@ struct ProxyTLSUnavailable: Error, CustomStringConvertible {
 enum CanonicalHost {
     /// Whether `host` (canonical, IPv6 without brackets) is an IPv4 or IPv6 address.
     static func isAddress(_ host: String) -> Bool {
-        host.utf8.contains(UInt8(ascii: ":")) || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
+        host.utf8.contains(UInt8(ascii: ":"))
+            || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
     }
 }

@@ -137,13 +137,22 @@ extension ProxyHandler {
             tunnelled.bytesFromClient += account.fromClient
             tunnelled.bytesFromServer += account.fromServer
             tunnelled.status = tunnelled.status ?? 200
-            finish(tunnelled, kind: tunnelled.isUpgrade ? .response : .tunnel)
+            if let failure = account.failure {
+                services.value.report("\(exchange.target.authority): CONNECT cut off: \(failure)")
+                finish(tunnelled, kind: .failure, error: failure)
+            } else {
+                finish(tunnelled, kind: tunnelled.isUpgrade ? .response : .tunnel)
+            }
             // An upgrade inside an intercepted tunnel ends the tunnel with it.
             finishTunnel()
         }
         let (clientSide, serverSide) = TunnelHandler.pair(account: account)
         do {
             try server.pipeline.syncOperations.addHandler(serverSide)
+            // A tunnel to 443 carries TLS or nothing: plain bytes there would be requests nobody decided.
+            if !exchange.isUpgrade, exchange.target.port == 443 {
+                try context.pipeline.syncOperations.addHandler(TLSRecordCheck())
+            }
             try context.pipeline.syncOperations.addHandler(clientSide)
             for handler in serverHTTPHandlers { server.pipeline.syncOperations.removeHandler(handler, promise: nil) }
             removeHTTPHandlers(context: context)

@@ -17,6 +17,8 @@ final class TunnelHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var fromClient = 0
         /// Bytes read from the server side (sent on to the client).
         var fromServer = 0
+        /// Why the pair was cut off, when it was (a client that sent no TLS into a tunnel to 443).
+        var failure: String?
         private var onClose: ((Account) -> Void)?
 
         init(onClose: @escaping (Account) -> Void) { self.onClose = onClose }
@@ -82,6 +84,7 @@ final class TunnelHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if let notTLS = error as? TLSRecordCheck.NotTLS { account.failure = notTLS.description }
         closePair()
     }
 

@@ -168,6 +168,31 @@ import Testing
         #expect(blocked.standardOutput == "HTTP/1.1 403\n")
     }
 
+    @Test("git clones and pip downloads over HTTPS through audit run, and a path rule refuses one package")
+    func runGitAndPip() throws {
+        let origin = try Self.variable("NGINX_TLS_URL")
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
+        try "[block] field=path\nunvetted ^/simple/unvetted-package\n".write(
+            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
+        let log = folder.path + "/audit.jsonl"
+        let script = """
+            git clone -q \(origin)/repo.git clone && cat clone/README
+            pip download -q --no-cache-dir --no-deps --index-url \(origin)/simple/ -d downloads audit-probe \
+                && ls downloads
+            pip download -q --no-cache-dir --no-deps --retries 0 --index-url \(origin)/simple/ -d downloads \
+                unvetted-package 2>/dev/null || echo refused
+            """
+        let run = try runBinary(
+            [
+                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
+                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "sh", "-c", script,
+            ], in: folder.url)
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.standardOutput == "probe\naudit_probe-1.0-py3-none-any.whl\nrefused\n")
+        #expect(run.standardError.contains(" blocked (p/unvetted) · log "), "\(run.standardError)")
+    }
+
     @Test("audit run without a command is a usage error")
     func runNeedsCommand() throws {
         let run = try runBinary(["run", "--policies", "policies"])

@@ -128,6 +128,18 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.tunnel])
     }
 
+    @Test("plain bytes into a spliced tunnel to 443 are refused: nothing reaches the server, recorded as failed")
+    func connectTunnelNotTLS() async throws {
+        let proxy = try EmbeddedProxy(rules: Self.rules)
+        try proxy.send("CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n")
+        #expect(try proxy.answer().statusLine == "HTTP/1.1 200 OK")
+        try proxy.send("GET /admin HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        #expect(try proxy.sent(toServer: 0) == "")
+        let records = try await proxy.records()
+        #expect(records.map(\.outcome.kind) == [.failure])
+        #expect(records.first?.outcome.error?.description.contains("no TLS handshake") == true)
+    }
+
     @Test("an upgrade to h2c is not made: the request goes on without Upgrade and HTTP2-Settings")
     func h2cNotMade() throws {
         let proxy = try EmbeddedProxy(rules: Self.rules)

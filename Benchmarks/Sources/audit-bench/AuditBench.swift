@@ -10,7 +10,7 @@ struct AuditBench: AsyncParsableCommand {
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
             Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self, Reports.self,
-            Canonicalization.self,
+            Canonicalization.self, TLSProxies.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -390,6 +390,16 @@ struct All: AsyncParsableCommand {
             policyPeakBytes: loaded.count == 3 ? Int(loaded[2]) ?? 0 : 0)
 
         print(
+            "\n## 6b. HTTPS through intercepting proxies (a CONNECT and TLS client → proxy → local nginx over TLS; "
+                + "audit proxy --intercept-tls=all with the rules-10k policy and its log on; medians of "
+                + "\(TLSProxyBenchmark.rounds) alternated \(TLSProxyBenchmark.seconds)-s runs)\n")
+        TLSProxyBenchmark.printTable(
+            try await TLSProxyBenchmark(
+                auditBinary: audit, policySource: try data.blockingPolicySource("rules-10k.txt"),
+                repository: repositoryRoot
+            ).run())
+
+        print(
             "\n## 7. audit diff (the benchmark URLs as a request list; rules-10k against rules-10k without every tenth "
                 + "rule)\n")
         DiffBenchmark.printTable(try DiffBenchmark(auditBinary: audit, data: data).run())
@@ -464,5 +474,26 @@ struct HyperscanSection {
                     + "\(formatNanoseconds(hyperscan.programNanosecondsPerURL)) | \(formatNanoseconds(engine)) | "
                     + String(format: "%.2f×", engine / fastest) + " |")
         }
+    }
+}
+
+/// The repository that holds this benchmark package (for its test scripts).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().path
+
+/// `audit-bench tls`: section 6b alone.
+struct TLSProxies: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tls", abstract: "HTTPS through audit proxy --intercept-tls, mitmproxy and Squid ssl-bump.")
+    @OptionGroup var options: DataOptions
+    @Option(help: "The audit binary.") var audit = "../.build/release/audit"
+
+    func run() async throws {
+        let data = BenchData(directory: options.data)
+        TLSProxyBenchmark.printTable(
+            try await TLSProxyBenchmark(
+                auditBinary: audit, policySource: try data.blockingPolicySource("rules-10k.txt"),
+                repository: repositoryRoot
+            ).run())
     }
 }
