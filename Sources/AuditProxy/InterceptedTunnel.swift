@@ -11,12 +11,22 @@ struct InterceptedTunnel {
     var exchange: ProxyConnection.Exchange
     /// Whether the CONNECT's record is written.
     var isFinished = false
+    /// A `Host` header value found to name the tunnel's origin (requests on one tunnel repeat it).
+    var namingHost: String?
+    /// `https://HOST[:PORT]`, what an origin-form request target follows.
+    private let origin: String
+
+    init(target: ProxyTarget, exchange: ProxyConnection.Exchange) {
+        self.target = target
+        self.exchange = exchange
+        origin = String(target.secureOrigin.dropLast())
+    }
 
     /// The absolute URL of a request target sent inside the tunnel: origin form (`/path?query`) on the
     /// tunnel's origin, or absolute form naming that origin; nil for anything else (`*`, another
     /// origin, another scheme).
     func requestURL(for uri: String) -> String? {
-        if uri.hasPrefix("/") { return String(target.secureOrigin.dropLast()) + uri }
+        if uri.utf8.first == UInt8(ascii: "/") { return origin + uri }
         guard let url = try? CanonicalURL(uri), let named = ProxyTarget(canonical: url, allowsTLS: true),
             named.isSecure, named.host == target.host, named.port == target.port
         else { return nil }

@@ -268,14 +268,18 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // nobody decided.
         let requested = (try? CanonicalURL(url)).flatMap { ProxyTarget(canonical: $0, allowsTLS: tunnel != nil) }
         let hosts = head.headers["host"]
-        let isHostContradicted = hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false }
-        if hosts.count > 1 || isHostContradicted == true {
+        // Inside a tunnel, a Host header found to name its origin once is not parsed again.
+        let isKnownHost = hosts.count == 1 && tunnel?.namingHost == hosts.first
+        let isHostContradicted =
+            !isKnownHost && hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false } == true
+        if hosts.count > 1 || isHostContradicted {
             let named = tunnel.map { "the CONNECT target '\($0.target.authority)'" } ?? "the request URI '\(head.uri)'"
             return badRequest(
                 hosts.count > 1
                     ? "the request has \(hosts.count) Host headers"
                     : "the Host header '\(hosts.first ?? "")' names another server than \(named)", context: context)
         }
+        if tunnel != nil, hosts.count == 1 { tunnel?.namingHost = hosts.first }
         let request = AuditRequest(
             method: head.method.rawValue, url: url,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })

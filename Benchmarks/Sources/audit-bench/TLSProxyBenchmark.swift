@@ -14,7 +14,7 @@ import RequestAudit
 /// 10,000 distinct hosts.
 struct TLSProxyBenchmark {
     static let seconds = 3
-    static let rounds = 3
+    static let rounds = 5
     static let distinctHosts = 10_000
 
     struct Measurement {
