@@ -271,7 +271,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // Inside a tunnel, a Host header found to name its origin once is not parsed again.
         let isKnownHost = hosts.count == 1 && tunnel?.namingHost == hosts.first
         let isHostContradicted =
-            !isKnownHost && hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false } == true
+            !isKnownHost
+            && hosts.first.map { host in requested.map { !$0.isNamed(byHostHeader: host) } ?? false } == true
         if hosts.count > 1 || isHostContradicted {
             let named = tunnel.map { "the CONNECT target '\($0.target.authority)'" } ?? "the request URI '\(head.uri)'"
             return badRequest(
