@@ -100,6 +100,42 @@ private func nginx() throws -> String {
 }
 
 @Suite(.serialized) struct ProxyCommandTests {
+    @Test(
+        "audit proxy --intercept-tls --ca-dir, with the lines audit env prints: curl and requests trust it, and a path rule holds inside HTTPS"
+    )
+    func interceptWithEnvironment() async throws {
+        let (folder, rules) = try recordingPolicyFolder()
+        try Data("[block] field=path\nadmin ^/admin\n".utf8).write(to: rules)
+        let environment = ProcessInfo.processInfo.environment
+        let origin = try #require(environment["NGINX_TLS_URL"], "run the tests with `make test`")
+        let upstreamCA = try #require(environment["NGINX_CA"], "run the tests with `make test`")
+        let ca = folder.path + "/ca"
+        let proxy = try ProxyProcess(
+            arguments: ["--intercept-tls", "--ca-dir", ca, "--upstream-ca", upstreamCA, "--log", "audit.jsonl"],
+            in: folder)
+        let script = """
+            eval "$('\(try auditExecutable().path)' env --ca-dir '\(ca)' --proxy \(proxy.address))"
+            curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/small.txt
+            curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/admin/
+            python3 -c "import requests; print(requests.get('\(origin)/small.txt').status_code)"
+            """
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", script]
+        shell.environment = environment.filter {
+            !$0.key.lowercased().hasSuffix("_proxy") && !$0.key.hasSuffix("CA_BUNDLE")
+        }
+        let output = Pipe()
+        shell.standardOutput = output
+        try shell.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        #expect(proxy.stop() == 0)
+        #expect(printed == "200\n403\n200\n", "\(proxy.standardError)")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.filter { $0.request.method == "GET" }.map(\.outcome.kind) == [.response, .blocked, .response])
+    }
+
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
         let (folder, rules) = try recordingPolicyFolder()
