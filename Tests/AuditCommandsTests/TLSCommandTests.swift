@@ -8,6 +8,28 @@ import Testing
         try #require(ProcessInfo.processInfo.environment[name], "\(name) is not set: run the tests with `make test`")
     }
 
+    /// A folder whose `policies/p.rules` holds `rules`, where `audit run` writes `audit.jsonl`.
+    final class RunFolder {
+        let folder: TemporaryFolder
+        var log: String { folder.path + "/audit.jsonl" }
+
+        init(rules: String) throws {
+            folder = try TemporaryFolder([:])
+            try FileManager.default.createDirectory(
+                atPath: folder.path + "/policies", withIntermediateDirectories: true)
+            try rules.write(toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
+        }
+
+        /// `audit run --intercept-tls` with the test CA as upstream root, running `command` in the folder.
+        func run(_ command: [String]) throws -> AuditRun {
+            try runBinary(
+                [
+                    "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
+                    "--upstream-ca", try TLSCommandTests.variable("NGINX_CA"), "--",
+                ] + command, in: folder.url)
+        }
+    }
+
     @Test("audit ca init makes a CA and describes it; a second init is refused; show and bundle read it")
     func caLifecycle() throws {
         let folder = try TemporaryFolder([:])
@@ -96,11 +118,8 @@ import Testing
     @Test("audit run passes the command's output and exit status through, and summarizes its requests in one line")
     func runSummarizes() throws {
         let origin = try Self.variable("NGINX_TLS_URL")
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
-        try "[block] field=path\nadmin ^/admin\n".write(
-            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
-        let log = folder.path + "/audit.jsonl"
+        let folder = try RunFolder(rules: "[block] field=path\nadmin ^/admin\n")
+        let log = folder.log
         // A child of a child: the environment is inherited.
         let script = """
             curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/small.txt
@@ -108,11 +127,7 @@ import Testing
             python3 -c "import requests; print(requests.get('\(origin)/page.html').status_code)"
             exit 7
             """
-        let run = try runBinary(
-            [
-                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
-                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "sh", "-c", script,
-            ], in: folder.url)
+        let run = try folder.run(["sh", "-c", script])
         #expect(run.exitCode == 7, "\(run.standardError)")
         #expect(run.standardOutput == "200\n403\n200\n")
         #expect(
@@ -125,10 +140,7 @@ import Testing
     @Test("Node through audit run trusts the minted leaves by NODE_EXTRA_CA_CERTS")
     func runNode() throws {
         let origin = try Self.variable("NGINX_TLS_URL")
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
-        try "[block] field=path\nadmin ^/admin\n".write(
-            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
+        let folder = try RunFolder(rules: "[block] field=path\nadmin ^/admin\n")
         // Node 24 and later read HTTPS_PROXY themselves (NODE_USE_ENV_PROXY=1, which audit run sets);
         // before, the script opens the CONNECT itself. Either way Node's own TLS verifies the leaf.
         let script = #"""
@@ -152,30 +164,17 @@ import Testing
               connect.end();
             }
             """#
-        let log = folder.path + "/audit.jsonl"
-        let run = try runBinary(
-            [
-                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
-                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "node", "-e", script, origin + "/small.txt",
-            ], in: folder.url)
+        let run = try folder.run(["node", "-e", script, origin + "/small.txt"])
         #expect(run.exitCode == 0, "\(run.standardError)")
         #expect(run.standardOutput == "HTTP/1.1 200\n")
-        let blocked = try runBinary(
-            [
-                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
-                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "node", "-e", script, origin + "/admin/x",
-            ], in: folder.url)
+        let blocked = try folder.run(["node", "-e", script, origin + "/admin/x"])
         #expect(blocked.standardOutput == "HTTP/1.1 403\n")
     }
 
     @Test("git clones and pip downloads over HTTPS through audit run, and a path rule refuses one package")
     func runGitAndPip() throws {
         let origin = try Self.variable("NGINX_TLS_URL")
-        let folder = try TemporaryFolder([:])
-        try FileManager.default.createDirectory(atPath: folder.path + "/policies", withIntermediateDirectories: true)
-        try "[block] field=path\nunvetted ^/simple/unvetted-package\n".write(
-            toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
-        let log = folder.path + "/audit.jsonl"
+        let folder = try RunFolder(rules: "[block] field=path\nunvetted ^/simple/unvetted-package\n")
         let script = """
             git clone -q \(origin)/repo.git clone && cat clone/README
             pip download -q --no-cache-dir --no-deps --index-url \(origin)/simple/ -d downloads audit-probe \
@@ -183,11 +182,7 @@ import Testing
             pip download -q --no-cache-dir --no-deps --retries 0 --index-url \(origin)/simple/ -d downloads \
                 unvetted-package 2>/dev/null || echo refused
             """
-        let run = try runBinary(
-            [
-                "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
-                "--upstream-ca", try Self.variable("NGINX_CA"), "--", "sh", "-c", script,
-            ], in: folder.url)
+        let run = try folder.run(["sh", "-c", script])
         #expect(run.exitCode == 0, "\(run.standardError)")
         #expect(run.standardOutput == "probe\naudit_probe-1.0-py3-none-any.whl\nrefused\n")
         #expect(run.standardError.contains(" blocked (p/unvetted) · log "), "\(run.standardError)")

@@ -206,7 +206,7 @@ struct TLSProxyBenchmark {
                 folder + "/squid-ca.pem",
             ])
         try shell(helper, ["-c", "-s", folder + "/ssl_db", "-M", "16MB"])
-        _ = try? shell("/bin/chown", ["-R", "proxy:proxy", folder + "/ssl_db"])
+        try? shell("/bin/chown", ["-R", "proxy:proxy", folder + "/ssl_db"])
         chmod(folder + "/squid-ca-key.pem", 0o644)
         let port = try freePort()
         let config = """
@@ -235,12 +235,7 @@ struct TLSProxyBenchmark {
 
     /// Starts a program and waits until it accepts connections on `port`.
     private func launch(_ binary: String, _ arguments: [String], port: Int) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try started(binary, arguments)
         for _ in 0..<200 {
             if canConnect(port: port) { return process }
             Thread.sleep(forTimeInterval: 0.05)
@@ -249,17 +244,22 @@ struct TLSProxyBenchmark {
         throw BenchError("\(binary) did not start listening on \(port)")
     }
 
-    @discardableResult
-    private func shell(_ binary: String, _ arguments: [String]) throws -> Int32 {
+    /// Runs a program to its end; throws unless it exits 0.
+    private func shell(_ binary: String, _ arguments: [String]) throws {
+        let process = try started(binary, arguments)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchError("\(binary) \(arguments) failed") }
+    }
+
+    /// `binary` started with `arguments`, its output discarded.
+    private func started(_ binary: String, _ arguments: [String]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchError("\(binary) \(arguments) failed") }
-        return process.terminationStatus
+        return process
     }
 
     static func printTable(_ result: Result) {
