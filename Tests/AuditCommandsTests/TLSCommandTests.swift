@@ -188,6 +188,24 @@ import Testing
         #expect(run.standardError.contains(" blocked (p/unvetted) · log "), "\(run.standardError)")
     }
 
+    @Test("audit run keeps the command in its own process group, where a terminal's Ctrl-C reaches it")
+    func runProcessGroup() throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        // Field 5 of /proc/PID/stat is the process group; audit (started by Foundation) leads its own.
+        let run = try folder.run(["sh", "-c", "echo $(cut -d' ' -f5 /proc/$$/stat) $PPID"])
+        let fields = run.standardOutput.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(fields.count == 2)
+        #expect(fields.first == fields.last, "process group and audit's pid: \(fields)")
+    }
+
+    @Test("a command ended by a signal makes audit run exit 128 plus the signal, with its summary")
+    func runSignalStatus() throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        let run = try folder.run(["sh", "-c", "kill -TERM $$"])
+        #expect(run.exitCode == 143)
+        #expect(run.standardError.hasSuffix("audit: 0 requests · log \(folder.log)\n"), "\(run.standardError)")
+    }
+
     @Test("audit run without a command is a usage error")
     func runNeedsCommand() throws {
         let run = try runBinary(["run", "--policies", "policies"])
