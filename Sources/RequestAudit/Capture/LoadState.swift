@@ -80,11 +80,15 @@ struct LoadState: @unchecked Sendable {
         case cancel
     }
 
-    /// The forwarded task was made (not yet resumed): what to do with it.
-    mutating func forwarding(_ task: URLSessionDataTask) -> ForwardingAction {
+    /// The forwarded task was made (not yet resumed): what to do with it. `isCallerSuspended` is the
+    /// caller's task's own state: suspended at once after its resume, it may be read here before
+    /// the `stopLoading` that says so, which waits on the work queue every session shares; the
+    /// forwarded task is then held, as Foundation's own protocol would send nothing.
+    mutating func forwarding(_ task: URLSessionDataTask, isCallerSuspended: Bool = false) -> ForwardingAction {
         guard case .deciding(let isSuspended) = phase else { return .cancel }
-        phase = .forwarding(task, isSuspended: isSuspended)
-        return isSuspended ? .hold : .resume
+        let isHeld = isSuspended || isCallerSuspended
+        phase = .forwarding(task, isSuspended: isHeld)
+        return isHeld ? .hold : .resume
     }
 
     /// Foundation's own protocol is about to load the task: false when the load was stopped meanwhile.
@@ -109,8 +113,11 @@ struct LoadState: @unchecked Sendable {
         case .deciding where isSuspending:
             phase = .deciding(isSuspended: true)
             return .none
-        case .forwarding(let task, _):
+        case .forwarding(let task, let isSuspended):
             if isSuspending {
+                // A task held already (never resumed, or suspended) stays as it is: one more suspension
+                // would outlast the caller's one resume.
+                guard !isSuspended else { return .none }
                 phase = .forwarding(task, isSuspended: true)
                 return .suspend(task)
             }

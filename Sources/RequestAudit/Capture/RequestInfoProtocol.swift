@@ -331,7 +331,8 @@ public final class RequestInfoProtocol: URLProtocol {
         // Made off the work queue (this runs on a hop queue), so the task is touched right here. A
         // suspension decided meanwhile may reach the task first: URLSessionTask counts suspensions,
         // so its suspend and this resume leave it suspended in either order.
-        switch state.withLock({ $0.forwarding(task) }) {
+        let isCallerSuspended = self.task?.state == .suspended
+        switch state.withLock({ $0.forwarding(task, isCallerSuspended: isCallerSuspended) }) {
         case .resume: task.resume()
         case .hold: break
         case .cancel: task.cancel()
