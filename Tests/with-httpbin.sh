@@ -7,7 +7,8 @@
 # installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate issued by the test CA in NGINX_CA) serving
 # Tests/Servers/www plus a 300 MB file, big.bin, a git repository for dumb-HTTP clones (/repo.git) and a pip simple
 # index (/simple/); and NGINX_TLS_WRONG_HOST_URL, NGINX_TLS_EXPIRED_URL and NGINX_TLS_UNTRUSTED_URL, servers whose
-# certificates a verifying client refuses (Tests/Servers/make-test-certificates.sh).
+# certificates a verifying client refuses (Tests/Servers/make-test-certificates.sh); UPGRADE_TLS_URL, the upgrade
+# echo server over TLS with the test CA's certificate.
 # The command gets a temporary directory of its own (TMPDIR), removed when it ends with whatever the
 # tests left there: FoundationNetworking keeps a download's file, and a test killed midway keeps its
 # scratch files.
@@ -84,6 +85,11 @@ CONF
     export NGINX_TLS_WRONG_HOST_URL="https://127.0.0.1:$nginx_wrong_host_port"
     export NGINX_TLS_EXPIRED_URL="https://127.0.0.1:$nginx_expired_port"
     export NGINX_TLS_UNTRUSTED_URL="https://127.0.0.1:$nginx_untrusted_port"
+    upgrade_tls_port=$(free_port)
+    python3 "$(dirname "$0")/Servers/upgrade_echo.py" "$upgrade_tls_port" "$tls/localhost.pem" "$tls/localhost-key.pem" \
+        >"$work/upgrade-tls.log" 2>&1 &
+    nginx="$nginx $!"
+    export UPGRADE_TLS_URL="https://127.0.0.1:$upgrade_tls_port/echo"
     export NGINX_ACCESS_LOG="$work/nginx/access.log"
 fi
 

@@ -145,6 +145,44 @@ import Testing
         #expect(gets.map(\.outcome.kind) == [.warningDeclined, .response])
     }
 
+    @Test("an upgrade inside an intercepted tunnel is decided, then spliced: bytes echo both ways, each recorded once")
+    func upgradeInsideTLS() async throws {
+        let proxy = try await InterceptingProxy(rules: Self.rules)
+        let authority = hostHeader(of: try Servers.variable("UPGRADE_TLS_URL"))
+        let script = """
+            import socket, ssl, sys
+            host, port = sys.argv[2].rsplit(":", 1)
+            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            raw.sendall(f"CONNECT {sys.argv[2]} HTTP/1.1\\r\\nHost: {sys.argv[2]}\\r\\n\\r\\n".encode())
+            head = b""
+            while b"\\r\\n\\r\\n" not in head:
+                head += raw.recv(1)
+            secure = ssl.create_default_context(cafile=sys.argv[3]).wrap_socket(raw, server_hostname=host)
+            secure.sendall(f"GET /echo HTTP/1.1\\r\\nHost: {sys.argv[2]}\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n".encode())
+            head = b""
+            while b"\\r\\n\\r\\n" not in head:
+                head += secure.recv(1)
+            print(head.split(b"\\r\\n")[0].decode())
+            secure.sendall(b"ping")
+            echoed = b""
+            while len(echoed) < 4:
+                echoed += secure.recv(4 - len(echoed))
+            print(echoed.decode())
+            secure.close()
+            """
+        let run = try runClient(
+            "python3", ["-c", script, String(proxy.proxy.server.port ?? 0), authority, proxy.caPath])
+        try await Task.sleep(for: .milliseconds(200))
+        let records = try await proxy.finish()
+        #expect(run.output == "HTTP/1.1 101 Switching Protocols\nping\n", "\(run.errors)")
+        let connect = try #require(records.first { $0.request.method == "CONNECT" })
+        let upgrade = try #require(records.first { $0.request.method == "GET" })
+        #expect(records.count == 2)
+        #expect(upgrade.outcome.status == 101)
+        #expect(upgrade.request.tunnel == connect.id)
+        #expect(connect.outcome.kind == .tunnel)
+    }
+
     @Test("a passthrough host's tunnel is spliced: the client sees the server's own certificate")
     func passthrough() async throws {
         let proxy = try await InterceptingProxy(rules: Self.rules, passthrough: ["127.0.0.1"], connectPorts: nil)

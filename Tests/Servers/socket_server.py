@@ -2,6 +2,7 @@
 thread of its own, on 127.0.0.1 and, when asked and the machine has IPv6 loopback, on ::1 at the same port.
 """
 import socket
+import ssl
 import threading
 
 
@@ -33,14 +34,29 @@ def _listen(family, host, port):
     return listener
 
 
-def _accept(listener, serve):
+def _accept(listener, serve, tls):
     while True:
         connection, _ = listener.accept()
-        threading.Thread(target=serve, args=(connection,), daemon=True).start()
+        threading.Thread(target=_serve, args=(connection, serve, tls), daemon=True).start()
 
 
-def serve_forever(port, serve, also_ipv6=False):
-    """Calls `serve(connection)` for every connection to `port`, each on a thread; never returns."""
+def _serve(connection, serve, tls):
+    if tls is not None:
+        try:
+            connection = tls.wrap_socket(connection, server_side=True)
+        except (ssl.SSLError, OSError):
+            connection.close()
+            return
+    serve(connection)
+
+
+def serve_forever(port, serve, also_ipv6=False, certificate=None):
+    """Calls `serve(connection)` for every connection to `port`, each on a thread; never returns. With
+    `certificate` (a certificate file and its key file), each connection speaks TLS first."""
+    tls = None
+    if certificate is not None:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(*certificate)
     listeners = [_listen(socket.AF_INET, "127.0.0.1", port)]
     if also_ipv6:
         try:
@@ -48,5 +64,5 @@ def serve_forever(port, serve, also_ipv6=False):
         except OSError:
             pass
     for listener in listeners[1:]:
-        threading.Thread(target=_accept, args=(listener, serve), daemon=True).start()
-    _accept(listeners[0], serve)
+        threading.Thread(target=_accept, args=(listener, serve, tls), daemon=True).start()
+    _accept(listeners[0], serve, tls)

@@ -2,7 +2,7 @@
 echoes every byte it receives, for the proxy's upgrade pass-through test; and answers a request for
 `/raw` with the bytes of the request as it arrived (head and body, chunked framing included), so a
 test sees exactly what the proxy sent.
-Usage: python3 upgrade_echo.py PORT
+Usage: python3 upgrade_echo.py PORT [CERTIFICATE KEY] (with a certificate, over TLS)
 """
 import sys
 
@@ -42,7 +42,8 @@ def serve(connection):
 
 
 def main():
-    serve_forever(int(sys.argv[1]), serve)
+    certificate = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else None
+    serve_forever(int(sys.argv[1]), serve, certificate=certificate)
 
 
 if __name__ == "__main__":
