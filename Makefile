@@ -12,15 +12,15 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
 	fi
 
-## What the tests use besides Swift: nginx, openssl, curl, chromium and prometheus (apt-get), Python requests,
+## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus and fcgiwrap (apt-get), Python requests,
 ## opentelemetry-proto and ada-url (pip);
 ## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
 test-deps: deps
 	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
-		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ]; then \
-		echo "Installing nginx, openssl, curl, chromium and prometheus with apt-get…"; \
+		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/sbin/fcgiwrap ]; then \
+		echo "Installing nginx, openssl, curl, chromium, prometheus and fcgiwrap with apt-get…"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx-light openssl curl chromium prometheus \
-			>/dev/null; \
+			fcgiwrap >/dev/null; \
 	fi
 	@python3 -c "import requests" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore requests
 	@python3 -c "import opentelemetry.proto" 2>/dev/null \

@@ -6,7 +6,8 @@
 # responses written byte for byte, strict clients' refusals included (Tests/Servers/raw_responses.py); and, when nginx is
 # installed, NGINX_URL (plain) and NGINX_TLS_URL (TLS, certificate issued by the test CA in NGINX_CA) serving
 # Tests/Servers/www plus a 300 MB file, big.bin, a git repository for dumb-HTTP clones (/repo.git) and a pip simple
-# index (/simple/); and NGINX_TLS_WRONG_HOST_URL, NGINX_TLS_EXPIRED_URL and NGINX_TLS_UNTRUSTED_URL, servers whose
+# index (/simple/), and the same repository over git's smart HTTP at /smart/repo.git when fcgiwrap is installed; and
+# NGINX_TLS_WRONG_HOST_URL, NGINX_TLS_EXPIRED_URL and NGINX_TLS_UNTRUSTED_URL, servers whose
 # certificates a verifying client refuses (Tests/Servers/make-test-certificates.sh); UPGRADE_TLS_URL, the upgrade
 # echo server over TLS with the test CA's certificate.
 # The command gets a temporary directory of its own (TMPDIR), removed when it ends with whatever the
@@ -60,6 +61,18 @@ if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
     nginx_expired_port=$(free_port)
     nginx_untrusted_port=$(free_port)
     tls="$work/nginx/tls"
+    # git's smart HTTP (git http-backend under fcgiwrap) at /smart/, when fcgiwrap is installed.
+    smart=""
+    fcgiwrap_pid=""
+    if [ -x /usr/sbin/fcgiwrap ] && [ -x /usr/lib/git-core/git-http-backend ]; then
+        /usr/sbin/fcgiwrap -s "unix:$work/fcgiwrap.sock" >"$work/fcgiwrap.log" 2>&1 &
+        fcgiwrap_pid=$!
+        for _ in $(seq 1 50); do [ -S "$work/fcgiwrap.sock" ] && break; sleep 0.1; done
+        chmod 666 "$work/fcgiwrap.sock"
+        smart="location ~ ^/smart(/.*)\$ { fastcgi_pass unix:$work/fcgiwrap.sock; include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME /usr/lib/git-core/git-http-backend; fastcgi_param GIT_PROJECT_ROOT $work/nginx/www;
+      fastcgi_param GIT_HTTP_EXPORT_ALL 1; fastcgi_param PATH_INFO \$1; }"
+    fi
     cat >"$work/nginx/nginx.conf" <<CONF
 daemon off; worker_processes 2; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
 events { worker_connections 4096; }
@@ -68,7 +81,8 @@ http {
   types { text/html html; text/plain txt; image/svg+xml svg; application/javascript js; }
   server { listen 127.0.0.1:$nginx_port; root $work/nginx/www; }
   server { listen 127.0.0.1:$nginx_tls_port ssl; root $work/nginx/www;
-    ssl_certificate $tls/localhost.pem; ssl_certificate_key $tls/localhost-key.pem; }
+    ssl_certificate $tls/localhost.pem; ssl_certificate_key $tls/localhost-key.pem;
+    $smart }
   server { listen 127.0.0.1:$nginx_wrong_host_port ssl; root $work/nginx/www;
     ssl_certificate $tls/other-host.pem; ssl_certificate_key $tls/other-host-key.pem; }
   server { listen 127.0.0.1:$nginx_expired_port ssl; root $work/nginx/www;
@@ -78,7 +92,7 @@ http {
 }
 CONF
     "$nginx_bin" -c "$work/nginx/nginx.conf" -p "$work/nginx" >"$work/nginx/stdout.log" 2>&1 &
-    nginx=$!
+    nginx="$! $fcgiwrap_pid"
     export NGINX_URL="http://127.0.0.1:$nginx_port"
     export NGINX_TLS_URL="https://127.0.0.1:$nginx_tls_port"
     export NGINX_CA="$tls/testca.pem"

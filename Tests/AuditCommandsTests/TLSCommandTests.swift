@@ -1,3 +1,4 @@
+import AuditReport
 import Foundation
 import Testing
 
@@ -171,12 +172,14 @@ import Testing
         #expect(blocked.standardOutput == "HTTP/1.1 403\n")
     }
 
-    @Test("git clones and pip downloads over HTTPS through audit run, and a path rule refuses one package")
+    @Test(
+        "git clones (smart HTTP, git http-backend) and pip downloads over HTTPS through audit run, and a path rule refuses one package"
+    )
     func runGitAndPip() throws {
         let origin = try Self.variable("NGINX_TLS_URL")
         let folder = try RunFolder(rules: "[block] field=path\nunvetted ^/simple/unvetted-package\n")
         let script = """
-            git clone -q \(origin)/repo.git clone && cat clone/README
+            git clone -q \(origin)/smart/repo.git clone && cat clone/README
             pip download -q --no-cache-dir --no-deps --index-url \(origin)/simple/ -d downloads audit-probe \
                 && ls downloads
             pip download -q --no-cache-dir --no-deps --retries 0 --index-url \(origin)/simple/ -d downloads \
@@ -186,6 +189,9 @@ import Testing
         #expect(run.exitCode == 0, "\(run.standardError)")
         #expect(run.standardOutput == "probe\naudit_probe-1.0-py3-none-any.whl\nrefused\n")
         #expect(run.standardError.contains(" blocked (p/unvetted) · log "), "\(run.standardError)")
+        // git's smart HTTP: its POSTs to git-upload-pack were decided inside TLS, one record each.
+        let records = try AuditLogReader.read(atPath: folder.log).records
+        #expect(records.contains { $0.request.method == "POST" && $0.request.url.hasSuffix("/git-upload-pack") })
     }
 
     @Test("audit run keeps the command in its own process group, where a terminal's Ctrl-C reaches it")
