@@ -34,9 +34,7 @@
             do {
                 _ = try folder.loadOrCreate()
                 let variables = try ProxyEnvironment.variables(
-                    proxy: proxy, noProxy: noProxy, certificatePath: folder.certificatePath,
-                    bundlePath: folder.bundlePath, scratchFolder: folder.path,
-                    existing: ProcessInfo.processInfo.environment)
+                    proxy: proxy, noProxy: noProxy, folder: folder, existing: ProcessInfo.processInfo.environment)
                 for (name, value) in variables {
                     CommandOutput.line("export \(name)=\(ProxyEnvironment.quoted(value))")
                 }
@@ -49,6 +47,12 @@
 
     /// The variables that send tools through a proxy and make them trust its CA.
     enum ProxyEnvironment {
+        /// The variables that send tools through `proxy` (both cases) and `noProxy` around it.
+        static func proxyVariables(proxy: String, noProxy: String) -> [(String, String)] {
+            ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"].map { ($0, proxy) }
+                + [("NO_PROXY", noProxy), ("no_proxy", noProxy), ("NODE_USE_ENV_PROXY", "1")]
+        }
+
         /// Variables whose file replaces a tool's trust store.
         static let storeReplacing = [
             "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT", "NPM_CONFIG_CAFILE",
@@ -59,19 +63,12 @@
 
         /// The variables, in a fixed order. When `existing` names bundles of the user's own in the
         /// store-replacing or store-extending variables, bundles that also hold those are written to
-        /// `scratchFolder` (`env-bundle.pem`, `env-extra.pem`) and named instead.
+        /// the CA `folder` (`env-bundle.pem`, `env-extra.pem`) and named instead.
         static func variables(
-            proxy: String, noProxy: String, certificatePath: String, bundlePath: String, scratchFolder: String,
-            existing: [String: String]
+            proxy: String, noProxy: String, folder: CertificateAuthorityDirectory, existing: [String: String]
         ) throws(TLSSetupError) -> [(String, String)] {
-            var result: [(String, String)] = []
-            for name in ["HTTP_PROXY", "HTTPS_PROXY"] {
-                result.append((name, proxy))
-                result.append((name.lowercased(), proxy))
-            }
-            result.append(("NO_PROXY", noProxy))
-            result.append(("no_proxy", noProxy))
-            result.append(("NODE_USE_ENV_PROXY", "1"))
+            var result = proxyVariables(proxy: proxy, noProxy: noProxy)
+            let (certificatePath, bundlePath, scratchFolder) = (folder.certificatePath, folder.bundlePath, folder.path)
             let certificate = try CertificateAuthorityDirectory.read(certificatePath)
             let userStores = userFiles(storeReplacing, existing, excluding: [bundlePath])
             var storeFile = bundlePath

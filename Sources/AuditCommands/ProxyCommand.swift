@@ -141,8 +141,8 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.tlsInterception = interception?.0
             if let (settings, files) = interception {
                 interceptionNote =
-                    ", TLS interception \(settings.scope.rawValue) (CA \(files.certificatePath)"
-                    + (files.temporaryFolder == nil ? ")" : ", in memory)")
+                    ", TLS interception \(settings.scope.rawValue) (CA \(files.folder.certificatePath)"
+                    + (files.isTemporary ? ", in memory)" : ")")
             }
         #endif
         // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.

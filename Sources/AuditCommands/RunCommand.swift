@@ -81,20 +81,14 @@
 
         /// Runs the command with the proxy's environment, passing SIGTERM and SIGHUP on to it (SIGINT
         /// from a terminal reaches it directly: it stays in the terminal's process group).
-        private func runChild(proxyURL: String, ca: TLSOptions.CAFiles?) async throws -> Int32 {
+        private func runChild(proxyURL: String, ca: TLSOptions.CAFolder?) async throws -> Int32 {
             var environment = ProcessInfo.processInfo.environment
-            if let ca {
-                let variables = try ProxyEnvironment.variables(
-                    proxy: proxyURL, noProxy: noProxy, certificatePath: ca.certificatePath,
-                    bundlePath: ca.bundlePath,
-                    scratchFolder: (ca.certificatePath as NSString).deletingLastPathComponent, existing: environment)
-                for (name, value) in variables { environment[name] = value }
-            } else {
-                for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] { environment[name] = proxyURL }
-                environment["NO_PROXY"] = noProxy
-                environment["no_proxy"] = noProxy
-                environment["NODE_USE_ENV_PROXY"] = "1"
-            }
+            let variables =
+                try ca.map { ca in
+                    try ProxyEnvironment.variables(
+                        proxy: proxyURL, noProxy: noProxy, folder: ca.folder, existing: environment)
+                } ?? ProxyEnvironment.proxyVariables(proxy: proxyURL, noProxy: noProxy)
+            for (name, value) in variables { environment[name] = value }
             let child = try ChildProcess(arguments: command, environment: environment)
             let queue = DispatchQueue(label: "audit.run.signals")
             var sources: [DispatchSourceSignal] = []

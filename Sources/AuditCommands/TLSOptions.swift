@@ -36,34 +36,33 @@
             }
         }
 
-        /// Where the CA's public files are for this run, and the folder to remove at the end (an
-        /// in-memory CA's).
-        struct CAFiles {
-            let certificatePath: String
-            let bundlePath: String
-            let temporaryFolder: String?
+        /// The folder of the CA's files for this run: `--ca-dir`, or for an in-memory CA a private
+        /// temporary one holding only its public files, removed at the end.
+        struct CAFolder {
+            let folder: CertificateAuthorityDirectory
+            let isTemporary: Bool
 
             func removeTemporary() {
-                if let temporaryFolder { try? FileManager.default.removeItem(atPath: temporaryFolder) }
+                if isTemporary { try? FileManager.default.removeItem(atPath: folder.path) }
             }
         }
 
-        /// The interception settings, and where the CA's certificate and bundle are; nil without
-        /// `--intercept-tls`. An in-memory CA writes only its public certificate (and the bundle) to a
-        /// private temporary folder.
-        func settings(command: String) throws -> (TLSInterceptionSettings, CAFiles)? {
+        /// The interception settings, and the CA's folder; nil without `--intercept-tls`.
+        func settings(command: String) throws -> (TLSInterceptionSettings, CAFolder)? {
             guard let scope else { return nil }
             do {
                 let authority: CertificateAuthority
-                let files: CAFiles
+                let files: CAFolder
                 if let caDirectory {
-                    let folder = CertificateAuthorityDirectory(path: caDirectory)
-                    authority = try folder.loadOrCreate()
-                    files = CAFiles(
-                        certificatePath: folder.certificatePath, bundlePath: folder.bundlePath, temporaryFolder: nil)
+                    files = CAFolder(folder: CertificateAuthorityDirectory(path: caDirectory), isTemporary: false)
+                    authority = try files.folder.loadOrCreate()
                 } else {
+                    files = CAFolder(
+                        folder: CertificateAuthorityDirectory(
+                            path: NSTemporaryDirectory() + "audit-ca-\(getpid())-\(UUID().uuidString.prefix(8))"),
+                        isTemporary: true)
                     authority = try CertificateAuthority.generate()
-                    files = try Self.writePublicFiles(of: authority)
+                    try files.folder.writePublicFiles(of: authority)
                 }
                 let settings = try TLSInterceptionSettings(
                     authority: authority, scope: scope, passthrough: passthrough, upstreamRootFiles: upstreamCA)
@@ -72,29 +71,6 @@
                 CommandOutput.errorLine("\(command): \(error.description)")
                 throw ExitCode.failure
             }
-        }
-
-        /// Writes an in-memory CA's certificate and a bundle with it to a new private folder.
-        static func writePublicFiles(of authority: CertificateAuthority) throws(TLSSetupError) -> CAFiles {
-            let folder = NSTemporaryDirectory() + "audit-ca-\(getpid())-\(UUID().uuidString.prefix(8))"
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw .file(path: folder, reason: "cannot make a folder: \(error.localizedDescription)")
-            }
-            let certificate: String
-            do { certificate = try authority.certificatePEM } catch { throw .minting("\(error)") }
-            let files = CAFiles(
-                certificatePath: folder + "/ca.pem", bundlePath: folder + "/bundle.pem", temporaryFolder: folder)
-            do {
-                try certificate.write(toFile: files.certificatePath, atomically: true, encoding: .utf8)
-                try SystemTrust.bundle(adding: [certificate]).write(
-                    toFile: files.bundlePath, atomically: true, encoding: .utf8)
-            } catch {
-                throw .file(path: folder, reason: "cannot write: \(error.localizedDescription)")
-            }
-            return files
         }
     }
 

@@ -1,4 +1,3 @@
-import AuditPolicy
 import NIOCore
 
 /// A CONNECT tunnel whose TLS the proxy terminated, as the handler of the requests inside it sees
@@ -9,8 +8,6 @@ struct InterceptedTunnel {
     let target: ProxyTarget
     /// The CONNECT's exchange.
     var exchange: ProxyConnection.Exchange
-    /// Whether the CONNECT's record is written.
-    var isFinished = false
     /// A `Host` header value found to name the tunnel's origin (requests on one tunnel repeat it).
     var namingHost: String?
     /// `https://HOST[:PORT]`, what an origin-form request target follows.
@@ -19,7 +16,7 @@ struct InterceptedTunnel {
     init(target: ProxyTarget, exchange: ProxyConnection.Exchange) {
         self.target = target
         self.exchange = exchange
-        origin = String(target.secureOrigin.dropLast())
+        origin = String(target.tunnelURL.dropLast())
     }
 
     /// The absolute URL of a request target sent inside the tunnel: origin form (`/path?query`) on the
@@ -27,8 +24,8 @@ struct InterceptedTunnel {
     /// origin, another scheme).
     func requestURL(for uri: String) -> String? {
         if uri.utf8.first == UInt8(ascii: "/") { return origin + uri }
-        guard let url = try? CanonicalURL(uri), let named = ProxyTarget(canonical: url, allowsTLS: true),
-            named.isSecure, named.host == target.host, named.port == target.port
+        guard let named = ProxyTarget(url: uri, allowsTLS: true), named.isSecure, named.host == target.host,
+            named.port == target.port
         else { return nil }
         return uri
     }

@@ -30,7 +30,7 @@ extension ProxyHandler {
         case .send(nil):
             return .send(redirectedTo: nil)
         case .send(let target?):
-            guard let redirected = ProxyTarget(redirectURL: target, allowsTLS: configuration.reachesTLSServers) else {
+            guard let redirected = ProxyTarget(url: target, allowsTLS: configuration.reachesTLSServers) else {
                 refuse(audited, .redirectUnavailable(decision), head: head, context: context)
                 return .answered
             }

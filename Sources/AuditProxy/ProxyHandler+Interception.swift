@@ -59,18 +59,12 @@ extension ProxyHandler {
         #endif
     }
 
-    /// Records the intercepted tunnel this handler serves, once: as a tunnel, or as failed for
-    /// `failure`.
+    /// Records the intercepted tunnel this handler serves: as a tunnel, or as failed for `failure`
+    /// (the first call counts: a request is finished once).
     func finishTunnel(failure: String? = nil) {
-        guard var tunnel, !tunnel.isFinished else { return }
-        tunnel.isFinished = true
-        self.tunnel = tunnel
-        let exchange = tunnel.exchange
-        exchange.audited.finish(
-            Outcome(
-                failure == nil ? .tunnel : .failure, status: exchange.status, bytes: exchange.bytesFromServer,
-                sentBytes: exchange.bytesFromClient, destination: exchange.destination,
-                failure: failure.map { Outcome.Failure(domain: "AuditProxy", code: 502, description: $0) }))
+        guard let tunnel else { return }
+        tunnel.exchange.audited.finish(
+            Self.outcome(of: tunnel.exchange, kind: failure == nil ? .tunnel : .failure, error: failure))
     }
 
     /// What went wrong in an intercepted tunnel before any request, for the CONNECT's record: the
@@ -99,9 +93,8 @@ extension ProxyHandler {
             guard let settings = services.value.configuration.tlsInterception else {
                 throw ProxyTLSUnavailable()
             }
-            let isAddress = CanonicalHost.isAddress(target.host)
-            try sync.addHandler(
-                NIOSSLClientHandler(context: settings.upstreamContext, serverHostname: isAddress ? nil : target.host))
+            let serverName = IPAddress.bytes(of: target.host) == nil ? target.host : nil
+            try sync.addHandler(NIOSSLClientHandler(context: settings.upstreamContext, serverHostname: serverName))
         #else
             throw ProxyTLSUnavailable()
         #endif
@@ -114,15 +107,12 @@ extension ProxyHandler {
         _ error: any Error, of upstream: Upstream, reason: String, then: @escaping (String) -> Void
     ) {
         #if TLSInterception
-            guard upstream.authority.hasPrefix("https://"), TLSFailure.isVerificationFailure(error),
+            let target = upstream.target
+            guard target.isSecure, TLSFailure.isVerificationFailure(error),
                 let address = upstream.channel.remoteAddress, let context
             else { return then(reason) }
-            let authority = String(upstream.authority.dropFirst("https://".count))
-            let host = address.ipAddress.map { _ in authority } ?? authority
-            let name = ProxyTarget(connectAuthority: host)?.host ?? host
             CertificateDiagnosis.reason(
-                address: address, host: name, authority: authority, isAddress: CanonicalHost.isAddress(name),
-                eventLoop: context.eventLoop
+                address: address, host: target.host, authority: target.authority, eventLoop: context.eventLoop
             ).assumeIsolated().whenSuccess(then)
         #else
             then(reason)
@@ -130,11 +120,9 @@ extension ProxyHandler {
     }
 
     /// Why a server connection failed, in words: a TLS failure named, else the error.
-    static func upstreamFailure(_ error: any Error, key: String) -> String {
+    static func upstreamFailure(_ error: any Error, target: ProxyTarget) -> String {
         #if TLSInterception
-            if key.hasPrefix("https://") {
-                return TLSFailure.upstream(error, authority: String(key.dropFirst("https://".count)))
-            }
+            if target.isSecure { return TLSFailure.upstream(error, authority: target.authority) }
         #endif
         return "the server connection failed: \(error)"
     }
@@ -143,13 +131,4 @@ extension ProxyHandler {
 /// A server reached over TLS by a proxy built without TLS interception, or not configured for it.
 struct ProxyTLSUnavailable: Error, CustomStringConvertible {
     var description: String { "TLS to servers needs --intercept-tls" }
-}
-
-/// Whether a canonical host is an IP address.
-enum CanonicalHost {
-    /// Whether `host` (canonical, IPv6 without brackets) is an IPv4 or IPv6 address.
-    static func isAddress(_ host: String) -> Bool {
-        host.utf8.contains(UInt8(ascii: ":"))
-            || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
-    }
 }

@@ -26,7 +26,6 @@ extension ProxyHandler {
         to target: ProxyTarget, addresses: [SocketAddress], context: ChannelHandlerContext,
         then: @escaping (Result<Upstream, Error>) -> Void
     ) {
-        let authority = target.upstreamKey
         let services = self.services
         services.value.upstreams.connect(target, addresses, context.eventLoop) { channel in
             channel.eventLoop.makeCompletedFuture {
@@ -51,7 +50,7 @@ extension ProxyHandler {
                 result.flatMap { channel in
                     Result {
                         Upstream(
-                            authority: authority, channel: channel,
+                            target: target, channel: channel,
                             handler: try channel.pipeline.syncOperations.handler(type: UpstreamHandler.self))
                     }
                 })

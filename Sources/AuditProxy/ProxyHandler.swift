@@ -43,9 +43,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     typealias Exchange = ProxyConnection.Exchange
 
-    /// An upstream connection, kept between requests to the same server.
+    /// An upstream connection, kept between requests to the same server (``ProxyTarget/upstreamKey``).
     struct Upstream {
-        let authority: String
+        let target: ProxyTarget
         let channel: Channel
         let handler: UpstreamHandler
     }
@@ -203,8 +203,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        if tunnel != nil, let reason = Self.tunnelFailure(error, host: tunnel?.target.host ?? "") {
-            services.value.report("\(context.remoteAddressText): CONNECT \(tunnel?.target.authority ?? ""): \(reason)")
+        if let tunnel, let reason = Self.tunnelFailure(error, host: tunnel.target.host) {
+            services.value.report("\(context.remoteAddressText): CONNECT \(tunnel.target.authority): \(reason)")
             finishTunnel(failure: reason)
             context.close(promise: nil)
             return
@@ -232,7 +232,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard let url = tunnel.requestURL(for: head.uri) else {
                 return badRequest(
                     "inside the tunnel to \(tunnel.target.authority), requests take a path (/…) or a URL of "
-                        + "\(tunnel.target.secureOrigin) (got '\(head.uri)')", context: context)
+                        + "\(tunnel.target.tunnelURL) (got '\(head.uri)')", context: context)
             }
             guard head.headers.contains(name: "host") else {
                 return badRequest("the request has no Host header", context: context)
@@ -266,7 +266,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // The request the server acts on is the canonical one, sent to the URI's host: a Host header
         // that names another server, or two of them, would have the server act on a request
         // nobody decided.
-        let requested = (try? CanonicalURL(url)).flatMap { ProxyTarget(canonical: $0, allowsTLS: tunnel != nil) }
+        let requested = ProxyTarget(url: url, allowsTLS: tunnel != nil)
         let hosts = head.headers["host"]
         // Inside a tunnel, a Host header found to name its origin once is not parsed again.
         let isKnownHost = hosts.count == 1 && tunnel?.namingHost == hosts.first
@@ -303,7 +303,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         let kept = upstream.flatMap { upstream in
-            upstream.authority == target.upstreamKey && upstream.channel.isActive
+            upstream.target.upstreamKey == target.upstreamKey && upstream.channel.isActive
                 && Self.addressRefusal(
                     of: sent, host: target.host,
                     addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 }, pipeline: pipeline,
@@ -391,7 +391,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let closed = upstream, closed.handler === handler else { return }
         upstream = nil
         let reason =
-            error.map { Self.upstreamFailure($0, key: closed.authority) } ?? "the server closed the connection"
+            error.map { Self.upstreamFailure($0, target: closed.target) } ?? "the server closed the connection"
         switch connection.upstreamClosed() {
         case .none:
             break
@@ -485,14 +485,20 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Records
 
+    /// Records `exchange` as `kind` (failed for `error`), counting its bytes into the tunnel it went
+    /// through, if any.
     func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
         tunnel?.exchange.bytesFromClient += exchange.bytesFromClient
         tunnel?.exchange.bytesFromServer += exchange.bytesFromServer
-        exchange.audited.finish(
-            Outcome(
-                kind, status: exchange.status, bytes: exchange.bytesFromServer, sentBytes: exchange.bytesFromClient,
-                destination: exchange.destination,
-                failure: error.map { Outcome.Failure(domain: "AuditProxy", code: 502, description: $0) }))
+        exchange.audited.finish(Self.outcome(of: exchange, kind: kind, error: error))
+    }
+
+    /// What became of `exchange`, for its record.
+    static func outcome(of exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String?) -> Outcome {
+        Outcome(
+            kind, status: exchange.status, bytes: exchange.bytesFromServer, sentBytes: exchange.bytesFromClient,
+            destination: exchange.destination,
+            failure: error.map { Outcome.Failure(domain: "AuditProxy", code: 502, description: $0) })
     }
 
 }

@@ -30,11 +30,8 @@ struct ProxyTarget: Equatable, Sendable {
         return port == defaultPort ? name : "\(name):\(port)"
     }
 
-    /// `https://HOST[:PORT]/`, the origin of an intercepted tunnel's requests, in canonical form.
-    var secureOrigin: String { tunnelURL }
-
     /// The URL the policy sees for a CONNECT tunnel, in canonical form: `https://HOST/`, with
-    /// `:PORT` when not 443.
+    /// `:PORT` when not 443; the origin of an intercepted tunnel's requests.
     var tunnelURL: String {
         let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? "https://\(name)/" : "https://\(name):\(port)/"
@@ -55,11 +52,18 @@ struct ProxyTarget: Equatable, Sendable {
         self.isSecure = isSecure
     }
 
+    /// The target of an absolute `http` URL (or `https` when `allowsTLS`), in canonical form: a
+    /// request's, or a `redirect` rule's target; nil when it is neither or is invalid.
+    init?(url: String, allowsTLS: Bool) {
+        guard let canonical = try? CanonicalURL(url) else { return nil }
+        self.init(canonical: canonical, allowsTLS: allowsTLS)
+    }
+
     /// The target of an absolute-form `http://` request URI, in canonical form; nil when it is not
     /// one or is invalid.
     init?(absoluteURI uri: String) {
-        guard Self.isAbsoluteHTTP(uri), let url = try? CanonicalURL(uri) else { return nil }
-        self.init(canonical: url)
+        guard Self.isAbsoluteHTTP(uri) else { return nil }
+        self.init(url: uri, allowsTLS: false)
     }
 
     /// The target of a CONNECT request's `host:port`, the host in canonical form; nil when it is not
@@ -79,13 +83,6 @@ struct ProxyTarget: Equatable, Sendable {
             named.query.isEmpty, named.userinfo.isEmpty
         else { return false }
         return named.host == self.host && (named.port ?? defaultPort) == port
-    }
-
-    /// The target of a URL a `redirect` rule names; nil unless it is an absolute http URL (or https
-    /// when `allowsTLS`: the proxy can verify servers).
-    init?(redirectURL url: String, allowsTLS: Bool) {
-        guard let canonical = try? CanonicalURL(url) else { return nil }
-        self.init(canonical: canonical, allowsTLS: allowsTLS)
     }
 
     /// The port written after the last `:` outside IPv6 brackets, when it is one from 1 to 65535: a

@@ -63,7 +63,7 @@
             guard !isPassthrough(target.host) else { return false }
             switch scope {
             case .all: return true
-            case .selective: return policy.decidesBeyondOrigin(target.secureOrigin, host: target.host)
+            case .selective: return policy.decidesBeyondOrigin(target.tunnelURL, host: target.host)
             }
         }
     }

@@ -37,9 +37,7 @@ public struct CertificateAuthority: Sendable {
     /// The SHA-256 fingerprint of the CA certificate, as `AB:CD:…`.
     public var fingerprintSHA256: String {
         get throws {
-            var serializer = DER.Serializer()
-            try serializer.serialize(certificate)
-            return SHA256.hash(data: serializer.serializedBytes).map { byte in
+            SHA256.hash(data: try certificate.derBytes).map { byte in
                 let hex = String(byte, radix: 16, uppercase: true)
                 return byte < 16 ? "0" + hex : hex
             }.joined(separator: ":")
@@ -108,7 +106,7 @@ public struct CertificateAuthority: Sendable {
                 CommonName(subjectName)
             }
             let alternativeName: GeneralName =
-                Self.addressBytes(host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) }
+                IPAddress.bytes(of: host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) }
                 ?? .dnsName(host)
             let extensions = try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
@@ -127,10 +125,13 @@ public struct CertificateAuthority: Sendable {
             throw .minting("for \(host): \(error)")
         }
     }
+}
 
+/// IP addresses as canonical hosts write them.
+public enum IPAddress {
     /// The bytes of `host` when it is an IPv4 address in four decimal parts or an IPv6 address in
     /// hexadecimal groups (as canonical hosts are written), else nil.
-    static func addressBytes(_ host: String) -> [UInt8]? {
+    public static func bytes(of host: String) -> [UInt8]? {
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         if parts.count == 4 {
             let bytes = parts.compactMap { UInt8($0) }
@@ -149,5 +150,16 @@ public struct CertificateAuthority: Sendable {
         guard halves.count == 2 ? missing >= 1 : missing == 0 else { return nil }
         let all = head + Array(repeating: 0, count: halves.count == 2 ? missing : 0) + tail
         return all.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
+    }
+}
+
+extension Certificate {
+    /// The certificate's DER encoding.
+    var derBytes: [UInt8] {
+        get throws {
+            var serializer = DER.Serializer()
+            try serializer.serialize(self)
+            return serializer.serializedBytes
+        }
     }
 }

@@ -43,20 +43,31 @@ public struct CertificateAuthorityDirectory: Sendable {
     @discardableResult
     public func create(now: Date = Date()) throws(TLSSetupError) -> CertificateAuthority {
         let authority = try CertificateAuthority.generate(now: now)
+        try makeFolder()
+        // The key is written to a private temporary file first, so that it is never readable by
+        // others, not even for a moment, and never half-written under its name.
+        try Self.write(authority.privateKeyPEM, to: privateKeyPath, mode: 0o600)
+        try writePublicFiles(of: authority)
+        return authority
+    }
+
+    /// Writes `authority`'s public files here, `ca.pem` and `bundle.pem`, making the folder (mode
+    /// 0700) if it is missing: all an in-memory CA leaves on disk.
+    public func writePublicFiles(of authority: CertificateAuthority) throws(TLSSetupError) {
+        try makeFolder()
+        let certificate: String
+        do { certificate = try authority.certificatePEM } catch { throw .minting("\(error)") }
+        try Self.write(certificate, to: certificatePath, mode: 0o644)
+        try writeBundle(for: authority)
+    }
+
+    private func makeFolder() throws(TLSSetupError) {
         do {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw .file(path: path, reason: "cannot make the CA folder: \(error.localizedDescription)")
         }
-        // The key is written to a private temporary file first, so that it is never readable by
-        // others, not even for a moment, and never half-written under its name.
-        try Self.write(authority.privateKeyPEM, to: privateKeyPath, mode: 0o600)
-        let certificate: String
-        do { certificate = try authority.certificatePEM } catch { throw .minting("\(error)") }
-        try Self.write(certificate, to: certificatePath, mode: 0o644)
-        try writeBundle(for: authority)
-        return authority
     }
 
     /// Reads the CA kept here.

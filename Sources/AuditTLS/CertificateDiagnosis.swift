@@ -14,12 +14,12 @@ import X509
 /// verified connection never pays for it.
 public enum CertificateDiagnosis {
     /// The reason the certificate of the server at `address` (`authority` in messages, `host` as
-    /// SNI unless it is an address) does not verify, at `now`; the generic reason when the second
+    /// SNI unless it is an IP address) does not verify, at `now`; the generic reason when the second
     /// handshake fails too.
     public static func reason(
-        address: SocketAddress, host: String, authority: String, isAddress: Bool, eventLoop: any EventLoop,
-        now: Date = Date()
+        address: SocketAddress, host: String, authority: String, eventLoop: any EventLoop, now: Date = Date()
     ) -> EventLoopFuture<String> {
+        let serverName = IPAddress.bytes(of: host) == nil ? host : nil
         let generic = TLSFailure.unverified(authority: authority)
         guard let context = unverifiedContext else { return eventLoop.makeSucceededFuture(generic) }
         let promise = eventLoop.makePromise(of: NIOSSLCertificate?.self)
@@ -28,7 +28,7 @@ public enum CertificateDiagnosis {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : host))
+                    try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
                     try sync.addHandler(PeerCertificateReader(promise: promise))
                 }
             }

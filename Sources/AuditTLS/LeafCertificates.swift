@@ -48,9 +48,7 @@ public final class LeafCertificates: Sendable {
         key = P256.Signing.PrivateKey()
         do {
             keyForTLS = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
-            var serializer = DER.Serializer()
-            try serializer.serialize(authority.certificate)
-            authorityCertificate = try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)
+            authorityCertificate = try NIOSSLCertificate(bytes: authority.certificate.derBytes, format: .der)
         } catch {
             throw .minting("the leaves' key: \(error)")
         }
@@ -97,9 +95,7 @@ public final class LeafCertificates: Sendable {
     private func makeContext(for host: String, now: Date) throws(TLSSetupError) -> NIOSSLContext {
         let leaf = try certificate(for: host, now: now)
         do {
-            var serializer = DER.Serializer()
-            try serializer.serialize(leaf)
-            let certificate = try NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der)
+            let certificate = try NIOSSLCertificate(bytes: leaf.derBytes, format: .der)
             // The CA goes with the leaf: clients that pin it by its key (Chromium's
             // --ignore-certificate-errors-spki-list) look for it in the chain the server presents.
             var configuration = TLSConfiguration.makeServerConfiguration(
