@@ -56,7 +56,7 @@ import Testing
         #expect(run.standardOutput == "")
         #expect(
             run.standardError == """
-                \(folder.path)/bad.rules:1:2: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record)
+                \(folder.path)/bad.rules:1:2: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record, cache)
                 \(folder.path)/bad.rules:3:18: error: priority must be an integer, found 'high'
                 \(folder.path)/bad.rules:4:5: error: invalid pattern: missing closing parenthesis
 

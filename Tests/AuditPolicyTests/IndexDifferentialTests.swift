@@ -92,7 +92,7 @@ import Testing
         var text = ""
         for number in 0..<count {
             if number % 50 == 0 {
-                let action = random.pick(["block", "allow", "warn", "record", "block"])
+                let action = random.pick(["block", "allow", "warn", "record", "block", "cache"])
                 let field =
                     urlOnly ? "url" : random.pick(["url", "url", "url", "host", "path", "query", "header:x-test"])
                 let caseOption = random.pick(["insensitive", "sensitive"])

@@ -13,10 +13,10 @@ struct LintCase: CustomTestStringConvertible, Sendable {
     static let errors: [LintCase] = [
         LintCase(
             source: "[1️⃣blok]\nr x",
-            message: "unknown action 'blok' (expected block, redirect, respond, warn, allow, record)"),
+            message: "unknown action 'blok' (expected block, redirect, respond, warn, allow, record, cache)"),
         LintCase(
             source: "[1️⃣]\nr x",
-            message: "empty section header (expected an action: block, redirect, respond, warn, allow, record)"),
+            message: "empty section header (expected an action: block, redirect, respond, warn, allow, record, cache)"),
         LintCase(source: "1️⃣[block\nr x", message: "section header has no closing ']'"),
         LintCase(
             source: "[1️⃣redirect]\nr x", message: "redirect needs a target URL, e.g. [redirect https://example.com/]"),
@@ -27,7 +27,9 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         LintCase(source: "[block 1️⃣now]\nr x", message: "action 'block' takes no argument, found 'now'"),
         LintCase(
             source: "[block] 1️⃣prio=1\nr x",
-            message: "unknown option 'prio' (expected message, field, methods, priority, case, tags, body, file, type)"),
+            message:
+                "unknown option 'prio' (expected message, field, methods, priority, case, tags, body, file, type, ttl, offline, private)"
+        ),
         LintCase(source: "[block] 1️⃣message\nr x", message: "option 'message' needs a value (key=value)"),
         LintCase(source: "[block] priority=1 1️⃣priority=2\nr x", message: "option 'priority' is given twice"),
         LintCase(source: "[block] message=1️⃣\"never closed\nr x", message: "quoted value has no closing '\"'"),
@@ -62,7 +64,9 @@ struct LintCase: CustomTestStringConvertible, Sendable {
             source: "[block]\n\t 1️⃣bäd ^x", message: "invalid rule id 'bäd' (use letters, digits, '.', '_' and '-')"),
         LintCase(
             source: "[block] message=\"naïve 👍🏽\" 1️⃣prio=1\nr x",
-            message: "unknown option 'prio' (expected message, field, methods, priority, case, tags, body, file, type)"),
+            message:
+                "unknown option 'prio' (expected message, field, methods, priority, case, tags, body, file, type, ttl, offline, private)"
+        ),
         LintCase(source: "[block]\nr   ^https://(a|b1️⃣", message: "invalid pattern: missing closing parenthesis"),
         LintCase(source: "[block]\nr   ^x1️⃣)", message: "invalid pattern: unmatched closing parenthesis"),
         LintCase(source: "[block]\nr   ^é[z-1️⃣a]", message: "invalid pattern: range out of order in character class"),
@@ -138,7 +142,7 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         let found = diagnostics(of: "[blok]\nr x", file: "policies/danger.rules")
         #expect(
             found.map(\.description) == [
-                "policies/danger.rules:1:2: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record)"
+                "policies/danger.rules:1:2: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record, cache)"
             ])
     }
 
@@ -233,8 +237,8 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         let report = try PolicyLinter.lint(directory: folder.path)
         #expect(
             report.diagnostics.map(\.description) == [
-                "\(folder.path)/shop.rules:3:2: error: unknown action 'bad' (expected block, redirect, respond, warn, allow, record)",
-                "\(folder.path)/shop.test:2:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, respond, record)",
+                "\(folder.path)/shop.rules:3:2: error: unknown action 'bad' (expected block, redirect, respond, warn, allow, record, cache)",
+                "\(folder.path)/shop.test:2:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, respond, record, cache)",
             ])
         #expect(report.errorCount == 2)
     }

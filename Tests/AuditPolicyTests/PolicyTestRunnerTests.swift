@@ -114,7 +114,7 @@ import Testing
         ])
         #expect(
             report.diagnostics.map(\.description) == [
-                "c.test:1:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, respond, record)",
+                "c.test:1:1: error: unknown expectation 'blok' (expected pass, allow, block, redirect, warn, respond, record, cache)",
                 "c.test:2:6: error: a pass case takes '-' as its rule, found 'competitor/rival-shop'",
                 "c.test:3:8: error: a record case needs a rule id",
                 "c.test:4:7: error: unknown rule 'competitor/nope'",

@@ -7,7 +7,8 @@ extension Policy {
     /// 2. Among matching allow, block, respond, redirect and warn rules the highest priority wins; a
     ///    tie goes to allow, then block, then respond, then redirect, then warn; then to the earliest
     ///    rule.
-    /// 3. Every matching record rule is listed in ``Verdict/recorded``, whatever the verdict.
+    /// 3. Every matching record rule is listed in ``Verdict/recorded``, whatever the verdict; the
+    ///    matching cache rule of highest priority (then the earliest) is ``Verdict/cacheRule``.
     /// 4. A redirect target gets `$0`…`$9` from the rule's captures and must come out an absolute
     ///    http(s) URL; a `respond` body gets them too (escaped for JSON when its type is JSON).
     /// 5. When a match fails (a PCRE2 limit) or a redirect target comes out invalid, the verdict is
@@ -60,6 +61,7 @@ extension Policy {
         // The matching rules that decide (not record), in policy order, on the stack.
         CandidateList.withEmptyList { matches in
             var recorded: [Rule] = []
+            var cacheRule: Rule?
             var errors: [EvaluationError] = []
             var failingRule: Rule?
 
@@ -79,14 +81,19 @@ extension Policy {
                     failingRule = failingRule ?? rules[index]
                     continue
                 }
-                if rules[index].isRecord {
-                    recorded.append(rules[index])
+                if rules[index].isNonDeciding {
+                    if rules[index].cacheSettings == nil {
+                        recorded.append(rules[index])
+                    } else if cacheRule.map({ rules[index].priority > $0.priority }) ?? true {
+                        cacheRule = rules[index]
+                    }
                 } else {
                     matches.append(Int32(truncatingIfNeeded: index))
                 }
             }
             if onError == .block, let failingRule {
-                return Verdict(action: .block, rule: failingRule, recorded: recorded, errors: errors)
+                return Verdict(
+                    action: .block, rule: failingRule, recorded: recorded, cacheRule: cacheRule, errors: errors)
             }
             // The winner is the match that decides before every other; a redirect whose target
             // fails is dropped (with `.pass`) and the next winner taken. No sort: most requests
@@ -102,32 +109,36 @@ extension Policy {
                     switch response(of: rule, responder: responder, request: request, subjects: &subjects) {
                     case .success(let response):
                         return Verdict(
-                            action: .respond, rule: rule, response: response, recorded: recorded, errors: errors)
+                            action: .respond, rule: rule, response: response, recorded: recorded, cacheRule: cacheRule,
+                            errors: errors)
                     case .failure(let error):
                         errors.append(error)
                         if onError == .block {
-                            return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+                            return Verdict(
+                                action: .block, rule: rule, recorded: recorded, cacheRule: cacheRule, errors: errors)
                         }
                         matches.remove(Int32(truncatingIfNeeded: winner))
                         continue
                     }
                 }
                 guard case .redirect(let template) = rule.action else {
-                    return Verdict(action: action, rule: rule, recorded: recorded, errors: errors)
+                    return Verdict(action: action, rule: rule, recorded: recorded, cacheRule: cacheRule, errors: errors)
                 }
                 switch redirectTarget(of: rule, template: template, request: request, subjects: &subjects) {
                 case .success(let target):
                     return Verdict(
-                        action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, errors: errors)
+                        action: .redirect, rule: rule, redirectTarget: target, recorded: recorded, cacheRule: cacheRule,
+                        errors: errors)
                 case .failure(let error):
                     errors.append(error)
                     if onError == .block {
-                        return Verdict(action: .block, rule: rule, recorded: recorded, errors: errors)
+                        return Verdict(
+                            action: .block, rule: rule, recorded: recorded, cacheRule: cacheRule, errors: errors)
                     }
                 }
                 matches.remove(Int32(truncatingIfNeeded: winner))
             }
-            return Verdict(action: .pass, recorded: recorded, errors: errors)
+            return Verdict(action: .pass, recorded: recorded, cacheRule: cacheRule, errors: errors)
         }
     }
 

@@ -3,7 +3,7 @@ import AuditRegex
 extension Policy {
     /// Whether some rule could decide a request to `origin` (`https://HOST[:PORT]/`, canonical) on
     /// more than its origin: its path, query, method or headers, or by an action that needs the
-    /// request itself (`redirect`, `respond`, `warn`).
+    /// request itself (`redirect`, `respond`, `warn`, `cache`).
     ///
     /// An intercepting proxy terminates a tunnel's TLS only when this says yes: otherwise the
     /// decision of the CONNECT is the decision of every request inside. The answer errs towards yes
@@ -36,7 +36,7 @@ extension Rule {
         switch (reach, action) {
         case (.none, _):
             return false
-        case (_, .redirect), (_, .respond), (_, .warn):
+        case (_, .redirect), (_, .respond), (_, .warn), (_, .cache):
             return true
         case (.some, _):
             return true

@@ -1,7 +1,7 @@
 /// One problem found in a policy or test file, printed compiler-style.
 ///
 /// ```
-/// policies/danger.rules:12:7: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record)
+/// policies/danger.rules:12:7: error: unknown action 'blok' (expected block, redirect, respond, warn, allow, record, cache)
 /// ```
 public struct Diagnostic: Error, Sendable, Hashable, Comparable, CustomStringConvertible {
     /// How serious a diagnostic is.

@@ -20,10 +20,10 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
         let tags: [String]
         let location: SourceLocation
         /// What an evaluation reads of every candidate, kept as plain values so that reading them
-        /// copies no payload: the action's tie rank (0 for record), whether it is `record`,
-        /// whether any method is admitted, and whether the field is the URL.
+        /// copies no payload: the action's tie rank (0 for record and cache), whether it never
+        /// decides (`record`, `cache`), whether any method is admitted, and whether the field is the URL.
         let tieRank: Int
-        let isRecord: Bool
+        let isNonDeciding: Bool
         let admitsEveryMethod: Bool
         let readsURL: Bool
 
@@ -43,7 +43,7 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
             self.tags = tags
             self.location = location
             tieRank = action.tieRank ?? 0
-            if case .record = action { isRecord = true } else { isRecord = false }
+            isNonDeciding = action.isNonDeciding
             admitsEveryMethod = methods.isEmpty
             if case .url = field { readsURL = true } else { readsURL = false }
         }
@@ -97,10 +97,15 @@ public struct Rule: Sendable, Identifiable, Equatable, CustomStringConvertible {
         return try subjects.matches(storage.pattern, field: storage.field, of: request)
     }
 
-    /// Whether the rule only records its matches.
-    var isRecord: Bool { storage.isRecord }
+    /// Whether the rule never decides a verdict (`record`, `cache`).
+    var isNonDeciding: Bool { storage.isNonDeciding }
 
-    /// The action's rank in a priority tie (see ``RuleAction/tieRank``), 0 for record.
+    /// The settings of a `cache` rule; nil for other rules.
+    public var cacheSettings: CacheSettings? {
+        if case .cache(let settings) = storage.action { settings } else { nil }
+    }
+
+    /// The action's rank in a priority tie (see ``RuleAction/tieRank``), 0 for record and cache.
     var tieRank: Int { storage.tieRank }
 
     /// `category/name (file:line:column)`.

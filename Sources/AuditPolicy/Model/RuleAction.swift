@@ -13,8 +13,12 @@ public enum RuleAction: Sendable, Hashable {
     case allow
     /// Count the request in statistics; never changes the verdict.
     case record
+    /// Store GET and HEAD responses and serve them again (see ``CacheSettings``); never changes the
+    /// verdict.
+    case cache(CacheSettings)
 
-    /// The keyword used in rule files: `block`, `redirect`, `respond`, `warn`, `allow` or `record`.
+    /// The keyword used in rule files: `block`, `redirect`, `respond`, `warn`, `allow`, `record` or
+    /// `cache`.
     public var keyword: String {
         switch self {
         case .block: "block"
@@ -23,14 +27,15 @@ public enum RuleAction: Sendable, Hashable {
         case .warn: "warn"
         case .allow: "allow"
         case .record: "record"
+        case .cache: "cache"
         }
     }
 
     /// The keywords a section header accepts.
-    static let keywords = ["block", "redirect", "respond", "warn", "allow", "record"]
+    static let keywords = ["block", "redirect", "respond", "warn", "allow", "record", "cache"]
 
     /// Rank used to break priority ties: allow > block > respond > redirect > warn; nil for record
-    /// rules, which never decide a verdict.
+    /// and cache rules, which never decide a verdict.
     var tieRank: Int? {
         switch self {
         case .allow: 5
@@ -38,7 +43,7 @@ public enum RuleAction: Sendable, Hashable {
         case .respond: 3
         case .redirect: 2
         case .warn: 1
-        case .record: nil
+        case .record, .cache: nil
         }
     }
 
@@ -50,9 +55,12 @@ public enum RuleAction: Sendable, Hashable {
         case .redirect: .redirect
         case .respond: .respond
         case .warn: .warn
-        case .record: nil
+        case .record, .cache: nil
         }
     }
+
+    /// Whether rules of this action never decide a verdict (`record`, `cache`).
+    var isNonDeciding: Bool { tieRank == nil }
 
     /// The template that takes the rule's captures, and what it is called in messages.
     var captureTemplate: (RedirectTemplate, String)? {

@@ -32,11 +32,13 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     private final class Rare: Sendable {
         let redirectTarget: String?
         let response: LocalResponse?
+        let cacheRule: Rule?
         let errors: [EvaluationError]
 
-        init(redirectTarget: String?, response: LocalResponse?, errors: [EvaluationError]) {
+        init(redirectTarget: String?, response: LocalResponse?, cacheRule: Rule?, errors: [EvaluationError]) {
             self.redirectTarget = redirectTarget
             self.response = response
+            self.cacheRule = cacheRule
             self.errors = errors
         }
     }
@@ -45,27 +47,33 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
     public var redirectTarget: String? { rare?.redirectTarget }
     /// For `respond`, the local response (captures substituted), or the handler that gives it.
     public var response: LocalResponse? { rare?.response }
+    /// The matching `cache` rule of highest priority (then the earliest), whatever the verdict: when
+    /// the request is sent, its response may be stored and served again as the rule says.
+    public var cacheRule: Rule? { rare?.cacheRule }
     /// Matches that could not be completed, in policy order.
     public var errors: [EvaluationError] { rare?.errors ?? [] }
 
     /// Creates a verdict.
     public init(
         action: Action, rule: Rule? = nil, redirectTarget: String? = nil, response: LocalResponse? = nil,
-        recorded: [Rule] = [], errors: [EvaluationError] = []
+        recorded: [Rule] = [], cacheRule: Rule? = nil, errors: [EvaluationError] = []
     ) {
         self.action = action
         self.rule = rule
         self.recorded = recorded
         rare =
-            redirectTarget == nil && response == nil && errors.isEmpty
-            ? nil : Rare(redirectTarget: redirectTarget, response: response, errors: errors)
+            redirectTarget == nil && response == nil && cacheRule == nil && errors.isEmpty
+            ? nil
+            : Rare(redirectTarget: redirectTarget, response: response, cacheRule: cacheRule, errors: errors)
     }
 
     /// Verdicts are equal when their action, rule, redirect target, response, recorded rules and
     /// errors are.
     public static func == (lhs: Verdict, rhs: Verdict) -> Bool {
         lhs.action == rhs.action && lhs.rule == rhs.rule && lhs.recorded == rhs.recorded
-            && lhs.redirectTarget == rhs.redirectTarget && lhs.response == rhs.response && lhs.errors == rhs.errors
+            && lhs.redirectTarget == rhs.redirectTarget && lhs.response == rhs.response
+            && lhs.cacheRule == rhs.cacheRule
+            && lhs.errors == rhs.errors
     }
 
     /// The deciding rule's `message=`, if any.
@@ -96,6 +104,7 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
         if rule == nil, let urlRejection { text += " (\(urlRejection))" }
         if let redirectTarget { text += " -> \(redirectTarget)" }
         if let response { text += " (\(response.summary))" }
+        if let cacheRule { text += ", cache by \(cacheRule.id)" }
         return text
     }
 }

@@ -12,8 +12,16 @@ struct Section: Sendable {
     var targetLocation: SourceLocation?
     var hasPriorityOption = false
 
-    static let optionNames = ["message", "field", "methods", "priority", "case", "tags", "body", "file", "type"]
+    static let optionNames = [
+        "message", "field", "methods", "priority", "case", "tags", "body", "file", "type", "ttl", "offline", "private",
+    ]
 
     /// The options only a `respond` section takes.
     static let responseOptionNames: Set<String> = ["body", "file", "type"]
+
+    /// The options only a `cache` section takes.
+    static let cacheOptionNames: Set<String> = ["ttl", "offline", "private"]
+
+    /// The options written as a bare word, without `=value`.
+    static let flagOptionNames: Set<String> = ["offline", "private"]
 }

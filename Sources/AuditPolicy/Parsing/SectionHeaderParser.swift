@@ -68,7 +68,7 @@ struct SectionHeaderParser {
         case "respond":
             section = respondSection(argument: argument, actionColumn: actionColumn, argumentColumn: argumentColumn)
             section?.targetLocation = location(argumentColumn)
-        case "block", "warn", "allow", "record":
+        case "block", "warn", "allow", "record", "cache":
             if argument.isEmpty {
                 section = Section(action: Self.action(keyword), location: headerLocation)
             } else {
@@ -121,6 +121,7 @@ struct SectionHeaderParser {
         case "block": .block
         case "warn": .warn
         case "allow": .allow
+        case "cache": .cache(CacheSettings())
         default: .record
         }
     }
@@ -141,18 +142,27 @@ struct SectionHeaderParser {
             if scanner.isAtEnd { return options }
             let keyColumn = scanner.column
             let key = String(scanner.readWord(stoppingAt: ["="]))
-            guard scanner.current == "=" else {
-                error(at: location(keyColumn), "option '\(key)' needs a value (key=value)")
-                continue
+            let value: String
+            let valueColumn: Int
+            if scanner.current != "=", Section.flagOptionNames.contains(key) {
+                (value, valueColumn) = ("", keyColumn)
+            } else {
+                guard scanner.current == "=" else {
+                    error(at: location(keyColumn), "option '\(key)' needs a value (key=value)")
+                    continue
+                }
+                scanner.advance()
+                valueColumn = scanner.column
+                guard let read = readValue(&scanner) else { return options }
+                value = read
             }
-            scanner.advance()
-            let valueColumn = scanner.column
-            guard let value = readValue(&scanner) else { return options }
             if !Section.optionNames.contains(key) {
                 error(
                     at: location(keyColumn),
                     "unknown option '\(key)' (expected \(Section.optionNames.joined(separator: ", ")))"
                 )
+            } else if Section.flagOptionNames.contains(key), !value.isEmpty {
+                error(at: location(keyColumn), "option '\(key)' takes no value (write it alone: \(key))")
             } else if !seen.insert(key).inserted {
                 error(at: location(keyColumn), "option '\(key)' is given twice")
             } else {
@@ -193,7 +203,9 @@ struct SectionHeaderParser {
 
     private mutating func apply(_ options: [Option], to section: inout Section) {
         applyResponse(options.filter { Section.responseOptionNames.contains($0.key) }, to: &section)
-        for option in options where !Section.responseOptionNames.contains(option.key) {
+        applyCache(options.filter { Section.cacheOptionNames.contains($0.key) }, to: &section)
+        for option in options
+        where !Section.responseOptionNames.contains(option.key) && !Section.cacheOptionNames.contains(option.key) {
             let at = location(option.valueColumn)
             switch option.key {
             case "message":
@@ -282,6 +294,31 @@ struct SectionHeaderParser {
         }
         section.action = .respond(LocalResponder(status: responder.status, contentType: contentType, source: source))
         if let body { section.targetLocation = location(body.valueColumn) }
+    }
+
+    /// Applies `ttl=`, `offline` and `private` to a cache section; an error on any other.
+    private mutating func applyCache(_ options: [Option], to section: inout Section) {
+        guard case .cache = section.action else {
+            for option in options {
+                error(
+                    at: location(option.keyColumn),
+                    "option '\(option.key)' applies to cache sections only (found on \(section.action.keyword))")
+            }
+            return
+        }
+        var timeToLive: Duration?
+        if let ttl = options.first(where: { $0.key == "ttl" }) {
+            timeToLive = CacheSettings.duration(parsing: ttl.value)
+            if timeToLive == nil {
+                error(
+                    at: location(ttl.valueColumn),
+                    "ttl must be a duration such as 90s, 10m, 2h or 7d, found '\(ttl.value)'")
+            }
+        }
+        section.action = .cache(
+            CacheSettings(
+                timeToLive: timeToLive, servesOffline: options.contains { $0.key == "offline" },
+                storesPrivateRequests: options.contains { $0.key == "private" }))
     }
 
     /// The bytes of a `file=` responder, its path relative to the rules file's folder; nil after an

@@ -54,6 +54,7 @@ extension Policy {
         for result in results {
             if let rule = result.verdict.rule { exercised.insert(rule.id) }
             exercised.formUnion(result.verdict.recorded.map(\.id))
+            if let cacheRule = result.verdict.cacheRule { exercised.insert(cacheRule.id) }
         }
         return PolicyTestReport(
             results: results, diagnostics: diagnostics.sorted(),

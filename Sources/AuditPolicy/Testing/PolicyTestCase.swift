@@ -28,6 +28,8 @@ public struct PolicyTestCase: Sendable, Hashable, CustomStringConvertible {
         case respond
         /// The rule is among the recorded rules (whatever the verdict).
         case record
+        /// The rule is the request's cache rule (whatever the verdict).
+        case cache
     }
 
     /// What the case expects.

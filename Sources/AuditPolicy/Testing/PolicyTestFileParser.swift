@@ -85,8 +85,8 @@ enum PolicyTestFileParser {
         switch (expectation, rule.text) {
         case (.pass, let id) where id != "-":
             throw error(rule.column, "a pass case takes '-' as its rule, found '\(id)'")
-        case (.record, "-"):
-            throw error(rule.column, "a record case needs a rule id")
+        case (.record, "-"), (.cache, "-"):
+            throw error(rule.column, "a \(expectation.rawValue) case needs a rule id")
         default:
             break
         }

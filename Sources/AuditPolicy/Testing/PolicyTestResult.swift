@@ -21,6 +21,11 @@ public struct PolicyTestResult: Sendable, Equatable, CustomStringConvertible {
             expected = "\(ruleID) among the recorded rules"
             actual = recordedIDs.isEmpty ? "no rule recorded" : "recorded " + recordedIDs.joined(separator: ", ")
             isPassing = recordedIDs.contains(ruleID)
+        case .cache:
+            let ruleID = testCase.ruleID ?? "-"
+            expected = "cache by \(ruleID)"
+            actual = verdict.cacheRule.map { "cache by \($0.id)" } ?? "no cache rule"
+            isPassing = verdict.cacheRule?.id == ruleID
         default:
             var text = testCase.expectation.rawValue
             if let ruleID = testCase.ruleID { text += " by \(ruleID)" }
