@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "AuditPipeline", targets: ["AuditPipeline"]),
         .library(name: "RequestAudit", targets: ["RequestAudit"]),
         .library(name: "AuditProxy", targets: ["AuditProxy"]),
+        .library(name: "AuditCache", targets: ["AuditCache"]),
         .library(name: "AuditTLS", targets: ["AuditTLS"]),
         .library(name: "AuditPrometheus", targets: ["AuditPrometheus"]),
         .library(name: "AuditOpenTelemetry", targets: ["AuditOpenTelemetry"]),
@@ -55,6 +56,8 @@ let package = Package(
             dependencies: [
                 "AuditReport", "AuditPolicy", "AuditLocking", .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
+        // RFC 9111 caching on disk, for cache rules in every front-end.
+        .target(name: "AuditCache", dependencies: ["AuditPolicy", "AuditReport", "AuditLocking"]),
         .target(
             name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
         .target(
@@ -121,6 +124,7 @@ let package = Package(
         .testTarget(
             name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline", "AuditLocking"]),
+        .testTarget(name: "AuditCacheTests", dependencies: ["AuditCache", "AuditPolicy"]),
         .testTarget(
             name: "AuditTLSTests",
             dependencies: [

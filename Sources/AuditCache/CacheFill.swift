@@ -1,0 +1,207 @@
+import AuditLocking
+import AuditPolicy
+import Foundation
+
+/// One request the cache had no fresh answer for, on its way to the server: what to send with it,
+/// and what to do with what comes back. Other requests for the same URL wait until it ends.
+///
+/// It ends once: on ``revalidated(by:)``, on a ``store(status:headers:)`` writer's `commit` or
+/// `abandon`, on ``finishWithoutStoring()``, or when it is dropped.
+public final class CacheFill: Sendable {
+    /// The request looked up.
+    public let request: CacheRequest
+    /// The stored response being revalidated, when there is one (stale, or the request asked for
+    /// validation).
+    public let stored: StoredResponse?
+    private let cache: HTTPCache
+    private let key: String
+    private let requestTime: Date
+    private let isEnded = Locked(false)
+
+    init(cache: HTTPCache, key: String, request: CacheRequest, stored: StoredResponse?, requestTime: Date) {
+        self.cache = cache
+        self.key = key
+        self.request = request
+        self.stored = stored
+        self.requestTime = requestTime
+    }
+
+    deinit { end(isStored: false) }
+
+    /// Headers to add to the request so that the server can answer 304 when the stored response is
+    /// still good: `If-None-Match` with its `ETag`, `If-Modified-Since` with its `Last-Modified`.
+    /// Empty when there is nothing to revalidate, or the request carries conditions of its own.
+    public var conditionalHeaders: [CacheHeader] {
+        guard let head = stored?.head,
+            !request.headers.contains(where: { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) })
+        else { return [] }
+        var headers: [CacheHeader] = []
+        if let etag = head.value("etag") { headers.append(CacheHeader(name: "If-None-Match", value: etag)) }
+        if let modified = head.value("last-modified") {
+            headers.append(CacheHeader(name: "If-Modified-Since", value: modified))
+        }
+        return headers
+    }
+
+    /// The stored response to serve when the server cannot be reached: any stored one with the
+    /// rule's `offline`, else one still within `stale-if-error`; nil otherwise.
+    public var fallback: StoredResponse? {
+        guard let stored else { return nil }
+        let now = cache.clock()
+        let age = Freshness.age(of: stored.head, now: now)
+        let lifetime = cache.freshness.lifetime(of: stored.head, settings: request.settings)
+        guard
+            cache.freshness.servesStaleOnError(
+                stored.head, requestControl: request.control, age: age, lifetime: lifetime,
+                settings: request.settings)
+        else { return nil }
+        return StoredResponse(head: stored.head, body: stored.body, age: Int(age))
+    }
+
+    /// The server answered 304 to the conditional request: the stored response, its headers
+    /// refreshed by the 304's, is kept and returned to serve. Nil when nothing was being revalidated
+    /// (the 304 answers the client's own condition: pass it on).
+    public func revalidated(by headers: [CacheHeader]) -> StoredResponse? {
+        guard let stored, !conditionalHeaders.isEmpty else {
+            end(isStored: false)
+            return nil
+        }
+        var head = stored.head
+        head.headers = Freshness.refreshed(head.headers, with: headers)
+        head.requestTime = requestTime
+        head.responseTime = cache.clock()
+        let isStored = rewrite(head: head, body: stored.body)
+        end(isStored: isStored)
+        return StoredResponse(head: head, body: stored.body, age: Int(Freshness.age(of: head, now: cache.clock())))
+    }
+
+    /// The server answered with `status` and `headers`: a writer to stream the body into when the
+    /// response may be stored, nil (and the fill ended) when it may not.
+    public func store(status: Int, headers: [CacheHeader]) -> CacheEntryWriter? {
+        if status >= 200, status != 304, status < 500, stored != nil {
+            // A new answer replaces what was stored, whether or not it is stored itself.
+            cache.store.remove(key: key)
+        }
+        let refusal = cache.freshness.refusal(
+            method: request.method, requestHeaders: request.headers, status: status, headers: headers,
+            settings: request.settings)
+        guard refusal == nil, let (path, descriptor) = cache.store.makeTemporaryFile() else {
+            end(isStored: false)
+            return nil
+        }
+        let names = headers.filter { $0.name.lowercased() == "vary" }.flatMap { $0.value.split(separator: ",") }
+            .map { $0.trimmingSpaces.lowercased() }.filter { !$0.isEmpty }
+        var varied: [String: String?] = [:]
+        for name in names { varied[name] = .some(request.value(name)) }
+        let head = StoredHead(
+            url: request.url, status: status,
+            headers: headers.filter { !Freshness.unstoredHeaders.contains($0.name.lowercased()) },
+            requestTime: requestTime, responseTime: cache.clock(), varied: varied, bodyLength: 0, rule: request.rule)
+        return CacheEntryWriter(
+            fill: self, head: head, path: path, descriptor: descriptor,
+            maximumBytes: max(1 << 20, cache.maximumBytes / 8))
+    }
+
+    /// The response is not stored (the exchange failed, or the front-end would not store it).
+    public func finishWithoutStoring() { end(isStored: false) }
+
+    func commit(path: String, descriptor: Int32, head: StoredHead) -> Bool {
+        let isStored = cache.store.commit(
+            path: path, descriptor: descriptor, bodyLength: head.bodyLength, head: head, key: key, now: cache.clock())
+        end(isStored: isStored)
+        return isStored
+    }
+
+    /// Writes `head` with the stored body in a new entry file in place of the old one.
+    private func rewrite(head: StoredHead, body: StoredBody) -> Bool {
+        guard let (path, descriptor) = cache.store.makeTemporaryFile() else { return false }
+        var offset = 0
+        while offset < body.length {
+            let chunk = body.chunk(at: offset)
+            guard !chunk.isEmpty, POSIXFile.writeAll(chunk, to: descriptor) else {
+                POSIXFile.close(descriptor)
+                POSIXFile.remove(path)
+                return false
+            }
+            offset += chunk.count
+        }
+        return cache.store.commit(
+            path: path, descriptor: descriptor, bodyLength: body.length, head: head, key: key, now: cache.clock())
+    }
+
+    func end(isStored: Bool) {
+        let isFirst = isEnded.withLock { isEnded in
+            defer { isEnded = true }
+            return !isEnded
+        }
+        if isFirst { cache.release(key: key, isStored: isStored) }
+    }
+}
+
+/// Streams one response's body into the cache; the entry is in place only after ``commit()``.
+///
+/// Used by one exchange at a time (the front-end that received the response).
+public final class CacheEntryWriter: Sendable {
+    private let fill: CacheFill
+    private let state: Locked<State>
+    private let maximumBytes: Int
+
+    private struct State {
+        var head: StoredHead
+        let path: String
+        let descriptor: Int32
+        var isOpen = true
+    }
+
+    init(fill: CacheFill, head: StoredHead, path: String, descriptor: Int32, maximumBytes: Int) {
+        self.fill = fill
+        self.maximumBytes = maximumBytes
+        state = Locked(State(head: head, path: path, descriptor: descriptor))
+    }
+
+    deinit { abandon() }
+
+    /// Appends body bytes; a body over the cache's entry limit (an eighth of its size) or a failed
+    /// write abandons the entry.
+    public func append(_ bytes: some Collection<UInt8>) {
+        let failed = state.withLock { state -> Bool in
+            guard state.isOpen else { return false }
+            state.head.bodyLength += bytes.count
+            guard state.head.bodyLength <= maximumBytes, POSIXFile.writeAll(Array(bytes), to: state.descriptor) else {
+                return true
+            }
+            return false
+        }
+        if failed { abandon() }
+    }
+
+    /// The body is whole: the entry is put in place. Returns whether it was stored.
+    @discardableResult
+    public func commit() -> Bool {
+        guard
+            let (path, descriptor, head) = state.withLock({ state -> (String, Int32, StoredHead)? in
+                guard state.isOpen else { return nil }
+                state.isOpen = false
+                return (state.path, state.descriptor, state.head)
+            })
+        else { return false }
+        return fill.commit(path: path, descriptor: descriptor, head: head)
+    }
+
+    /// The body will not come whole: nothing is stored.
+    public func abandon() {
+        guard
+            let (path, descriptor) = state.withLock({ state -> (String, Int32)? in
+                guard state.isOpen else { return nil }
+                state.isOpen = false
+                return (state.path, state.descriptor)
+            })
+        else { return }
+        POSIXFile.close(descriptor)
+        POSIXFile.remove(path)
+        fill.finishWithoutStoring()
+    }
+
+    /// Whether the entry is still being written (not committed, abandoned or over the limit).
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
+}

@@ -1,0 +1,184 @@
+import AuditLocking
+import AuditReport
+import Foundation
+
+/// The cache's folder: one file per stored response under `entries/`, written under `tmp/` and
+/// renamed into place once whole, bounded in bytes with least-recently-used eviction.
+///
+/// An entry file is the body, then the head as JSON, then a trailer: the head's length (4 bytes,
+/// big-endian) and the magic `RACACHE1`. A file is served only when its trailer is there and its
+/// length adds up, so a store cut short (a crash, a full disk) is never served: it is either
+/// still under `tmp/` (removed when the cache opens) or not renamed at all.
+final class CacheStore: Sendable {
+    let directory: String
+    let maximumBytes: Int
+    private let state: Locked<Index>
+
+    private struct Index {
+        var items: [String: Item] = [:]
+        var totalBytes = 0
+    }
+
+    private struct Item {
+        var size: Int
+        var lastUse: Date
+        var lastTouch: Date
+    }
+
+    static let magic = Array("RACACHE1".utf8)
+    static let trailerLength = 12
+
+    var entriesPath: String { directory + "/entries" }
+    var temporaryPath: String { directory + "/tmp" }
+
+    /// Opens (creating it if needed) the cache folder `directory`, bounded at `maximumBytes`.
+    init(directory: String, maximumBytes: Int) throws(CacheError) {
+        guard maximumBytes >= 1 << 20 else { throw .invalidSize(maximumBytes) }
+        self.directory = directory
+        self.maximumBytes = maximumBytes
+        let manager = FileManager.default
+        var index = Index()
+        do {
+            for path in [directory, directory + "/entries", directory + "/tmp"] {
+                try manager.createDirectory(
+                    atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
+            // What a crash left half-written is removed: it was never in place.
+            for name in try manager.contentsOfDirectory(atPath: directory + "/tmp") {
+                try? manager.removeItem(atPath: directory + "/tmp/" + name)
+            }
+            for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
+                guard let (size, modified) = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
+                index.items[name] = Item(size: size, lastUse: modified, lastTouch: modified)
+                index.totalBytes += size
+            }
+        } catch {
+            throw .unusableDirectory(path: directory, reason: (error as NSError).localizedDescription)
+        }
+        state = Locked(index)
+        evictIfNeeded()
+    }
+
+    /// The file name of `url`'s entry: the SHA-256 of the URL, in hex.
+    static func key(for url: String) -> String {
+        SHA256.hash(Array(url.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    private static func isKey(_ name: String) -> Bool {
+        name.utf8.count == 64 && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+    }
+
+    /// The number of entries and their bytes.
+    var usage: (entries: Int, bytes: Int) { state.withLock { ($0.items.count, $0.totalBytes) } }
+
+    /// The stored response of `key`, opened for reading; nil when there is none or its file is not
+    /// whole. A read counts as a use for eviction.
+    func read(key: String, now: Date) -> (head: StoredHead, body: StoredBody)? {
+        let path = entriesPath + "/" + key
+        guard let descriptor = POSIXFile.openForReading(path) else { return nil }
+        guard let (head, bodyLength) = Self.readHead(descriptor) else {
+            POSIXFile.close(descriptor)
+            return nil
+        }
+        let shouldTouch = state.withLock { index -> Bool in
+            guard var item = index.items[key] else { return false }
+            item.lastUse = now
+            let isDue = now.timeIntervalSince(item.lastTouch) > 60
+            if isDue { item.lastTouch = now }
+            index.items[key] = item
+            return isDue
+        }
+        // The use is kept on disk too (the file's modification time), at most once a minute, so
+        // the order of eviction survives a restart.
+        if shouldTouch { POSIXFile.touch(descriptor) }
+        return (head, StoredBody(descriptor: descriptor, length: bodyLength))
+    }
+
+    /// The head of the entry file open at `descriptor` and its body's length; nil when the file is
+    /// not a whole entry.
+    static func readHead(_ descriptor: Int32) -> (StoredHead, Int)? {
+        guard let size = POSIXFile.size(descriptor), size >= trailerLength else { return nil }
+        let trailer = POSIXFile.read(descriptor, count: trailerLength, at: size - trailerLength)
+        guard trailer.count == trailerLength, Array(trailer[4...]) == magic else { return nil }
+        let headLength = trailer[0..<4].reduce(0) { $0 << 8 | Int($1) }
+        let bodyLength = size - trailerLength - headLength
+        guard headLength > 0, bodyLength >= 0 else { return nil }
+        let json = POSIXFile.read(descriptor, count: headLength, at: bodyLength)
+        guard json.count == headLength,
+            let head = try? JSONDecoder().decode(StoredHead.self, from: Data(json)), head.bodyLength == bodyLength
+        else { return nil }
+        return (head, bodyLength)
+    }
+
+    /// A new file under `tmp/` to write an entry into; nil when it cannot be made.
+    func makeTemporaryFile() -> (path: String, descriptor: Int32)? {
+        let path = temporaryPath + "/" + UUID().uuidString
+        return POSIXFile.create(path).map { (path, $0) }
+    }
+
+    /// Finishes the entry written at `path` (its body already there, `size` bytes so far): appends
+    /// `head` and the trailer, flushes it to disk and renames it into place as `key`'s entry; then
+    /// evicts what exceeds the bound. False (and the file removed) when any step fails.
+    func commit(path: String, descriptor: Int32, bodyLength: Int, head: StoredHead, key: String, now: Date) -> Bool {
+        defer { POSIXFile.close(descriptor) }
+        guard let json = try? JSONEncoder().encode(head), json.count < 1 << 31 else {
+            POSIXFile.remove(path)
+            return false
+        }
+        let length = json.count
+        var tail = [UInt8](json)
+        tail += [
+            UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+        ]
+        tail += Self.magic
+        guard POSIXFile.writeAll(tail, to: descriptor), POSIXFile.sync(descriptor),
+            POSIXFile.rename(path, to: entriesPath + "/" + key)
+        else {
+            POSIXFile.remove(path)
+            return false
+        }
+        let size = bodyLength + tail.count
+        state.withLock { index in
+            index.totalBytes += size - (index.items[key]?.size ?? 0)
+            index.items[key] = Item(size: size, lastUse: now, lastTouch: now)
+        }
+        evictIfNeeded()
+        return true
+    }
+
+    /// Removes `key`'s entry.
+    func remove(key: String) {
+        POSIXFile.remove(entriesPath + "/" + key)
+        state.withLock { index in
+            if let item = index.items.removeValue(forKey: key) { index.totalBytes -= item.size }
+        }
+    }
+
+    /// Every entry's key, most recently used first.
+    func keys() -> [String] {
+        state.withLock { index in index.items.sorted { $0.value.lastUse > $1.value.lastUse }.map(\.key) }
+    }
+
+    /// Removes the least recently used entries until the total is within the bound (down to nine
+    /// tenths of it, so that eviction does not run on every store).
+    private func evictIfNeeded() {
+        let victims = state.withLock { index -> [String] in
+            guard index.totalBytes > maximumBytes else { return [] }
+            var victims: [String] = []
+            for (key, item) in index.items.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+                guard index.totalBytes > maximumBytes / 10 * 9 else { break }
+                index.items[key] = nil
+                index.totalBytes -= item.size
+                victims.append(key)
+            }
+            return victims
+        }
+        for key in victims { POSIXFile.remove(entriesPath + "/" + key) }
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,178 @@
+import AuditLocking
+import AuditPolicy
+import Foundation
+
+/// A request as the cache sees it: its method, canonical URL and headers, and the settings of the
+/// cache rule that matched it.
+public struct CacheRequest: Sendable {
+    /// The method, upper-case.
+    public var method: String
+    /// The canonical URL.
+    public var url: String
+    /// The request's headers.
+    public var headers: [CacheHeader]
+    /// The matching cache rule's id.
+    public var rule: String
+    /// The matching cache rule's settings.
+    public var settings: CacheSettings
+
+    /// A request to look up.
+    public init(method: String, url: String, headers: [CacheHeader], rule: String, settings: CacheSettings) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.rule = rule
+        self.settings = settings
+    }
+
+    var control: CacheControl {
+        CacheControl(headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
+    }
+
+    /// Whether the request asks not to be answered from the cache without checking with the server
+    /// (`Cache-Control: no-cache`, or `Pragma: no-cache` without `Cache-Control`).
+    var asksForValidation: Bool {
+        let control = control
+        if control.has("no-cache") { return true }
+        guard control.directives.isEmpty else { return false }
+        return headers.contains { $0.name.lowercased() == "pragma" && $0.value.lowercased().contains("no-cache") }
+    }
+
+    func value(_ name: String) -> String? {
+        let values = headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+}
+
+/// What the cache has for a request.
+public enum CacheLookup: Sendable {
+    /// Not the cache's: send the request as if there were no cache rule (a method other than GET
+    /// and HEAD, `no-store`, or a request that waited for another's response that was not stored).
+    case bypass
+    /// A fresh stored response: serve it; nothing is sent.
+    case fresh(StoredResponse)
+    /// Send the request (with ``CacheFill/conditionalHeaders`` added, when the fill revalidates a
+    /// stored response), then hand the response to the fill.
+    case send(CacheFill)
+}
+
+/// RFC 9111 caching of responses, on disk: what a `cache` rule asks every front-end to do.
+///
+/// ```swift
+/// let cache = try HTTPCache(directory: "/var/cache/audit", maximumBytes: 1 << 30, isShared: true)
+/// cache.lookup(request) { lookup in
+///     switch lookup {
+///     case .bypass: … send as usual
+///     case .fresh(let stored): … serve stored.servedHeaders and stored.body
+///     case .send(let fill): … send with fill.conditionalHeaders, then
+///         // fill.revalidated(by:) on a 304, fill.store(status:headers:) on another response,
+///         // fill.fallback when the network fails
+///     }
+/// }
+/// ```
+///
+/// Concurrent lookups of one URL that find nothing fresh make one request to the server: the
+/// first gets ``CacheLookup/send(_:)``, the others wait until its fill ends, then get what it
+/// stored (or ``CacheLookup/bypass`` when it stored nothing).
+public final class HTTPCache: Sendable {
+    /// The folder of the entries.
+    public var directory: String { store.directory }
+    /// The bound on the entries' bytes.
+    public var maximumBytes: Int { store.maximumBytes }
+    let store: CacheStore
+    let freshness: Freshness
+    let clock: @Sendable () -> Date
+    private let waiting = Locked<[String: [Waiter]]>([:])
+
+    typealias Waiter = @Sendable (_ isStored: Bool) -> Void
+
+    /// Opens the cache kept in `directory` (created when missing), bounded at `maximumBytes`.
+    ///
+    /// - Parameters:
+    ///   - isShared: whether the cache serves many users (`audit proxy`): it then honours
+    ///     `s-maxage` and never stores `Cache-Control: private` responses.
+    ///   - clock: the time now; a test moves it by hand.
+    public init(
+        directory: String, maximumBytes: Int, isShared: Bool, clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(CacheError) {
+        store = try CacheStore(directory: directory, maximumBytes: maximumBytes)
+        freshness = Freshness(isShared: isShared)
+        self.clock = clock
+    }
+
+    /// Looks `request` up, calling `then` once with what to do: at once, or when the fill another
+    /// request of the same URL is making ends.
+    public func lookup(_ request: CacheRequest, then: @escaping @Sendable (CacheLookup) -> Void) {
+        guard request.method == "GET" || request.method == "HEAD", !request.control.has("no-store") else {
+            return then(.bypass)
+        }
+        let key = CacheStore.key(for: request.url)
+        let stored = usable(key: key, for: request)
+        if let stored, isFresh(stored, for: request) { return then(.fresh(stored)) }
+        // HEAD is answered from a stored GET, never stored itself.
+        if request.method == "HEAD" { return then(.bypass) }
+        let isFirst = waiting.withLock { waiting -> Bool in
+            if waiting[key] != nil {
+                waiting[key]?.append { [self] isStored in
+                    guard isStored else { return then(.bypass) }
+                    lookup(request, then: then)
+                }
+                return false
+            }
+            waiting[key] = []
+            return true
+        }
+        guard isFirst else { return }
+        then(.send(CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock())))
+    }
+
+    /// The stored response of `key` if it answers `request` (its `Vary` headers agree).
+    private func usable(key: String, for request: CacheRequest) -> StoredResponse? {
+        let now = clock()
+        guard let (head, body) = store.read(key: key, now: now), head.url == request.url else { return nil }
+        for (name, value) in head.varied where request.value(name) != value { return nil }
+        return StoredResponse(head: head, body: body, age: Int(Freshness.age(of: head, now: now)))
+    }
+
+    private func isFresh(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
+        let control = stored.head.cacheControl
+        if control.has("no-cache") || request.asksForValidation { return false }
+        let age = Freshness.age(of: stored.head, now: clock())
+        let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
+        if let limit = request.control.seconds("max-age"), age > Double(limit) { return false }
+        return age < lifetime
+    }
+
+    /// Ends the fill of `key`: the requests that waited look up again (when something was stored)
+    /// or go on without the cache.
+    func release(key: String, isStored: Bool) {
+        let waiters = waiting.withLock { $0.removeValue(forKey: key) ?? [] }
+        for waiter in waiters { waiter(isStored) }
+    }
+
+    /// Every stored entry's head and size, most recently used first.
+    public func entries() -> [StoredHead] {
+        store.keys().compactMap { key in store.read(key: key, now: .distantPast)?.head }
+    }
+
+    /// The number of entries and their bytes on disk.
+    public var usage: (entries: Int, bytes: Int) { store.usage }
+
+    /// Removes every entry whose URL `matches` accepts; returns how many.
+    @discardableResult
+    public func purge(where matches: (String) -> Bool) -> Int {
+        var removed = 0
+        for key in store.keys() {
+            guard let head = store.read(key: key, now: .distantPast)?.head, matches(head.url) else { continue }
+            store.remove(key: key)
+            removed += 1
+        }
+        return removed
+    }
+
+    /// Drops the stored response to `url`: a request that changes it (POST, PUT, PATCH, DELETE)
+    /// got a non-error answer (RFC 9111 §4.4).
+    public func invalidate(url: String) {
+        store.remove(key: CacheStore.key(for: url))
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// The body of a stored response, read in chunks from its open file.
+///
+/// The file stays open while the body is read, so an entry replaced or evicted meanwhile is still
+/// read whole: a reader never sees a mix of two entries.
+public final class StoredBody: Sendable {
+    /// Set once; only `pread`, which keeps no file position, reads it, so any thread may.
+    private let descriptor: Int32
+    /// The body's length in bytes.
+    public let length: Int
+
+    init(descriptor: Int32, length: Int) {
+        self.descriptor = descriptor
+        self.length = length
+    }
+
+    deinit { POSIXFile.close(descriptor) }
+
+    /// Up to `maximum` bytes from `offset`; fewer at the end, empty past it (or when the file cannot
+    /// be read).
+    public func chunk(at offset: Int, maximum: Int = 64 * 1024) -> [UInt8] {
+        POSIXFile.read(descriptor, count: max(0, min(maximum, length - offset)), at: offset)
+    }
+
+    /// The whole body (for small bodies and tests).
+    public func readAll() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(length)
+        while bytes.count < length {
+            let next = chunk(at: bytes.count)
+            if next.isEmpty { break }
+            bytes += next
+        }
+        return bytes
+    }
+}
+
+/// A response served from the cache: its head and its body.
+public struct StoredResponse: Sendable {
+    /// The status, headers and timing kept.
+    public let head: StoredHead
+    /// The body.
+    public let body: StoredBody
+    /// How old the response is, in whole seconds, when it was looked up (the `Age` header).
+    public let age: Int
+
+    /// The headers to serve it with: the stored ones, `Content-Length`, and `Age` (RFC 9111 §5.1).
+    public var servedHeaders: [CacheHeader] {
+        head.headers + [
+            CacheHeader(name: "Content-Length", value: String(head.bodyLength)),
+            CacheHeader(name: "Age", value: String(age)),
+        ]
+    }
+}

@@ -1,0 +1,119 @@
+import AuditCache
+import AuditPolicy
+import Foundation
+import Testing
+
+@Suite struct CacheStoreTests {
+    let maxAge = [("Cache-Control", "max-age=600")]
+
+    @Test("stored responses survive a restart: a new cache on the folder serves them")
+    func restart() throws {
+        let first = try CacheFixture()
+        first.fetch(first.request(), headers: maxAge, body: "kept")
+        let second = try CacheFixture(folder: first.folder)
+        #expect(second.served(second.request())?.text == "kept")
+        #expect(second.cache.usage.entries == 1)
+    }
+
+    @Test("an entry file cut short (a crash mid-write, a full disk) is never served")
+    func tornEntry() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: maxAge, body: String(repeating: "x", count: 100_000))
+        let entries = fixture.folder + "/entries"
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: entries).first)
+        let path = entries + "/" + name
+        for length in [0, 1, 50_000, 100_000, 100_050] {
+            let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+            defer { FileManager.default.createFile(atPath: path, contents: whole) }
+            FileManager.default.createFile(atPath: path, contents: whole.prefix(length))
+            #expect(fixture.served(fixture.request()) == nil, "cut at \(length)")
+            guard case .send(let fill) = fixture.lookup(fixture.request()) else { continue }
+            fill.finishWithoutStoring()
+        }
+        #expect(fixture.served(fixture.request())?.body.length == 100_000)
+    }
+
+    @Test("what a crash left in tmp/ is removed when the cache opens")
+    func temporaryFilesRemoved() throws {
+        let fixture = try CacheFixture()
+        guard case .send(let fill) = fixture.lookup(fixture.request()) else {
+            Issue.record("expected a send")
+            return
+        }
+        let writer = try #require(
+            fill.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "max-age=60")]))
+        writer.append(Array("half".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").count == 1)
+        let reopened = try CacheFixture(folder: fixture.folder)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").isEmpty)
+        #expect(reopened.served(reopened.request()) == nil)
+    }
+
+    @Test("over its size bound the cache evicts the least recently used entries")
+    func eviction() throws {
+        let fixture = try CacheFixture(maximumBytes: 1 << 20)
+        let body = String(repeating: "b", count: 100_000)
+        for number in 0..<8 {
+            fixture.clock.advance(1)
+            fixture.fetch(fixture.request("http://a.test/\(number)"), headers: maxAge, body: body)
+        }
+        // Entry 0 is used again, so entry 1 is the least recently used.
+        fixture.clock.advance(1)
+        #expect(fixture.served(fixture.request("http://a.test/0")) != nil)
+        for number in 8..<12 {
+            fixture.clock.advance(1)
+            fixture.fetch(fixture.request("http://a.test/\(number)"), headers: maxAge, body: body)
+        }
+        let usage = fixture.cache.usage
+        #expect(usage.bytes <= 1 << 20)
+        #expect(fixture.served(fixture.request("http://a.test/0")) != nil)
+        #expect(fixture.served(fixture.request("http://a.test/11")) != nil)
+        #expect(fixture.served(fixture.request("http://a.test/1")) == nil)
+    }
+
+    @Test("a body over an eighth of the bound is not stored, and its partial file is removed")
+    func oversizedBody() throws {
+        let fixture = try CacheFixture(maximumBytes: 8 << 20)
+        guard case .send(let fill) = fixture.lookup(fixture.request()) else {
+            Issue.record("expected a send")
+            return
+        }
+        let writer = try #require(
+            fill.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "max-age=60")]))
+        for _ in 0..<20 { writer.append([UInt8](repeating: 1, count: 64 * 1024)) }
+        #expect(!writer.isOpen)
+        #expect(!writer.commit())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").isEmpty)
+    }
+
+    @Test("entries lists what is stored; purge removes the matching URLs")
+    func listAndPurge() throws {
+        let fixture = try CacheFixture()
+        for path in ["a", "b", "c"] { fixture.fetch(fixture.request("http://a.test/" + path), headers: maxAge) }
+        #expect(Set(fixture.cache.entries().map(\.url)) == ["http://a.test/a", "http://a.test/b", "http://a.test/c"])
+        #expect(fixture.cache.purge { $0.hasSuffix("/b") } == 1)
+        #expect(Set(fixture.cache.entries().map(\.url)) == ["http://a.test/a", "http://a.test/c"])
+    }
+
+    @Test("a changing request's answer drops the stored response of its URL")
+    func invalidation() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: maxAge)
+        fixture.cache.invalidate(url: "http://a.test/x")
+        #expect(fixture.served(fixture.request()) == nil)
+    }
+
+    @Test("a size bound under 1 MiB and an unusable folder are clear errors")
+    func errors() throws {
+        #expect(throws: CacheError.invalidSize(1000)) {
+            try HTTPCache(directory: NSTemporaryDirectory() + UUID().uuidString, maximumBytes: 1000, isShared: true)
+        }
+        let file = NSTemporaryDirectory() + UUID().uuidString
+        FileManager.default.createFile(atPath: file, contents: Data())
+        #expect {
+            try HTTPCache(directory: file, maximumBytes: 1 << 20, isShared: true)
+        } throws: { error in
+            (error as? CacheError)?.description.hasPrefix("cache folder '\(file)' cannot be used: ") == true
+        }
+    }
+}
