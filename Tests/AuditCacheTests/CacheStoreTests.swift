@@ -24,8 +24,8 @@ import Testing
         let path = entries + "/" + name
         for length in [0, 1, 50_000, 100_000, 100_050] {
             let whole = try Data(contentsOf: URL(fileURLWithPath: path))
-            defer { FileManager.default.createFile(atPath: path, contents: whole) }
-            FileManager.default.createFile(atPath: path, contents: whole.prefix(length))
+            defer { _ = FileManager.default.createFile(atPath: path, contents: whole) }
+            _ = FileManager.default.createFile(atPath: path, contents: whole.prefix(length))
             #expect(fixture.served(fixture.request()) == nil, "cut at \(length)")
             guard case .send(let fill) = fixture.lookup(fixture.request()) else { continue }
             fill.finishWithoutStoring()
@@ -109,7 +109,7 @@ import Testing
             try HTTPCache(directory: NSTemporaryDirectory() + UUID().uuidString, maximumBytes: 1000, isShared: true)
         }
         let file = NSTemporaryDirectory() + UUID().uuidString
-        FileManager.default.createFile(atPath: file, contents: Data())
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
         #expect {
             try HTTPCache(directory: file, maximumBytes: 1 << 20, isShared: true)
         } throws: { error in
