@@ -106,6 +106,9 @@ public struct DecisionSnapshot: Codable, Sendable, Equatable {
     public var recordedCategories: [String]
     /// Rules whose match failed, with the reason.
     public var errors: [String]
+    /// Full id of the matching cache rule, if any: the request's response may be kept and served
+    /// again (see the outcome kinds `cached`, `revalidated`, `stored`, `stale`).
+    public var cacheRule: String?
     /// Time the decision took, in nanoseconds (the live policy's alone).
     public var nanoseconds: UInt64
     /// What the shadow policy decided, when one is set and it decided differently (redacted like
@@ -122,6 +125,7 @@ public struct DecisionSnapshot: Codable, Sendable, Equatable {
         self.recorded = verdict.recorded.map(\.id)
         self.recordedCategories = verdict.recorded.map(\.category)
         self.errors = verdict.errors.map(\.description)
+        self.cacheRule = verdict.cacheRule?.id
         self.nanoseconds = nanoseconds
     }
 }
@@ -187,6 +191,17 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// A `respond` rule answered locally; nothing was sent. `status` and `bytes` are the local
         /// response's.
         case responded
+        /// A cache rule's stored response answered, fresh; nothing was sent. `bytes` were served
+        /// from the cache.
+        case cached
+        /// A stale stored response was revalidated: the server answered 304, and the stored
+        /// response (its headers refreshed) was served; `bytes` were served from the cache.
+        case revalidated
+        /// The response came from the server and was stored for the requests to come.
+        case stored
+        /// The server could not be reached, and a stale stored response answered (the rule's
+        /// `offline`, or `stale-if-error`); `bytes` were served from the cache.
+        case stale
     }
 
     /// An error as plain values.

@@ -250,8 +250,10 @@ enum AuditLogLineDecoder {
         var errors: [String]?
         var nanoseconds: UInt64?
         var shadow: DecisionSummary?
+        var cacheRule: String?
         let isObject = scanner.readObject(DecisionField.self) { scanner, field in
             switch field {
+            case .cacheRule: return Self.optionalString(&scanner, into: &cacheRule)
             case .verdict:
                 verdict = scanner.readString().flatMap(Verdict.Action.init(rawValue:))
                 return verdict != nil
@@ -282,10 +284,12 @@ enum AuditLogLineDecoder {
         guard isObject, let verdict, let recorded, let recordedCategories, let errors, let nanoseconds else {
             return nil
         }
-        return DecisionSnapshot(
+        var snapshot = DecisionSnapshot(
             verdict: verdict, rule: rule, category: category, message: message, redirect: redirect,
             recorded: recorded, recordedCategories: recordedCategories, errors: errors, nanoseconds: nanoseconds,
             shadow: shadow)
+        snapshot.cacheRule = cacheRule
+        return snapshot
     }
 
     private static func shadow(_ scanner: inout JSONLineScanner) -> DecisionSummary? {
@@ -440,7 +444,8 @@ private enum HeaderField: Int, JSONFields {
 }
 
 private enum DecisionField: Int, JSONFields {
-    case category, errors, message, nanoseconds, recorded, recordedCategories, redirect, rule, shadow, verdict
+    case cacheRule, category, errors, message, nanoseconds, recorded, recordedCategories, redirect, rule, shadow,
+        verdict
     static let keys = keyBytes()
 }
 

@@ -40,6 +40,10 @@ enum AuditLogLineEncoder {
 
     private static func decision(_ decision: DecisionSnapshot, _ out: inout JSONLineWriter) {
         out.object { out in
+            if let cacheRule = decision.cacheRule {
+                out.key("cacheRule")
+                out.string(cacheRule)
+            }
             out.optional("category", decision.category)
             out.key("errors")
             out.strings(decision.errors)

@@ -58,6 +58,12 @@ public struct HTMLReportRenderer: ReportRenderer {
                         ["live", "shadow", "rule", "requests"],
                         differences.map { [$0.live, $0.shadow, $0.rule ?? "–", "\($0.count)"] }))
         }
+        if let byRule = report.cacheByRule, let byHost = report.cacheByHost {
+            let header = ["requests", "hits", "hit ratio", "stored", "bytes saved"]
+            body.append(
+                "<h2>Cache</h2>" + table(["rule"] + header, byRule.map(\.tableRow))
+                    + table(["host"] + header, byHost.map(\.tableRow)))
+        }
         body.append(
             "<h2>Statistics (record rules)</h2>"
                 + table(

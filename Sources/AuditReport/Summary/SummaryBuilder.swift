@@ -26,6 +26,9 @@ public struct SummaryBuilder: Sendable {
     private var shadowDifferences: [String: Int] = [:]
     private var errors: [String: SummaryReport.ErrorCount] = [:]
     private var histogram = LogHistogram()
+    /// What cache rules saved, by rule and by host.
+    private var cacheByRule: [String: SummaryReport.CacheCount] = [:]
+    private var cacheByHost: [String: SummaryReport.CacheCount] = [:]
     private let since: Date?
     private let until: Date?
 
@@ -72,6 +75,11 @@ public struct SummaryBuilder: Sendable {
         }
         histogram.add(record.decision.nanoseconds)
         outcomes[record.outcome.kind, default: 0] += 1
+        if let cacheRule = record.decision.cacheRule {
+            Self.countCache(record, into: &cacheByRule[cacheRule, default: .init(name: cacheRule)])
+            let host = record.request.host
+            Self.countCache(record, into: &cacheByHost[host, default: .init(name: host)])
+        }
         if let error = record.outcome.error {
             let key = "\(error.domain)\u{1F}\(error.code)"
             errors[
@@ -125,6 +133,21 @@ public struct SummaryBuilder: Sendable {
             return merged
         }
         histogram.merge(later.histogram)
+        for (rule, count) in later.cacheByRule { cacheByRule[rule, default: .init(name: rule)].add(count) }
+        for (host, count) in later.cacheByHost { cacheByHost[host, default: .init(name: host)].add(count) }
+    }
+
+    private static func countCache(_ record: AuditRecord, into count: inout SummaryReport.CacheCount) {
+        count.requests += 1
+        switch record.outcome.kind {
+        case .cached, .revalidated, .stale:
+            count.hits += 1
+            count.bytesSaved += record.outcome.bytes ?? 0
+        case .stored:
+            count.stored += 1
+        default:
+            break
+        }
     }
 
     /// Counts skipped log lines.
@@ -168,6 +191,13 @@ public struct SummaryBuilder: Sendable {
                     live: parts[0], shadow: parts[1], rule: parts[2].isEmpty ? nil : parts[2], count: count)
             }.sorted { ($0.count, $1.live, $1.shadow, $1.rule ?? "") > ($1.count, $0.live, $0.shadow, $0.rule ?? "") }
         }
+        if !cacheByRule.isEmpty {
+            let order = { (a: SummaryReport.CacheCount, b: SummaryReport.CacheCount) in
+                (a.requests, b.name) > (b.requests, a.name)
+            }
+            report.cacheByRule = cacheByRule.values.sorted(by: order)
+            report.cacheByHost = Array(cacheByHost.values.sorted(by: order).prefix(Self.topCount))
+        }
         report.errors = errors.values.sorted { ($0.count, $1.domain, $1.code) > ($1.count, $0.domain, $0.code) }
         report.decisionTime = histogram.percentiles()
         report.decisionTimeHistogram = histogram.bucketList
@@ -192,6 +222,22 @@ public struct SummaryBuilder: Sendable {
                 start: Date(timeIntervalSince1970: Double(start) * 60), verdicts: buckets[start]?.byName() ?? [:])
         }
         return (name, points)
+    }
+}
+
+extension SummaryReport.CacheCount {
+    init(name: String) { self.init(name: name, requests: 0, hits: 0, stored: 0, bytesSaved: 0) }
+
+    /// The row of the cache tables: name, requests, hits, hit ratio, stored, bytes saved.
+    var tableRow: [String] {
+        [name, "\(requests)", "\(hits)", String(format: "%.1f%%", hitRatio * 100), "\(stored)", "\(bytesSaved)"]
+    }
+
+    mutating func add(_ other: Self) {
+        requests += other.requests
+        hits += other.hits
+        stored += other.stored
+        bytesSaved += other.bytesSaved
     }
 }
 

@@ -47,6 +47,8 @@ public enum SummaryMerger {
         (merged.timelineBucket, merged.timeline) = mergeTimelines(summaries)
         mergeDecisionTimes(summaries, into: &merged)
         merged.outcomes = sum(summaries.map(\.outcomes))
+        merged.cacheByRule = mergeCache(summaries.compactMap(\.cacheByRule), limit: nil)
+        merged.cacheByHost = mergeCache(summaries.compactMap(\.cacheByHost), limit: SummaryBuilder.topCount)
         merged.errors = mergeErrors(summaries)
         merged.requestsWithMatchErrors = summaries.reduce(0) { $0 + $1.requestsWithMatchErrors }
         merged.matchErrorsByRule = sum(summaries.map(\.matchErrorsByRule))
@@ -54,6 +56,15 @@ public enum SummaryMerger {
         merged.tornLines = summaries.reduce(0) { $0 + $1.tornLines }
         merged.skippedExamples = Array(summaries.flatMap(\.skippedExamples).prefix(10))
         return merged
+    }
+
+    /// The cache counts of every summary added up by name, most requests first; nil when none has any.
+    private static func mergeCache(_ lists: [[SummaryReport.CacheCount]], limit: Int?) -> [SummaryReport.CacheCount]? {
+        guard !lists.isEmpty else { return nil }
+        var byName: [String: SummaryReport.CacheCount] = [:]
+        for count in lists.joined() { byName[count.name, default: .init(name: count.name)].add(count) }
+        let sorted = byName.values.sorted { ($0.requests, $1.name) > ($1.requests, $0.name) }
+        return limit.map { Array(sorted.prefix($0)) } ?? sorted
     }
 
     private static func sum(_ dictionaries: [[String: Int]]) -> [String: Int] {

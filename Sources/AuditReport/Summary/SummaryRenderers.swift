@@ -110,6 +110,12 @@ public struct MarkdownReportRenderer: ReportRenderer {
                 ["live", "shadow", "rule", "requests"],
                 differences.map { [$0.live, $0.shadow, $0.rule ?? "–", "\($0.count)"] })
         }
+        if let byRule = report.cacheByRule, let byHost = report.cacheByHost {
+            lines += ["", "## Cache", ""]
+            lines += table(["rule", "requests", "hits", "hit ratio", "stored", "bytes saved"], byRule.map(\.tableRow))
+            lines += [""]
+            lines += table(["host", "requests", "hits", "hit ratio", "stored", "bytes saved"], byHost.map(\.tableRow))
+        }
         lines += ["", "## Statistics (record rules)", ""]
         lines += table(
             ["rule", "matches"], report.recordedByRule.sorted { $0.key < $1.key }.map { [$0.key, "\($0.value)"] })

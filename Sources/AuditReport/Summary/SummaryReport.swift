@@ -101,6 +101,33 @@ public struct SummaryReport: Codable, Sendable, Equatable {
         public var max: UInt64
     }
 
+    /// What a cache rule (or a host under cache rules) saved.
+    public struct CacheCount: Codable, Sendable, Equatable {
+        /// The rule's id, or the host.
+        public var name: String
+        /// Requests a cache rule matched.
+        public var requests: Int
+        /// Of those, answered from the cache (`cached`, `revalidated`, `stale`).
+        public var hits: Int
+        /// Of those, stored from the server's response (`stored`).
+        public var stored: Int
+        /// Body bytes served from the cache instead of the server (a revalidation's too: its body
+        /// did not come again).
+        public var bytesSaved: Int
+
+        /// A count from its parts.
+        public init(name: String, requests: Int, hits: Int, stored: Int, bytesSaved: Int) {
+            self.name = name
+            self.requests = requests
+            self.hits = hits
+            self.stored = stored
+            self.bytesSaved = bytesSaved
+        }
+
+        /// Hits among the requests, from 0 to 1.
+        public var hitRatio: Double { requests == 0 ? 0 : Double(hits) / Double(requests) }
+    }
+
     /// An error that ended requests, and how often.
     public struct ErrorCount: Codable, Sendable, Equatable {
         /// Error domain.
@@ -158,6 +185,11 @@ public struct SummaryReport: Codable, Sendable, Equatable {
     /// The decision-time histogram behind ``decisionTime``, so summaries merge into exact
     /// percentiles (nil in summaries written before it was kept).
     public var decisionTimeHistogram: [HistogramBucket]?
+    /// What cache rules saved, per rule, most requests first; nil when no request matched one.
+    public var cacheByRule: [CacheCount]?
+    /// What cache rules saved, per host, most requests first (the top hosts); nil when no request
+    /// matched one.
+    public var cacheByHost: [CacheCount]?
     /// Requests per outcome kind.
     public var outcomes: [String: Int] = [:]
     /// Errors that ended requests (failures, cancellations, refusals), most frequent first.
