@@ -59,11 +59,12 @@ let package = Package(
         // RFC 9111 caching on disk, for cache rules in every front-end.
         .target(name: "AuditCache", dependencies: ["AuditPolicy", "AuditReport", "AuditLocking"]),
         .target(
-            name: "RequestAudit", dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking"]),
+            name: "RequestAudit",
+            dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking", "AuditCache"]),
         .target(
             name: "AuditProxy",
             dependencies: [
-                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking",
+                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking", "AuditCache",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -113,6 +114,8 @@ let package = Package(
                 "AuditOpenTelemetry",
                 "AuditPolicy",
                 "AuditReport",
+                "AuditCache",
+                "AuditRegex",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -136,7 +139,7 @@ let package = Package(
         .testTarget(
             name: "AuditProxyTests",
             dependencies: [
-                "AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport", "AuditTLS",
+                "AuditProxy", "AuditPipeline", "AuditPolicy", "AuditReport", "AuditTLS", "AuditCache",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

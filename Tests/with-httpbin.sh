@@ -73,16 +73,19 @@ if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
       fastcgi_param SCRIPT_FILENAME /usr/lib/git-core/git-http-backend; fastcgi_param GIT_PROJECT_ROOT $work/nginx/www;
       fastcgi_param GIT_HTTP_EXPORT_ALL 1; fastcgi_param PATH_INFO \$1; }"
     fi
+    # The same files with caching headers: fresh for a minute (/fresh/), or to revalidate every time (/no-cache/).
+    cache_locations="location /fresh/ { alias $work/nginx/www/; expires 60s; }
+      location /no-cache/ { alias $work/nginx/www/; add_header Cache-Control no-cache; }"
     cat >"$work/nginx/nginx.conf" <<CONF
 daemon off; worker_processes 2; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
 events { worker_connections 4096; }
 http {
   access_log $work/nginx/access.log; keepalive_requests 100000;
   types { text/html html; text/plain txt; image/svg+xml svg; application/javascript js; }
-  server { listen 127.0.0.1:$nginx_port; root $work/nginx/www; }
+  server { listen 127.0.0.1:$nginx_port; root $work/nginx/www; $cache_locations }
   server { listen 127.0.0.1:$nginx_tls_port ssl; root $work/nginx/www;
     ssl_certificate $tls/localhost.pem; ssl_certificate_key $tls/localhost-key.pem;
-    $smart }
+    $smart $cache_locations }
   server { listen 127.0.0.1:$nginx_wrong_host_port ssl; root $work/nginx/www;
     ssl_certificate $tls/other-host.pem; ssl_certificate_key $tls/other-host-key.pem; }
   server { listen 127.0.0.1:$nginx_expired_port ssl; root $work/nginx/www;

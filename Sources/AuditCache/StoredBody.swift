@@ -53,3 +53,23 @@ public struct StoredResponse: Sendable {
         ]
     }
 }
+
+extension StoredResponse {
+    /// Whether `request`'s own condition holds for this response, so that the client is answered
+    /// 304 Not Modified (RFC 9110 §13.2.2): `If-None-Match` naming its `ETag` (weak comparison) or
+    /// `*`; else `If-Modified-Since` no earlier than its `Last-Modified`.
+    public func isNotModified(for request: CacheRequest) -> Bool {
+        if let tags = request.value("if-none-match") {
+            guard let etag = head.value("etag") else { return false }
+            let weak = { (tag: Substring) in tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
+            return tags.split(separator: ",").contains { candidate in
+                let tag = Substring(candidate.trimmingSpaces)
+                return tag == "*" || weak(tag) == weak(Substring(etag))
+            }
+        }
+        guard let since = request.value("if-modified-since").flatMap(HTTPDate.parse),
+            let modified = head.value("last-modified").flatMap(HTTPDate.parse)
+        else { return false }
+        return modified <= since
+    }
+}

@@ -82,6 +82,8 @@ struct ProxyCommand: AsyncParsableCommand {
         help: "Spool records the OTLP queue has no room for instead of dropping them.")
     var otlpNeverDrop = false
 
+    @OptionGroup var cacheOptions: CacheOptions
+
     #if TLSInterception
         @OptionGroup var tls: TLSOptions
     #endif
@@ -134,6 +136,9 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.pipeline.logChainKey = try logKey.key()
         configuration.pipeline.onMatchError = onError
         if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
+        let cache = try cacheOptions.open(for: policy, command: "audit proxy")
+        defer { cache?.removeTemporary() }
+        configuration.cache = cache?.cache
         var interceptionNote = ""
         #if TLSInterception
             let interception = try tls.settings(command: "audit proxy")
@@ -185,7 +190,8 @@ struct ProxyCommand: AsyncParsableCommand {
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
                 + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
-                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : "") + interceptionNote)
+                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : "") + interceptionNote
+                + (cache?.note ?? ""))
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()

@@ -31,6 +31,8 @@
 
         @OptionGroup var tls: TLSOptions
 
+        @OptionGroup var cacheOptions: CacheOptions
+
         @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
         var noProxy = ""
 
@@ -50,6 +52,9 @@
             let interception = try tls.settings(command: "audit run")
             defer { interception?.1.removeTemporary() }
             configuration.tlsInterception = interception?.0
+            let cache = try cacheOptions.open(for: policy, command: "audit run")
+            defer { cache?.removeTemporary() }
+            configuration.cache = cache?.cache
             let pipeline: AuditPipeline
             do {
                 pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)

@@ -1,3 +1,4 @@
+import AuditCache
 import AuditPipeline
 import NIOCore
 
@@ -34,6 +35,9 @@ public struct ProxyConfiguration: Sendable {
     /// plain HTTP port would carry requests nobody decided. An intercepted tunnel may go to any port:
     /// each request inside it is decided.
     public var connectPorts: Set<Int>? = [443]
+    /// Where the responses of `cache` rules are kept and served from (nil: cache rules keep
+    /// nothing). Shared: `Cache-Control: private` responses are never stored, `s-maxage` applies.
+    public var cache: HTTPCache?
     /// Event loop threads (default: one per core).
     public var threads = System.coreCount
     #if TLSInterception

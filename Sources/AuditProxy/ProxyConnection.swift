@@ -218,6 +218,13 @@ struct ProxyConnection {
         }
     }
 
+    /// Whether the exchange of decision `id` waits for its server (or for the cache's answer): the
+    /// client has not left meanwhile.
+    func isConnecting(for id: UUID) -> Bool {
+        if case .connecting(let exchange, _) = phase { return exchange.decision.id == id }
+        return false
+    }
+
     /// The upstream connection for the exchange of decision `id` was made: the state forwards, and
     /// the request parts that waited are returned, to send after the head. Nil when that exchange
     /// no longer waits (the client left): close the connection made.

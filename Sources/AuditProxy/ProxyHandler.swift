@@ -1,3 +1,4 @@
+import AuditCache
 import AuditPipeline
 import AuditPolicy
 import AuditReport
@@ -62,6 +63,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var tunnelWay: TunnelWay?
     /// The intercepted tunnel this handler serves the requests of; nil on a client connection.
     var tunnel: InterceptedTunnel?
+    /// What the cache does for the exchange under way, when a cache rule matched it.
+    var cacheExchange: CacheExchange?
+    /// The cache entry the exchange under way drops when the server answers it without an error (a
+    /// POST, PUT, PATCH or DELETE a cache rule matched).
+    var invalidation: (cache: HTTPCache, url: String)?
 
     enum TunnelWay {
         case splice(Channel)
@@ -302,14 +308,19 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             ? request
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
-        let kept = upstream.flatMap { upstream in
-            upstream.target.upstreamKey == target.upstreamKey && upstream.channel.isActive
-                && Self.addressRefusal(
-                    of: sent, host: target.host,
-                    addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 }, pipeline: pipeline,
-                    policy: decision.policy) == nil
-                ? upstream : nil
+        invalidation = nil
+        if redirected == nil, let (cache, request) = cacheRequest(head, url: url, verdict: decision.verdict) {
+            if Self.changesResource(head.method) {
+                invalidation = (cache, request.url)
+            } else if head.method == .GET || head.method == .HEAD {
+                return lookUp(request, in: cache, exchange: exchange, head: head, context: context) { [self] added in
+                    var upstreamHead = upstreamHead
+                    for header in added { upstreamHead.headers.replaceOrAdd(name: header.name, value: header.value) }
+                    sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+                }
+            }
         }
+        let kept = keptUpstream(for: target, sent: sent, policy: decision.policy)
         switch connection.forward(exchange, onKeptUpstream: kept != nil) {
         case .sendHead:
             guard let kept else { return }
@@ -317,33 +328,73 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             kept.handler.send(.head(upstreamHead))
             if context.channel.isWritable { kept.handler.resumeReading() }
         case .connect:
-            upstream?.channel.close(promise: nil)
-            upstream = nil
-            let id = decision.id
-            connect(to: target, request: sent, policy: decision.policy, context: context) { [self] result in
-                switch result {
-                case .success(let made):
-                    guard let waiting = connection.upstreamConnected(for: id) else {
-                        made.channel.close(promise: nil)
-                        return
-                    }
-                    upstream = made
-                    made.handler.owner = self
-                    made.handler.send(.head(upstreamHead))
-                    if let context = self.context {
-                        for part in waiting { perform(connection.requestPart(part), context: context) }
-                    }
-                    made.handler.flush()
-                    resumeClientReads()
-                case .failure(let refusal as AddressRefusal):
-                    answerWithoutUpstream(
-                        id, .forbidden, { .blockedAddress($0.decision, refusal) }, kind: .blocked,
-                        reason: refusal.description)
-                case .failure(let error):
-                    failUpstream(id, reason: "cannot connect to \(target.authority): \(error)")
+            connectAndSend(decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy, context: context)
+        }
+    }
+
+    /// The upstream connection kept from the last exchange, when it goes to `target` and its address
+    /// is not blocked for `sent`.
+    private func keptUpstream(for target: ProxyTarget, sent: AuditRequest, policy: Policy) -> Upstream? {
+        upstream.flatMap { upstream in
+            upstream.target.upstreamKey == target.upstreamKey && upstream.channel.isActive
+                && Self.addressRefusal(
+                    of: sent, host: target.host,
+                    addresses: [upstream.channel.remoteAddress?.ipAddress].compactMap { $0 }, pipeline: pipeline,
+                    policy: policy) == nil
+                ? upstream : nil
+        }
+    }
+
+    /// Sends the exchange of decision `id`, which waits as if connecting (the cache was asked
+    /// first), on the kept connection or a new one.
+    func sendAfterLookup(
+        _ id: UUID, _ upstreamHead: HTTPRequestHead, to target: ProxyTarget, sent: AuditRequest, policy: Policy
+    ) {
+        guard let context else { return }
+        guard let kept = keptUpstream(for: target, sent: sent, policy: policy) else {
+            return connectAndSend(id, upstreamHead, to: target, sent: sent, policy: policy, context: context)
+        }
+        guard let waiting = connection.upstreamConnected(for: id) else { return }
+        send(upstreamHead, on: kept, then: waiting, context: context)
+    }
+
+    /// Connects to `target` for the exchange of decision `id` (which waits, connecting), then sends
+    /// its head and the parts that came meanwhile; answers it when the server cannot be reached.
+    private func connectAndSend(
+        _ id: UUID, _ upstreamHead: HTTPRequestHead, to target: ProxyTarget, sent: AuditRequest, policy: Policy,
+        context: ChannelHandlerContext
+    ) {
+        upstream?.channel.close(promise: nil)
+        upstream = nil
+        connect(to: target, request: sent, policy: policy, context: context) { [self] result in
+            switch result {
+            case .success(let made):
+                guard let waiting = connection.upstreamConnected(for: id), let context = self.context else {
+                    made.channel.close(promise: nil)
+                    return
                 }
+                upstream = made
+                send(upstreamHead, on: made, then: waiting, context: context)
+            case .failure(let refusal as AddressRefusal):
+                answerWithoutUpstream(
+                    id, .forbidden, { .blockedAddress($0.decision, refusal) }, kind: .blocked,
+                    reason: refusal.description)
+            case .failure(let error):
+                failUpstream(id, reason: "cannot connect to \(target.authority): \(error)")
             }
         }
+    }
+
+    /// Sends `upstreamHead` on `made`, then the request parts that waited for it.
+    private func send(
+        _ upstreamHead: HTTPRequestHead, on made: Upstream, then waiting: [HTTPServerRequestPart],
+        context: ChannelHandlerContext
+    ) {
+        made.handler.owner = self
+        made.handler.send(.head(upstreamHead))
+        for part in waiting { perform(connection.requestPart(part), context: context) }
+        made.handler.flush()
+        resumeClientReads()
     }
 
     // MARK: Responses from the server
@@ -353,11 +404,14 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
         guard let context, let upstream, upstream.handler === handler else { return }
+        let (part, storedBody) = cacheResponsePart(part)
         switch connection.responsePart(part) {
         case .none:
             break
         case .write(let part):
             context.write(wrapOutboundOut(part), promise: nil)
+            // A revalidated response: the stored body follows its head.
+            if let storedBody { writeStored(storedBody, context: context) }
         case .writeInterim(let head):
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         case .writeUpgrade(let head):
@@ -366,7 +420,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .splice(let exchange):
             upgrade(exchange, upstream, context: context)
         case .end(let exchange, let trailers, let closesUpstream, let next):
-            finish(exchange, kind: .response)
+            if let invalidation, let status = exchange.status, status < 400 {
+                invalidation.cache.invalidate(url: invalidation.url)
+            }
+            invalidation = nil
+            finish(exchange, kind: cacheExchange?.kind ?? .response)
             if closesUpstream {
                 upstream.channel.close(promise: nil)
                 self.upstream = nil
@@ -443,6 +501,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func failUpstream(_ id: UUID, reason: String) {
+        if serveFallback(for: id) { return }
         answerWithoutUpstream(
             id, .badGateway, { .upstream($0.decision, reason: reason) }, kind: .failure, reason: reason)
     }
@@ -490,7 +549,15 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
         tunnel?.exchange.bytesFromClient += exchange.bytesFromClient
         tunnel?.exchange.bytesFromServer += exchange.bytesFromServer
-        exchange.audited.finish(Self.outcome(of: exchange, kind: kind, error: error))
+        var outcome = Self.outcome(of: exchange, kind: kind, error: error)
+        if let cached = cacheExchange {
+            // The end of the exchange the cache waited for: a body not stored whole is dropped.
+            cached.writer?.abandon()
+            cached.fill.finishWithoutStoring()
+            if kind == .revalidated { outcome.bytes = cached.bytesFromCache }
+            cacheExchange = nil
+        }
+        exchange.audited.finish(outcome)
     }
 
     /// What became of `exchange`, for its record.

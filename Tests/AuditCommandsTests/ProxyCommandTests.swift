@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// A running `audit proxy` process: its port (read from its first line), its stderr, and its log.
-private final class ProxyProcess {
+final class ProxyProcess {
     let process = Process()
     let port: Int
     private let errors = Pipe()
@@ -71,7 +71,7 @@ private final class ProxyProcess {
 }
 
 /// Runs curl through `proxy` and returns what it printed.
-private func curl(_ arguments: [String], through proxy: ProxyProcess) throws -> String {
+func curl(_ arguments: [String], through proxy: ProxyProcess) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["curl", "-sS", "-x", proxy.address] + arguments
@@ -94,7 +94,7 @@ private func recordingPolicyFolder() throws -> (TemporaryFolder, URL) {
     return (folder, rules)
 }
 
-private func nginx() throws -> String {
+func nginx() throws -> String {
     try #require(
         ProcessInfo.processInfo.environment["NGINX_URL"], "NGINX_URL is not set: run the tests with `make test`")
 }

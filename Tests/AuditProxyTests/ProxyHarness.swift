@@ -63,6 +63,20 @@ func hostHeader(of url: String) -> String {
     return String(afterScheme.prefix { $0 != "/" })
 }
 
+/// A raw response split at its blank line.
+func split(_ response: String) -> (head: String, body: String)? {
+    guard let end = response.range(of: "\r\n\r\n") else { return nil }
+    return (String(response[..<end.upperBound]), String(response[end.upperBound...]))
+}
+
+/// A loopback port nothing listens on now.
+func freeLoopbackPort() throws -> Int {
+    let run = try runClient(
+        "python3",
+        ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"])
+    return try #require(Int(run.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+}
+
 /// What a client program printed and returned.
 struct ClientRun {
     let status: Int32

@@ -104,10 +104,4 @@ import Testing
         #expect(!accessLog.contains(marker))
         #expect(records.map(\.outcome.kind) == [.blocked])
     }
-
-    /// A raw response split at its blank line.
-    private func split(_ response: String) -> (head: String, body: String)? {
-        guard let end = response.range(of: "\r\n\r\n") else { return nil }
-        return (String(response[..<end.upperBound]), String(response[end.upperBound...]))
-    }
 }

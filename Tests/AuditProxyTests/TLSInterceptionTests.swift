@@ -1,3 +1,4 @@
+import AuditCache
 import AuditPipeline
 import AuditPolicy
 import AuditProxy
@@ -17,7 +18,8 @@ import Testing
 
         init(
             rules: String, scope: TLSInterceptionSettings.Scope = .all, passthrough: [String] = [],
-            warnings: ProxyConfiguration.WarningMode = .deny, connectPorts: Set<Int>? = [443]
+            warnings: ProxyConfiguration.WarningMode = .deny, connectPorts: Set<Int>? = [443],
+            cache: HTTPCache? = nil
         ) async throws {
             let authority = try CertificateAuthority.generate()
             let settings = try TLSInterceptionSettings(
@@ -27,6 +29,7 @@ import Testing
                 configuration.warnings = warnings
                 // As audit proxy has it by default: spliced tunnels to 443 only; intercepted ones anywhere.
                 configuration.connectPorts = connectPorts
+                configuration.cache = cache
             }
             caPath = proxy.folder + "/ca.pem"
             try authority.certificatePEM.write(toFile: caPath, atomically: true, encoding: .utf8)
@@ -52,6 +55,28 @@ import Testing
         [warn] field=path message="Deletes things"
         deletes ^/delete
         """
+
+    @Test("inside an intercepted tunnel a cache rule stores nginx's HTTPS response and serves it again")
+    func cacheInsideTLS() async throws {
+        let cache = try HTTPCache(
+            directory: NSTemporaryDirectory() + "tls-cache-" + UUID().uuidString, maximumBytes: 8 << 20, isShared: true)
+        let proxy = try await InterceptingProxy(
+            rules: "[cache]\nall ^https://\n", scope: .selective, connectPorts: nil, cache: cache)
+        let marker = "tls-cache-\(UUID().uuidString)"
+        let url = try Servers.nginxTLS + "/fresh/small.txt?\(marker)"
+        let first = try proxy.curl([url])
+        let second = try proxy.curl(["-i", url])
+        let records = try await proxy.finish()
+        #expect(first.output == String(repeating: "x", count: 1_024))
+        #expect(second.output.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(second.output.contains("\r\nAge: "))
+        #expect(second.output.hasSuffix("\r\n\r\n" + String(repeating: "x", count: 1_024)))
+        let gets = records.filter { $0.request.method == "GET" }
+        #expect(gets.map(\.outcome.kind) == [.stored, .cached])
+        #expect(gets.allSatisfy { $0.request.tunnel != nil })
+        let log = try String(contentsOfFile: Servers.variable("NGINX_ACCESS_LOG"), encoding: .utf8)
+        #expect(log.components(separatedBy: marker).count - 1 == 1)
+    }
 
     @Test("a request inside an intercepted tunnel gets the server's body, and its record links to the CONNECT's")
     func allowedInsideTLS() async throws {

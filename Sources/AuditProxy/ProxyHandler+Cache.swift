@@ -1,0 +1,194 @@
+import AuditCache
+import AuditPipeline
+import AuditPolicy
+import AuditReport
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Cache rules in the proxy: a request a cache rule matches is looked up before it is sent; a
+/// fresh stored response answers it, and a response from the server is stored as it streams to the
+/// client.
+extension ProxyHandler {
+    /// What the cache does for the exchange under way.
+    struct CacheExchange {
+        /// The request's fill: the cache waits for this exchange's response.
+        let fill: CacheFill
+        /// Where the response's body goes, when it is being stored.
+        var writer: CacheEntryWriter?
+        /// How the exchange is recorded when the server's response ends.
+        var kind = OutcomeSnapshot.Kind.response
+        /// Bytes served from the cache (a revalidated response's body).
+        var bytesFromCache = 0
+    }
+
+    /// The cache request of `head` to `url`, when a cache rule of `verdict` applies to it and the
+    /// proxy keeps a cache.
+    func cacheRequest(_ head: HTTPRequestHead, url: String, verdict: Verdict) -> (HTTPCache, CacheRequest)? {
+        guard let cache = configuration.cache, let rule = verdict.cacheRule, let settings = rule.cacheSettings
+        else { return nil }
+        let canonical = (try? CanonicalURL(url))?.string ?? url
+        let headers = head.headers.map { CacheHeader(name: $0.name, value: $0.value) }
+        return (
+            cache,
+            CacheRequest(
+                method: head.method.rawValue, url: canonical, headers: headers, rule: rule.id, settings: settings)
+        )
+    }
+
+    /// Whether a request of `method` can change what its URL answers (RFC 9111 §4.4): its stored
+    /// response is dropped once the server answers it without an error.
+    static func changesResource(_ method: HTTPMethod) -> Bool {
+        method == .POST || method == .PUT || method == .DELETE || method == .PATCH
+    }
+
+    /// Looks the exchange up in the cache while it waits as if connecting, then serves what the
+    /// cache has or sends it on with `send` (given the headers to add).
+    func lookUp(
+        _ request: CacheRequest, in cache: HTTPCache, exchange: Exchange, head: HTTPRequestHead,
+        context: ChannelHandlerContext, send: @escaping ([CacheHeader]) -> Void
+    ) {
+        _ = connection.forward(exchange, onKeptUpstream: false)
+        let id = exchange.decision.id
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, send), eventLoop: loop)
+        let isHead = head.method == .HEAD
+        cache.lookup(request) { lookup in
+            // Most lookups answer at once, on the loop; one that waited for another request's
+            // response hops back to it.
+            guard loop.inEventLoop else {
+                return loop.execute {
+                    let (handler, send) = bound.value
+                    handler.carryOut(lookup, request: request, id: id, isHead: isHead, send: send)
+                }
+            }
+            let (handler, send) = bound.value
+            handler.carryOut(lookup, request: request, id: id, isHead: isHead, send: send)
+        }
+    }
+
+    private func carryOut(
+        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, send: ([CacheHeader]) -> Void
+    ) {
+        guard connection.isConnecting(for: id) else {
+            if case .send(let fill) = lookup { fill.finishWithoutStoring() }
+            return
+        }
+        switch lookup {
+        case .bypass:
+            send([])
+        case .fresh(let stored):
+            serve(stored, kind: .cached, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+        case .send(let fill):
+            cacheExchange = CacheExchange(fill: fill)
+            send(fill.conditionalHeaders)
+        }
+    }
+
+    /// What the cache does with a part of the server's response: the part to pass on to the state
+    /// machine (a revalidated response in place of the 304), and the stored body to write after it.
+    func cacheResponsePart(_ part: HTTPClientResponsePart) -> (HTTPClientResponsePart, StoredBody?) {
+        guard var exchange = cacheExchange else { return (part, nil) }
+        defer { cacheExchange = exchange }
+        switch part {
+        case .head(let head) where head.status.code / 100 == 1:
+            return (part, nil)
+        case .head(let head):
+            let headers = head.headers.map { CacheHeader(name: $0.name, value: $0.value) }
+            if head.status == .notModified, let refreshed = exchange.fill.revalidated(by: headers) {
+                exchange.kind = .revalidated
+                exchange.bytesFromCache = refreshed.head.bodyLength
+                var served = HTTPHeaders(refreshed.servedHeaders.map { ($0.name, $0.value) })
+                if !head.isKeepAlive { served.add(name: "Connection", value: "close") }
+                let status = HTTPResponseStatus(statusCode: refreshed.head.status)
+                return (.head(HTTPResponseHead(version: head.version, status: status, headers: served)), refreshed.body)
+            }
+            exchange.writer = exchange.fill.store(status: Int(head.status.code), headers: headers)
+            if exchange.writer != nil { exchange.kind = .stored }
+            return (part, nil)
+        case .body(let buffer):
+            exchange.writer?.append(buffer.readableBytesView)
+            return (part, nil)
+        case .end:
+            if let writer = exchange.writer, !writer.commit() { exchange.kind = .response }
+            return (part, nil)
+        }
+    }
+
+    /// Serves a stored response to the exchange of decision `id`: its head (with `Age`), then its
+    /// body in chunks, each written once the last is, so a large body takes little memory. A
+    /// satisfied condition of the client's own answers 304 without a body; HEAD gets the head.
+    func serve(_ stored: StoredResponse, kind: OutcomeSnapshot.Kind, id: UUID, isHead: Bool, isNotModified: Bool) {
+        guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
+        cacheExchange = nil
+        var headers = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
+        if let rule = exchange.decision.verdict.cacheRule { headers.add(name: ProxyDenial.ruleHeader, value: rule.id) }
+        if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        let status = isNotModified ? .notModified : HTTPResponseStatus(statusCode: stored.head.status)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: exchange.version, status: status, headers: headers))),
+            promise: nil)
+        let bodyLength = isHead || isNotModified ? 0 : stored.head.bodyLength
+        let outcome = Outcome(kind, status: Int(status.code), bytes: bodyLength, destination: .none)
+        writeBody(stored.body, from: 0, upTo: bodyLength, context: context) { [self] isWritten in
+            tunnel?.exchange.bytesFromServer += bodyLength
+            guard isWritten else {
+                exchange.audited.finish(
+                    Outcome(
+                        .cancelled, status: Int(status.code), destination: .none,
+                        failure: .init(domain: "AuditProxy", code: 0, description: "the client closed the connection")))
+                return
+            }
+            exchange.audited.finish(outcome)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            if let next {
+                follow(next)
+            } else {
+                // The request's body is still coming: it is read and dropped, then the connection closes.
+                resumeClientReads()
+            }
+        }
+    }
+
+    /// Writes the stored body of a revalidated response after its head; the 304's end follows it.
+    func writeStored(_ body: StoredBody, context: ChannelHandlerContext) {
+        var offset = 0
+        while offset < body.length {
+            let chunk = body.chunk(at: offset, maximum: 256 * 1024)
+            guard !chunk.isEmpty else { break }
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: chunk)))), promise: nil)
+            offset += chunk.count
+        }
+    }
+
+    /// Writes `body` from `offset` to `end` in chunks, then calls `then` with whether it was written.
+    private func writeBody(
+        _ body: StoredBody, from offset: Int, upTo end: Int, context: ChannelHandlerContext,
+        then: @escaping (Bool) -> Void
+    ) {
+        let chunk = offset < end ? body.chunk(at: offset, maximum: min(256 * 1024, end - offset)) : []
+        guard !chunk.isEmpty else { return then(offset >= end) }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: chunk)))))
+            .assumeIsolated()
+            .whenComplete { [self] result in
+                guard case .success = result, let context = self.context else { return then(false) }
+                // On the next turn of the loop: a write that completes at once would otherwise
+                // recurse, each frame keeping its chunk alive.
+                let next = NIOLoopBound((self, then), eventLoop: context.eventLoop)
+                context.eventLoop.execute {
+                    let (handler, then) = next.value
+                    guard let context = handler.context else { return then(false) }
+                    handler.writeBody(body, from: offset + chunk.count, upTo: end, context: context, then: then)
+                }
+            }
+    }
+
+    /// When the server cannot be reached: serves the stored response the cache allows instead of
+    /// a 502 (the rule's `offline`, or `stale-if-error`). Returns whether it did.
+    func serveFallback(for id: UUID) -> Bool {
+        guard let fill = cacheExchange?.fill, let stored = fill.fallback else { return false }
+        fill.finishWithoutStoring()
+        serve(stored, kind: .stale, id: id, isHead: false, isNotModified: false)
+        return true
+    }
+}

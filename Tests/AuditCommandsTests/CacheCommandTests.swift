@@ -1,0 +1,100 @@
+import AuditReport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `audit proxy --cache-dir` as a process, and `audit cache ls|stats|purge` on what it kept.
+@Suite(.serialized) struct CacheCommandTests {
+    /// A folder with `policies/p.rules` caching nginx's files for an hour.
+    static func cachingFolder() throws -> TemporaryFolder {
+        let folder = try TemporaryFolder([:])
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("policies"), withIntermediateDirectories: true)
+        try Data("[cache] ttl=1h\nfiles ^http://127\\.0\\.0\\.1:[0-9]+/\n".utf8)
+            .write(to: folder.url.appendingPathComponent("policies/p.rules"))
+        return folder
+    }
+
+    static func files(in path: String) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+
+    @Test(
+        "a proxy killed (SIGKILL) while storing leaves no entry that is served; the next stores 300 MB whole and serves it, in bounded memory"
+    )
+    func killedMidStore() async throws {
+        let folder = try Self.cachingFolder()
+        let cacheDirectory = folder.path + "/cache"
+        let arguments = ["--cache-dir", cacheDirectory, "--cache-size", "4G"]
+        let url = try nginx() + "/big.bin"
+        let first = try ProxyProcess(arguments: arguments, in: folder)
+        // A slow client: the body is still being stored when the proxy is killed.
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        slow.arguments = ["curl", "-sS", "-o", "/dev/null", "--limit-rate", "1M", "-x", first.address, url]
+        slow.standardError = FileHandle.nullDevice
+        try slow.run()
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(Self.files(in: cacheDirectory + "/tmp").count == 1)
+        first.signal(SIGKILL)
+        first.process.waitUntilExit()
+        slow.waitUntilExit()
+        #expect(Self.files(in: cacheDirectory + "/entries").isEmpty)
+        let listed = try runBinary(["cache", "ls", "--cache-dir", cacheDirectory])
+        #expect(listed.exitCode == 0)
+        #expect(listed.standardOutput.isEmpty)
+        #expect(Self.files(in: cacheDirectory + "/tmp").isEmpty)
+
+        let second = try ProxyProcess(arguments: arguments, in: folder)
+        let stored = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}", url], through: second)
+        let served = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}", url], through: second)
+        let peak = second.peakResidentBytes
+        #expect(second.stop() == 0)
+        #expect(stored == "200 300000000")
+        #expect(served == "200 300000000")
+        #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.suffix(2).map(\.outcome.kind) == [.stored, .cached])
+    }
+
+    @Test("audit cache ls lists entries, stats counts them per host, purge removes those a pattern matches")
+    func listStatsPurge() async throws {
+        let folder = try Self.cachingFolder()
+        let cacheDirectory = folder.path + "/cache"
+        let proxy = try ProxyProcess(arguments: ["--cache-dir", cacheDirectory], in: folder)
+        for name in ["small.txt", "page.html"] { _ = try curl([try nginx() + "/" + name], through: proxy) }
+        #expect(proxy.stop() == 0)
+        #expect(proxy.standardError.isEmpty || !proxy.standardError.contains("error"))
+
+        let listed = try runBinary(["cache", "ls", "--cache-dir", cacheDirectory])
+        #expect(listed.exitCode == 0)
+        #expect(listed.outputLines.count == 2)
+        #expect(listed.outputLines.allSatisfy { $0.hasPrefix("200 ") && $0.contains("p/files") })
+        #expect(listed.outputLines.contains { $0.hasSuffix(try! nginx() + "/small.txt") && $0.contains(" 1024 ") })
+
+        let stats = try runBinary(["cache", "stats", "--cache-dir", cacheDirectory])
+        #expect(stats.outputLines.first?.hasPrefix("2 entries, 1243 body bytes") == true)
+        #expect(stats.outputLines.last?.contains("127.0.0.1") == true)
+
+        let purged = try runBinary(["cache", "purge", "--cache-dir", cacheDirectory, "small\\.txt$"])
+        #expect(purged.standardOutput == "removed 1 entry\n")
+        let after = try runBinary(["cache", "ls", "--cache-dir", cacheDirectory])
+        #expect(after.outputLines.count == 1)
+        #expect(after.outputLines.first?.hasSuffix("/page.html") == true)
+    }
+
+    @Test("audit cache names a folder that is not a cache, and a bad --cache-size, as usage errors")
+    func usageErrors() throws {
+        let folder = try TemporaryFolder([:])
+        let listed = try runBinary(["cache", "ls", "--cache-dir", folder.path])
+        #expect(listed.exitCode == 64)
+        #expect(listed.standardError.contains("'\(folder.path)' is not a cache folder (it has no entries/)"))
+        let proxy = try runBinary(["proxy", "--cache-size", "lots"])
+        #expect(proxy.exitCode == 64)
+        #expect(
+            proxy.standardError.contains("--cache-size: expected a size such as 1073741824, 512M or 2G, got 'lots'"))
+    }
+}

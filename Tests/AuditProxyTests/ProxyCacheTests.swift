@@ -1,0 +1,260 @@
+import AuditCache
+import AuditPipeline
+import AuditPolicy
+import AuditProxy
+import AuditReport
+import Foundation
+import Testing
+
+/// `cache` rules in `audit proxy`, against nginx and httpbin: what is stored, what is served
+/// without the server, and how each request is recorded.
+@Suite(.serialized) struct ProxyCacheTests {
+    /// A proxy with a cache in `cacheFolder` (a fresh folder unless given).
+    static func proxy(rules: String, cacheFolder: String? = nil) async throws -> (RunningProxy, HTTPCache) {
+        let folder = cacheFolder ?? NSTemporaryDirectory() + "proxy-cache-" + UUID().uuidString
+        let cache = try HTTPCache(directory: folder, maximumBytes: 64 << 20, isShared: true)
+        let proxy = try await RunningProxy(rules: rules) { $0.cache = cache }
+        return (proxy, cache)
+    }
+
+    /// How often `marker` appears in httpbin's access log.
+    static func httpbinRequests(_ marker: String) throws -> Int {
+        try String(contentsOfFile: Servers.variable("HTTPBIN_ACCESS_LOG"), encoding: .utf8)
+            .components(separatedBy: "\n").count { $0.contains(marker) }
+    }
+
+    /// The lines of nginx's access log that contain `marker`.
+    static func nginxLines(_ marker: String) throws -> [String] {
+        try String(contentsOfFile: Servers.variable("NGINX_ACCESS_LOG"), encoding: .utf8)
+            .components(separatedBy: "\n").filter { $0.contains(marker) }
+    }
+
+    static let everything = "[cache]\nall ^https?://\n"
+
+    @Test("a response with max-age is stored, then served byte for byte without the server, with Age and the rule")
+    func freshHit() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "fresh-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        let direct = try runClient("curl", ["-sS", url])
+        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        #expect(first.output == direct.output)
+        let (head, body) = try #require(split(second.output))
+        #expect(body == direct.output)
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(head.contains("Cache-Control: max-age=60\r\n"))
+        #expect(head.contains("Age: 0\r\n") || head.contains("Age: 1\r\n"))
+        #expect(head.contains("X-Request-Audit-Rule: p/all\r\n"))
+        #expect(try Self.nginxLines(marker).count == 2)  // direct, then the proxy's one
+        #expect(records.map(\.outcome.kind) == [.stored, .cached])
+        #expect(records.map(\.decision.cacheRule) == ["p/all", "p/all"])
+        #expect(records.map(\.outcome.bytes) == [direct.output.utf8.count, direct.output.utf8.count])
+    }
+
+    @Test("a stored response marked no-cache is revalidated: nginx answers 304 and the client gets the whole body")
+    func revalidation() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "nocache-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/no-cache/page.html?\(marker)"
+        let direct = try runClient("curl", ["-sS", url])
+        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        #expect(first.output == direct.output)
+        let (head, body) = try #require(split(second.output))
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(body == direct.output)
+        let lines = try Self.nginxLines(marker)
+        #expect(lines.count == 3)
+        #expect(lines.last?.contains("\" 304 ") == true)
+        #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
+        #expect(records.last?.outcome.bytes == direct.output.utf8.count)
+    }
+
+    @Test("a client's own If-None-Match that names the stored ETag gets 304 from the cache")
+    func clientCondition() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let url = try Servers.nginx + "/fresh/page.html?cond-\(UUID().uuidString)"
+        let first = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let etag = try #require(
+            first.output.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("etag:") }?
+                .dropFirst(5).trimmingCharacters(in: .whitespaces))
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, "-H", "If-None-Match: \(etag)", url])
+        let records = try await proxy.finish()
+        #expect(second.output.hasPrefix("HTTP/1.1 304 Not Modified\r\n"))
+        #expect(records.map(\.outcome.kind) == [.stored, .cached])
+        #expect(records.last?.outcome.status == 304)
+    }
+
+    @Test("Vary: the stored response answers only requests with the same value of the header it names")
+    func vary() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "vary-\(UUID().uuidString)"
+        let url = try Servers.httpbin + "/response-headers?Cache-Control=max-age%3D60&Vary=Accept-Language&m=\(marker)"
+        for language in ["en", "en", "fr", "fr"] {
+            let run = try runClient("curl", ["-sS", "-x", proxy.address, "-H", "Accept-Language: \(language)", url])
+            #expect(run.status == 0)
+        }
+        let records = try await proxy.finish()
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored, .cached])
+        #expect(try Self.httpbinRequests(marker) == 2)
+    }
+
+    @Test("a request with Authorization is not stored unless the rule says private")
+    func authorization() async throws {
+        let marker = "auth-\(UUID().uuidString)"
+        let rules = try """
+        [cache] private
+        own ^\(NSRegularExpression.escapedPattern(for: Servers.httpbin))/response-headers\\?.*&own=
+        [cache]
+        all ^https?://
+        """
+        let (proxy, _) = try await Self.proxy(rules: rules)
+        let base = try Servers.httpbin + "/response-headers?Cache-Control=max-age%3D60&m=\(marker)"
+        for url in [base, base, base + "&own=1", base + "&own=1"] {
+            _ = try runClient("curl", ["-sS", "-x", proxy.address, "-H", "Authorization: Bearer secret", url])
+        }
+        let records = try await proxy.finish()
+        #expect(records.map(\.outcome.kind) == [.response, .response, .stored, .cached])
+        #expect(try Self.httpbinRequests(marker) == 3)
+    }
+
+    @Test("no-store and Set-Cookie responses are never stored")
+    func neverStored() async throws {
+        let (proxy, cache) = try await Self.proxy(rules: Self.everything)
+        let marker = "nostore-\(UUID().uuidString)"
+        for query in ["Cache-Control=no-store", "Cache-Control=max-age%3D60&Set-Cookie=a%3Db"] {
+            for _ in 0..<2 {
+                _ = try runClient(
+                    "curl",
+                    ["-sS", "-x", proxy.address, try Servers.httpbin + "/response-headers?\(query)&m=\(marker)"])
+            }
+        }
+        let records = try await proxy.finish()
+        #expect(records.map(\.outcome.kind) == [.response, .response, .response, .response])
+        #expect(try Self.httpbinRequests(marker) == 4)
+        #expect(cache.usage.entries == 0)
+    }
+
+    @Test("twenty concurrent misses for one URL make one request to the server; all twenty get its body")
+    func concurrentMisses() async throws {
+        let (proxy, _) = try await Self.proxy(rules: "[cache] ttl=60s\nslow ^https?://[^/]+/delay/\n")
+        let marker = "herd-\(UUID().uuidString)"
+        let url = try Servers.httpbin + "/delay/1?m=\(marker)"
+        let runs = try await withThrowingTaskGroup(of: ClientRun.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try runClient("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy.address, url])
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let records = try await proxy.finish()
+        #expect(runs.map(\.output) == Array(repeating: "200", count: 20))
+        #expect(try Self.httpbinRequests(marker) == 1)
+        #expect(records.count { $0.outcome.kind == .stored } == 1)
+        #expect(records.count { $0.outcome.kind == .cached } == 19)
+    }
+
+    @Test("a new proxy on the same cache folder serves what the last one stored")
+    func restart() async throws {
+        let folder = NSTemporaryDirectory() + "proxy-cache-" + UUID().uuidString
+        let marker = "restart-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/small.txt?\(marker)"
+        let (first, _) = try await Self.proxy(rules: Self.everything, cacheFolder: folder)
+        _ = try runClient("curl", ["-sS", "-x", first.address, url])
+        _ = try await first.finish()
+        let (second, _) = try await Self.proxy(rules: Self.everything, cacheFolder: folder)
+        let run = try runClient("curl", ["-sS", "-x", second.address, url])
+        let records = try await second.finish()
+        #expect(run.output == String(repeating: "x", count: 1_024))
+        #expect(records.map(\.outcome.kind) == [.cached])
+        #expect(try Self.nginxLines(marker).count == 1)
+    }
+
+    @Test("with the server gone, an offline rule serves the stale response and records it as stale")
+    func offline() async throws {
+        let server = try LocalFileServer(files: ["doc.txt": "kept for offline use"])
+        let (proxy, _) = try await Self.proxy(
+            rules: "[cache] ttl=1s offline\ndocs ^http://127\\.0\\.0\\.1:\(server.port)/\n")
+        let url = "http://127.0.0.1:\(server.port)/doc.txt"
+        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        server.stop()
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        #expect(first.output == "kept for offline use")
+        let (head, body) = try #require(split(second.output))
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(body == "kept for offline use")
+        #expect(records.map(\.outcome.kind) == [.stored, .stale])
+    }
+
+    @Test("without offline, a stale response is not served when the server is gone: 502")
+    func notOffline() async throws {
+        let server = try LocalFileServer(files: ["doc.txt": "stale"])
+        let (proxy, _) = try await Self.proxy(rules: "[cache] ttl=1s\ndocs ^http://127\\.0\\.0\\.1:\(server.port)/\n")
+        let url = "http://127.0.0.1:\(server.port)/doc.txt"
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        server.stop()
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = try runClient("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        #expect(second.output == "502")
+        #expect(records.map(\.outcome.kind) == [.stored, .failure])
+    }
+
+    @Test("HEAD is answered from a stored GET; POST goes to the server and drops the stored response")
+    func otherMethods() async throws {
+        let (proxy, cache) = try await Self.proxy(rules: Self.everything)
+        let marker = "methods-\(UUID().uuidString)"
+        let url = try Servers.httpbin + "/response-headers?Cache-Control=max-age%3D60&m=\(marker)"
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let head = try runClient("curl", ["-sS", "-I", "-x", proxy.address, url])
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, "-X", "POST", url])
+        let records = try await proxy.finish()
+        #expect(head.output.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .response])
+        #expect(try Self.httpbinRequests(marker) == 2)
+        #expect(cache.usage.entries == 0)
+    }
+}
+
+/// A small HTTP server (Python's) serving files from a temporary folder on a free port, which a
+/// test can stop.
+final class LocalFileServer: Sendable {
+    let port: Int
+    private let process: Process
+
+    init(files: [String: String]) throws {
+        let folder = NSTemporaryDirectory() + "files-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8) }
+        port = try freeLoopbackPort()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder, String(port),
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<100 {
+            if (try? runClient("curl", ["-sS", "-o", "/dev/null", "http://127.0.0.1:\(port)/"]))?.status == 0 {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    /// Kills the server (SIGKILL: a child of Foundation's `Process` starts with signals such as
+    /// SIGTERM blocked, see docs/platform-notes.md).
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { stop() } }
+}
