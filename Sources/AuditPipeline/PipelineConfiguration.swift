@@ -41,6 +41,13 @@ public struct PipelineConfiguration: Sendable {
     /// record once, in ``AuditPipeline/finish(_:warning:outcome:)``, and is shut down with the
     /// pipeline.
     public var recordExporters: [any AuditRecordExporter] = []
+    /// Where an app's `cache` rules keep responses (`Auditor` opens it; created when missing); nil:
+    /// cache rules keep nothing in the app. The cache is private to the app: it stores
+    /// `Cache-Control: private` responses and ignores `s-maxage`. `audit proxy` has its own
+    /// (`--cache-dir`).
+    public var cacheDirectory: String?
+    /// The most bytes ``cacheDirectory`` may hold; the least recently used responses go first.
+    public var cacheSize = 256 << 20
     /// The swift-metrics backend of this pipeline's metrics; nil uses the one bootstrapped for the
     /// process (`MetricsSystem.bootstrap`), which is none by default.
     public var metricsFactory: (any MetricsFactory)?

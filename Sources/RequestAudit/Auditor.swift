@@ -1,3 +1,4 @@
+import AuditCache
 import AuditLocking
 import AuditPipeline
 import AuditPolicy
@@ -36,11 +37,23 @@ public final class Auditor: Sendable {
     /// the log and reloads all happen there.
     package let pipeline: AuditPipeline
 
-    /// Creates an auditor (not yet installed), opening the audit log if one is configured.
+    /// Where `cache` rules keep responses (``AuditorConfiguration/cacheDirectory``), if anywhere.
+    let cache: HTTPCache?
+
+    /// Creates an auditor (not yet installed), opening the audit log and the cache folder if they
+    /// are configured.
     ///
-    /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened.
+    /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened,
+    ///   ``RequestAuditError/cache(_:)`` when the cache folder cannot be used.
     public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
     {
+        do throws(CacheError) {
+            cache = try configuration.cacheDirectory.map { directory throws(CacheError) in
+                try HTTPCache(directory: directory, maximumBytes: configuration.cacheSize, isShared: false)
+            }
+        } catch {
+            throw .cache(error.description)
+        }
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration)
         } catch {

@@ -1,3 +1,4 @@
+import AuditCache
 import AuditLocking
 import AuditPolicy
 import AuditReport
@@ -31,6 +32,20 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         var credential: (space: URLProtectionSpace, credential: URLCredential)?
         /// The credential last taken from the caller's storage, not to be proposed twice in a row.
         var storedCredentialUsed: URLCredential?
+        /// Where the body is stored, when the response is being stored.
+        var writer: CacheEntryWriter?
+        /// The stored response a 304 revalidated, served in its place.
+        var revalidated: StoredResponse?
+    }
+
+    /// What the cache does with this load.
+    enum CacheUse: Sendable {
+        /// The cache waits for this load's response (``CacheFill``): store it, or serve the
+        /// stored one a 304 revalidates, or a stale one when the server cannot be reached.
+        case filling(CacheFill)
+        /// A POST, PUT, PATCH or DELETE a cache rule matched: the stored response of the URL is
+        /// dropped once the server answers without an error.
+        case invalidating(HTTPCache, url: String)
     }
 
     private let owner: RequestInfoProtocol
@@ -42,12 +57,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let cookies: CookieJar?
     private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
     private let isOnSessionQueue: Bool
+    private let cache: CacheUse?
     private let state = Locked(State())
 
     init(
         owner: RequestInfoProtocol, caller: CallerSession.Details, behaviour: CallerSession.Behaviour,
-        outgoing: URLRequest, auditor: Auditor, audited: AuditedRequest
+        outgoing: URLRequest, auditor: Auditor, audited: AuditedRequest, cache: CacheUse? = nil
     ) {
+        self.cache = cache
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour
@@ -87,16 +104,58 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         }
         guard isRelayed else { return }
         if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
+        if case .filling(let fill) = cache, let http = response as? HTTPURLResponse {
+            return fillCache(fill, from: http)
+        }
+        relay(response)
+    }
+
+    private func relay(_ response: URLResponse) {
         let snapshot = ResponseSnapshot(response)
         owner.tellClientIfWaiting(isOnSessionQueue: isOnSessionQueue) { this in
             this.client?.urlProtocol(this, didReceive: snapshot.response, cacheStoragePolicy: .notAllowed)
         }
     }
 
+    /// Hands the response to the cache: a 304 to the cache's own condition puts the stored response
+    /// (its headers refreshed) in its place; any other is stored while it is relayed, when it may be.
+    private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse) {
+        let headers = http.allHeaderFields.compactMap { name, value in
+            (name as? String).map { CacheHeader(name: $0, value: "\(value)") }
+        }
+        guard http.statusCode == 304, let refreshed = fill.revalidated(by: headers), let url = http.url,
+            let served = refreshed.httpResponse(url: url)
+        else {
+            let writer = fill.store(status: http.statusCode, headers: headers)
+            state.withLock { $0.writer = writer }
+            return relay(http)
+        }
+        state.withLock {
+            $0.revalidated = refreshed
+            $0.response = served
+        }
+        relay(served)
+        // The stored body, as the server's would have come.
+        var offset = 0
+        while offset < refreshed.body.length {
+            let chunk = refreshed.body.chunk(at: offset)
+            guard !chunk.isEmpty else { break }
+            offset += chunk.count
+            forwarded(data: Data(chunk), isStored: true)
+        }
+    }
+
     func forwarded(data: Data) {
+        forwarded(data: data, isStored: false)
+    }
+
+    /// A piece of the body: from the server (stored when the response is being stored), or from the
+    /// cache (`isStored`) in place of a 304's empty one.
+    private func forwarded(data: Data, isStored: Bool) {
         let receivesChunks = behaviour.receivesChunks
         let isRelayed = state.withLock { state -> Bool in
-            guard state.refusedHop == nil else { return false }
+            guard state.refusedHop == nil, isStored || state.revalidated == nil else { return false }
+            state.writer?.append(data)
             state.bodyBytes += data.count
             if !receivesChunks { state.body.append(data) }
             return true
@@ -232,14 +291,23 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         audited.finish(
             Outcome(
                 kind, status: (ended.response as? HTTPURLResponse)?.statusCode,
-                bytes: kind == .response ? ended.bodyBytes : nil,
+                bytes: [.response, .stored, .revalidated].contains(kind) ? ended.bodyBytes : nil,
                 destination: outgoing.url.map { .url($0.absoluteString) } ?? .none,
                 finalURL: ended.response?.url?.absoluteString, redirects: ended.redirects.map(\.absoluteString),
                 failure: failure.map(Outcome.Failure.init)))
     }
 
     func forwardedCompletion(error: Error?) {
-        let ended = state.withLock { $0 }
+        var ended = state.withLock { $0 }
+        if case .filling(let fill) = cache {
+            // The server could not be reached: a stale response the cache allows answers instead.
+            if ended.response == nil, ended.refusedHop == nil, error.map(Self.isUnreachable) ?? false,
+                let stale = fill.fallback
+            {
+                fill.finishWithoutStoring()
+                return owner.serveStored(stale, kind: .stale, behaviour: behaviour, audited: audited)
+            }
+        }
         let isDelivered = owner.claimEnd()
         let kind: OutcomeSnapshot.Kind
         let failure: Error?
@@ -254,11 +322,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         } else {
             (kind, failure) = (.response, nil)
         }
+        let cached = finishCache(ended, failure: failure)
+        ended.bodyBytes = cached.bytes ?? ended.bodyBytes
+        let recorded = kind == .response ? cached.kind ?? kind : kind
         if failure == nil, let used = ended.credential, let storage = caller.configuration?.urlCredentialStorage {
             // As FoundationNetworking does after a challenge answered with a credential.
             storage.set(used.credential, for: used.space)
         }
-        record(kind: kind, ended: ended, failure: failure)
+        record(kind: recorded, ended: ended, failure: failure)
         guard isDelivered else { return }
         if let failure {
             let sendable = SendableError(failure)
@@ -271,6 +342,53 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
             this.client?.urlProtocolDidFinishLoading(this)
         }
+    }
+}
+
+extension RelayedLoad {
+    /// Ends what the cache does with this load: a stored body is put in place (or dropped on a
+    /// failure), a changing request drops its URL's stored response. Returns how the load is then
+    /// recorded when it got a response (`stored`, `revalidated`), and the bytes the caller got.
+    private func finishCache(_ ended: State, failure: Error?) -> (kind: OutcomeSnapshot.Kind?, bytes: Int?) {
+        switch cache {
+        case .filling(let fill):
+            defer { fill.finishWithoutStoring() }
+            if let revalidated = ended.revalidated { return (.revalidated, revalidated.head.bodyLength) }
+            guard let writer = ended.writer else { return (nil, nil) }
+            guard failure == nil else {
+                writer.abandon()
+                return (nil, nil)
+            }
+            return (writer.commit() ? .stored : nil, nil)
+        case .invalidating(let cache, let url):
+            if failure == nil, let status = (ended.response as? HTTPURLResponse)?.statusCode, status < 400 {
+                cache.invalidate(url: url)
+            }
+            return (nil, nil)
+        case nil:
+            return (nil, nil)
+        }
+    }
+
+    /// Whether `error` says the server could not be reached (rather than the caller cancelling).
+    static func isUnreachable(_ error: Error) -> Bool {
+        let codes: Set<URLError.Code> = [
+            .cannotConnectToHost, .cannotFindHost, .networkConnectionLost, .notConnectedToInternet, .timedOut,
+            .dnsLookupFailed, .badServerResponse, .secureConnectionFailed,
+        ]
+        return (error as? URLError).map { codes.contains($0.code) } ?? false
+    }
+}
+
+extension StoredResponse {
+    /// The response the caller gets for this stored one, at `url`.
+    func httpResponse(url: URL, status: Int? = nil) -> HTTPURLResponse? {
+        var fields: [String: String] = [:]
+        for header in servedHeaders {
+            fields[header.name] = fields[header.name].map { $0 + ", " + header.value } ?? header.value
+        }
+        return HTTPURLResponse(
+            url: url, statusCode: status ?? head.status, httpVersion: "HTTP/1.1", headerFields: fields)
     }
 }
 

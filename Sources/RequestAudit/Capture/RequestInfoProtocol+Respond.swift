@@ -40,9 +40,10 @@ extension RequestInfoProtocol {
         if !state.withLock({ $0.responding(task) }) { task.cancel() }
     }
 
-    /// Delivers a whole response.
+    /// Delivers a whole response, recorded as `kind`.
     private func deliver(
-        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest
+        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest,
+        kind: OutcomeSnapshot.Kind = .responded
     ) {
         guard let head = head(of: response) else { return failResponse(response, audited) }
         let body: Data = if case .data(let data) = response.body, !isHead { data } else { Data() }
@@ -50,16 +51,18 @@ extension RequestInfoProtocol {
             this.client?.urlProtocol(this, didReceive: head.response, cacheStoragePolicy: .notAllowed)
             if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: body.count, failure: nil, audited)
+        end(response.status, bytes: body.count, failure: nil, audited, kind: kind)
     }
 
-    /// Delivers a response whose body may be a stream: each chunk is on the caller's queue before
-    /// the next is read, so a fast handler never piles up chunks the caller has not taken.
-    private func deliverStreaming(
-        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest
+    /// Delivers a response whose body may be a stream, recorded as `kind`: each chunk is on the
+    /// caller's queue before the next is read, so a fast handler (or a large stored body) never
+    /// piles up chunks the caller has not taken.
+    func deliverStreaming(
+        _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest,
+        kind: OutcomeSnapshot.Kind = .responded
     ) async {
         guard case .stream(let chunks) = response.body else {
-            return deliver(response, delivery, audited)
+            return deliver(response, delivery, audited, kind: kind)
         }
         guard let head = head(of: response) else { return failResponse(response, audited) }
         await tellClientAndWait { this in
@@ -85,15 +88,16 @@ extension RequestInfoProtocol {
             let body = whole
             tellClientIfWaiting(isOnSessionQueue: false) { this in this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: bytes, failure: failure, audited)
+        end(response.status, bytes: bytes, failure: failure, audited, kind: kind)
     }
 
-    /// Writes the record and tells the caller the response ended (or failed).
+    /// Writes the record (`kind` when delivered whole) and tells the caller the response ended (or
+    /// failed).
     private func end(
-        _ status: Int, bytes: Int, failure: Error?, _ audited: AuditedRequest
+        _ status: Int, bytes: Int, failure: Error?, _ audited: AuditedRequest, kind delivered: OutcomeSnapshot.Kind
     ) {
         let isDelivered = claimEnd()
-        let kind: OutcomeSnapshot.Kind = !isDelivered ? .cancelled : failure == nil ? .responded : .failure
+        let kind: OutcomeSnapshot.Kind = !isDelivered ? .cancelled : failure == nil ? delivered : .failure
         audited.finish(Outcome(kind, status: status, bytes: bytes, failure: failure.map(Outcome.Failure.init)))
         guard isDelivered else { return }
         let sendable = failure.map(SendableError.init)

@@ -251,7 +251,15 @@ public final class RequestInfoProtocol: URLProtocol {
             return failUnsupported(audited)
         }
         switch route {
-        case .relay: forward(request, auditor, audited, caller, route)
+        case .relay(let behaviour):
+            guard let cache = auditor.cache, let lookup = cacheRequest(audited, cache: cache) else {
+                return forward(request, auditor, audited, caller, route)
+            }
+            let this = Reference(self)
+            relayThroughCache(
+                cache, lookup, behaviour: behaviour,
+                send: { request, use in this.value.forward(request, auditor, audited, caller, route, cache: use) },
+                audited: audited)
         case .system: startSystemLoad(audited, caller: caller)
         }
     }
@@ -322,11 +330,12 @@ public final class RequestInfoProtocol: URLProtocol {
 
     private func forward(
         _ request: URLRequest, _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details,
-        _ route: Route
+        _ route: Route, cache: RelayedLoad.CacheUse? = nil
     ) {
         guard case .relay(let behaviour) = route else { return }
         let load = RelayedLoad(
-            owner: self, caller: caller, behaviour: behaviour, outgoing: request, auditor: auditor, audited: audited)
+            owner: self, caller: caller, behaviour: behaviour, outgoing: request, auditor: auditor, audited: audited,
+            cache: cache)
         let task = caller.forwarder.task(for: request, observer: load)
         // Made off the work queue (this runs on a hop queue), so the task is touched right here. A
         // suspension decided meanwhile may reach the task first: URLSessionTask counts suspensions,

@@ -81,6 +81,8 @@ enum Endpoint: Sendable, CustomTestStringConvertible {
     case absoluteRedirect(count: Int)
     case delay(seconds: Int)
     case drip(seconds: Int, bytes: Int)
+    /// `/response-headers`: a response carrying each header given (with a marker to find it by).
+    case responseHeaders([String: String])
 
     var path: String {
         switch self {
@@ -100,6 +102,11 @@ enum Endpoint: Sendable, CustomTestStringConvertible {
         case .absoluteRedirect(let count): "/absolute-redirect/\(count)"
         case .delay(let seconds): "/delay/\(seconds)"
         case .drip(let seconds, let bytes): "/drip?duration=\(seconds)&numbytes=\(bytes)&delay=0"
+        case .responseHeaders(let headers):
+            "/response-headers?"
+                + headers.sorted { $0.key < $1.key }.map { name, value in
+                    name + "=" + (value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? value)
+                }.joined(separator: "&")
         }
     }
 

@@ -1,0 +1,97 @@
+import AuditCache
+import AuditLocking
+import AuditPipeline
+import AuditPolicy
+import AuditReport
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Cache rules in an app: a data task a cache rule matches is looked up before it is relayed; a
+/// fresh stored response answers it as the server's would (every caller style), and the server's
+/// response is stored as it is relayed.
+extension RequestInfoProtocol {
+    /// The cache's view of this load's request, when a cache rule of `audited` matched it and the
+    /// app keeps a cache.
+    func cacheRequest(_ audited: AuditedRequest, cache: HTTPCache?) -> CacheRequest? {
+        guard cache != nil, let rule = audited.verdict.cacheRule, let settings = rule.cacheSettings,
+            let url = request.url?.absoluteString
+        else { return nil }
+        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
+            CacheHeader(name: $0.key, value: $0.value)
+        }
+        return CacheRequest(
+            method: request.httpMethod?.uppercased() ?? "GET", url: (try? CanonicalURL(url))?.string ?? url,
+            headers: headers, rule: rule.id, settings: settings)
+    }
+
+    /// Relays the request through the cache: served from it when fresh; sent with its conditions
+    /// when it revalidates; sent and stored otherwise. Concurrent lookups of one URL wait for the
+    /// first one's response.
+    func relayThroughCache(
+        _ cache: HTTPCache, _ lookup: CacheRequest, behaviour: CallerSession.Behaviour,
+        send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void, audited: AuditedRequest
+    ) {
+        if ["POST", "PUT", "PATCH", "DELETE"].contains(lookup.method) {
+            return send(request, .invalidating(cache, url: lookup.url))
+        }
+        let this = Reference(self)
+        let request = self.request
+        cache.lookup(lookup) { found in
+            switch found {
+            case .bypass:
+                send(request, nil)
+            case .fresh(let stored):
+                this.value.serveStored(
+                    stored, kind: .cached, behaviour: behaviour, audited: audited,
+                    isNotModified: stored.isNotModified(for: lookup))
+            case .send(let fill):
+                var conditional = request
+                for header in fill.conditionalHeaders {
+                    conditional.setValue(header.value, forHTTPHeaderField: header.name)
+                }
+                send(conditional, .filling(fill))
+            }
+        }
+    }
+
+    /// Answers the caller with a stored response, as the server's would have come: the head, then
+    /// the body read from the cache a chunk at a time (each on the caller's queue before the next
+    /// is read); recorded as `kind`. A satisfied condition of the caller's own gets 304 without a
+    /// body.
+    func serveStored(
+        _ stored: StoredResponse, kind: OutcomeSnapshot.Kind, behaviour: CallerSession.Behaviour,
+        audited: AuditedRequest, isNotModified: Bool = false
+    ) {
+        var headers: [String: String] = [:]
+        for header in stored.servedHeaders {
+            headers[header.name] = headers[header.name].map { $0 + ", " + header.value } ?? header.value
+        }
+        let body = stored.body
+        let chunks = AsyncThrowingStream<Data, Error>(unfolding: Self.reader(of: body))
+        let response = HandlerResponse(
+            status: isNotModified ? 304 : stored.head.status, headers: headers,
+            body: isNotModified ? .data(Data()) : .stream(chunks))
+        let this = Reference(self)
+        Task { await this.value.deliverStreaming(response, behaviour, audited, kind: kind) }
+    }
+
+    /// Reads `body` from its start, a chunk per call; nil at its end.
+    private static func reader(of body: StoredBody) -> @Sendable () async -> Data? {
+        let cursor = Cursor()
+        return {
+            cursor.offset.withLock { offset in
+                let chunk = body.chunk(at: offset)
+                offset += chunk.count
+                return chunk.isEmpty ? nil : Data(chunk)
+            }
+        }
+    }
+
+    /// Where a stored body's reader is.
+    private final class Cursor: Sendable {
+        let offset = Locked(0)
+    }
+}

@@ -1,0 +1,167 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+import RequestAudit
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The lines of nginx's access log (`Tests/with-httpbin.sh`) that contain `marker`.
+private func nginxLines(_ marker: String) throws -> [String] {
+    let path = try #require(ProcessInfo.processInfo.environment["NGINX_ACCESS_LOG"], "NGINX_ACCESS_LOG is not set")
+    return try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\n").filter {
+        $0.contains(marker)
+    }
+}
+
+private var nginx: String {
+    get throws {
+        try #require(ProcessInfo.processInfo.environment["NGINX_URL"], "NGINX_URL is not set: run `make test`")
+    }
+}
+
+/// What a cached response and a server's share: status, URL, body and its type and length.
+private func essentials(_ exchange: Exchange, droppingQuery query: String) -> Exchange {
+    var essential = exchange
+    essential.url = exchange.url?.replacingOccurrences(of: "?" + query, with: "")
+    essential.headers = exchange.headers.filter { $0.key == "content-type" || $0.key == "content-length" }
+    return essential
+}
+
+extension InterceptionTests {
+    @Suite struct CacheRules {
+        static let rules = "[cache]\nall ^https?://\n"
+
+        static func session() throws -> AuditedSession {
+            let folder = NSTemporaryDirectory() + "app-cache-" + UUID().uuidString
+            return try AuditedSession(rules: rules) { $0.cacheDirectory = folder }
+        }
+
+        @Test(
+            "a fresh stored response reaches every caller style as nginx's did, and nginx sees one request",
+            arguments: CallerStyle.allCases)
+        func freshHit(_ style: CallerStyle) async throws {
+            let audited = try Self.session()
+            let direct = await style.run(
+                URLRequest(url: HTTPBin.url(try nginx + "/fresh/page.html")), on: audited.direct)
+            let marker = "app-fresh-\(UUID().uuidString)"
+            let request = URLRequest(url: HTTPBin.url(try nginx + "/fresh/page.html?\(marker)"))
+            let first = await style.run(request, on: audited.session)
+            let second = await style.run(request, on: audited.session)
+            let records = try await audited.finish()
+            #expect(essentials(first, droppingQuery: marker) == essentials(direct, droppingQuery: marker))
+            #expect(essentials(second, droppingQuery: marker) == essentials(direct, droppingQuery: marker))
+            #expect(second.headers["age"] != nil)
+            #expect(second.headers["cache-control"] == "max-age=60")
+            #expect(try nginxLines(marker).count == 1)
+            #expect(records.map(\.outcome.kind) == [.stored, .cached])
+            #expect(records.map(\.outcome.bytes) == [219, 219])
+            #expect(records.map(\.decision.cacheRule) == ["test/all", "test/all"])
+        }
+
+        @Test(
+            "a response to revalidate each time: nginx answers 304, every caller style gets the whole stored body",
+            arguments: CallerStyle.allCases)
+        func revalidated(_ style: CallerStyle) async throws {
+            let audited = try Self.session()
+            let marker = "app-revalidate-\(UUID().uuidString)"
+            let request = URLRequest(url: HTTPBin.url(try nginx + "/no-cache/page.html?\(marker)"))
+            let first = await style.run(request, on: audited.session)
+            let second = await style.run(request, on: audited.session)
+            let records = try await audited.finish()
+            #expect(second.status == 200)
+            #expect(second.body == first.body)
+            #expect(second.body?.count == 219)
+            #expect(try nginxLines(marker).last?.contains("\" 304 ") == true)
+            #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
+            #expect(records.last?.outcome.bytes == 219)
+        }
+
+        @Test("a response with no-store is relayed every time and never kept")
+        func noStore() async throws {
+            let audited = try Self.session()
+            let request = URLRequest(url: HTTPBin.url(.responseHeaders(["Cache-Control": "no-store"])))
+            _ = await CallerStyle.async.run(request, on: audited.session)
+            _ = await CallerStyle.async.run(request, on: audited.session)
+            let records = try await audited.finish()
+            #expect(records.map(\.outcome.kind) == [.response, .response])
+        }
+
+        @Test("a cache folder that cannot be used is a clear error when the auditor is made")
+        func unusableFolder() throws {
+            let file = NSTemporaryDirectory() + "not-a-folder-" + UUID().uuidString
+            _ = FileManager.default.createFile(atPath: file, contents: Data())
+            var configuration = AuditorConfiguration()
+            configuration.cacheDirectory = file
+            #expect {
+                try Auditor(policy: Policy(parsing: Self.rules, file: "c.rules"), configuration: configuration)
+            } throws: { error in
+                (error as? RequestAuditError)?.description.hasPrefix("cache folder '\(file)' cannot be used") == true
+            }
+        }
+    }
+}
+
+extension InterceptionTests.CallerSessionSettings {
+    @Test("URLSession.shared, audited by install() with a cache folder: the second request is served from the cache")
+    func sharedSessionCache() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("shared-cache-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var configuration = AuditorConfiguration()
+        configuration.logPath = folder.path + "/audit.jsonl"
+        configuration.cacheDirectory = folder.path + "/cache"
+        let auditor = try Auditor(
+            policy: Policy(parsing: "[cache]\nall ^https?://\n", file: "shared.rules"), configuration: configuration)
+        try auditor.install()
+        let marker = "shared-cache-\(UUID().uuidString)"
+        let url = HTTPBin.url(try nginx + "/fresh/small.txt?\(marker)")
+        let (first, _) = try await URLSession.shared.data(from: url)
+        let (second, response) = try await URLSession.shared.data(from: url)
+        try await auditor.shutdown()
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(first == Data(repeating: UInt8(ascii: "x"), count: 1_024))
+        #expect(second == first)
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Age") != nil)
+        #expect(try nginxLines(marker).count == 1)
+        #expect(records.map(\.outcome.kind) == [.stored, .cached])
+    }
+}
+
+extension InterceptionTests.CacheRules {
+    @Test(
+        "with the server gone, an offline rule serves the stale response to every caller style, recorded as stale",
+        arguments: CallerStyle.allCases)
+    func offline(_ style: CallerStyle) async throws {
+        let folder = NSTemporaryDirectory() + "offline-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "kept for offline use".write(toFile: folder + "/doc.txt", atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let port = Int.random(in: 20_000...60_000)
+        server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder, "\(port)"]
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        let audited = try AuditedSession(rules: "[cache] ttl=1s offline\ndocs ^http://127\\.0\\.0\\.1:\(port)/\n") {
+            $0.cacheDirectory = folder + "/cache"
+        }
+        let request = URLRequest(url: HTTPBin.url("http://127.0.0.1:\(port)/doc.txt"))
+        var first = await style.run(request, on: audited.direct)
+        for _ in 0..<100 where first.status != 200 {
+            try await Task.sleep(for: .milliseconds(50))
+            first = await style.run(request, on: audited.direct)
+        }
+        _ = await style.run(request, on: audited.session)
+        // SIGKILL: a child of Foundation's Process may start with SIGTERM blocked (docs/platform-notes.md).
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+        try await Task.sleep(for: .milliseconds(1_100))
+        let offline = await style.run(request, on: audited.session)
+        let records = try await audited.finish()
+        #expect(offline.status == 200)
+        #expect(offline.body == Data("kept for offline use".utf8))
+        #expect(records.map(\.outcome.kind) == [.stored, .stale])
+    }
+}
