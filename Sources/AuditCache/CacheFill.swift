@@ -105,9 +105,10 @@ public final class CacheFill: Sendable {
     /// The response is not stored (the exchange failed, or the front-end would not store it).
     public func finishWithoutStoring() { end(isStored: false) }
 
-    func commit(path: String, descriptor: Int32, head: StoredHead) -> Bool {
+    func commit(path: String, descriptor: Int32, head: StoredHead, body: [UInt8]?) -> Bool {
         let isStored = cache.store.commit(
-            path: path, descriptor: descriptor, bodyLength: head.bodyLength, head: head, key: key, now: cache.clock())
+            path: path, descriptor: descriptor, bodyLength: head.bodyLength, head: head, key: key, now: cache.clock(),
+            body: body)
         end(isStored: isStored)
         return isStored
     }
@@ -126,7 +127,8 @@ public final class CacheFill: Sendable {
             offset += chunk.count
         }
         return cache.store.commit(
-            path: path, descriptor: descriptor, bodyLength: body.length, head: head, key: key, now: cache.clock())
+            path: path, descriptor: descriptor, bodyLength: body.length, head: head, key: key, now: cache.clock(),
+            body: body.length <= CacheStore.memoryBodyLimit ? body.readAll() : nil)
     }
 
     func end(isStored: Bool) {
@@ -151,6 +153,8 @@ public final class CacheEntryWriter: Sendable {
         let path: String
         let descriptor: Int32
         var isOpen = true
+        /// The body so far while it is small enough to hold in memory beside its head.
+        var small: [UInt8]? = []
     }
 
     init(fill: CacheFill, head: StoredHead, path: String, descriptor: Int32, maximumBytes: Int) {
@@ -167,8 +171,14 @@ public final class CacheEntryWriter: Sendable {
         let failed = state.withLock { state -> Bool in
             guard state.isOpen else { return false }
             state.head.bodyLength += bytes.count
-            guard state.head.bodyLength <= maximumBytes, POSIXFile.writeAll(Array(bytes), to: state.descriptor) else {
+            let chunk = Array(bytes)
+            guard state.head.bodyLength <= maximumBytes, POSIXFile.writeAll(chunk, to: state.descriptor) else {
                 return true
+            }
+            if state.head.bodyLength <= CacheStore.memoryBodyLimit {
+                state.small?.append(contentsOf: chunk)
+            } else {
+                state.small = nil
             }
             return false
         }
@@ -179,13 +189,14 @@ public final class CacheEntryWriter: Sendable {
     @discardableResult
     public func commit() -> Bool {
         guard
-            let (path, descriptor, head) = state.withLock({ state -> (String, Int32, StoredHead)? in
+            let (path, descriptor, head, small) = state.withLock({
+                state -> (String, Int32, StoredHead, [UInt8]?)? in
                 guard state.isOpen else { return nil }
                 state.isOpen = false
-                return (state.path, state.descriptor, state.head)
+                return (state.path, state.descriptor, state.head, state.small)
             })
         else { return false }
-        return fill.commit(path: path, descriptor: descriptor, head: head)
+        return fill.commit(path: path, descriptor: descriptor, head: head, body: small)
     }
 
     /// The body will not come whole: nothing is stored.

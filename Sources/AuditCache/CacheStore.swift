@@ -17,13 +17,24 @@ final class CacheStore: Sendable {
     private struct Index {
         var items: [String: Item] = [:]
         var totalBytes = 0
+        /// The bytes of the small bodies held in memory.
+        var memoryBytes = 0
     }
 
     private struct Item {
         var size: Int
         var lastUse: Date
         var lastTouch: Date
+        /// The entry's head, once written or read: a hit decodes no JSON.
+        var head: StoredHead?
+        /// A small body, held in memory: a hit reads no file.
+        var body: [UInt8]?
     }
+
+    /// Bodies up to this size are held in memory beside their heads...
+    static let memoryBodyLimit = 64 * 1024
+    /// ...up to this many bytes in all.
+    static let memoryLimit = 32 << 20
 
     static let magic = Array("RACACHE1".utf8)
     static let trailerLength = 12
@@ -49,7 +60,7 @@ final class CacheStore: Sendable {
             }
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
                 guard let (size, modified) = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
-                index.items[name] = Item(size: size, lastUse: modified, lastTouch: modified)
+                index.items[name] = Item(size: size, lastUse: modified, lastTouch: modified, head: nil, body: nil)
                 index.totalBytes += size
             }
         } catch {
@@ -61,7 +72,14 @@ final class CacheStore: Sendable {
 
     /// The file name of `url`'s entry: the SHA-256 of the URL, in hex.
     static func key(for url: String) -> String {
-        SHA256.hash(Array(url.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var hex = [UInt8]()
+        hex.reserveCapacity(64)
+        for byte in SHA256.hash(Array(url.utf8)) {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
     }
 
     private static func isKey(_ name: String) -> Bool {
@@ -72,26 +90,49 @@ final class CacheStore: Sendable {
     var usage: (entries: Int, bytes: Int) { state.withLock { ($0.items.count, $0.totalBytes) } }
 
     /// The stored response of `key`, opened for reading; nil when there is none or its file is not
-    /// whole. A read counts as a use for eviction.
-    func read(key: String, now: Date) -> (head: StoredHead, body: StoredBody)? {
+    /// whole. A read at `now` counts as a use for eviction; a read without (listing) does not.
+    func read(key: String, now: Date?) -> (head: StoredHead, body: StoredBody)? {
         let path = entriesPath + "/" + key
+        let known = state.withLock { index -> (StoredHead, [UInt8]?, Int, Bool)? in
+            guard var item = index.items[key] else { return nil }
+            var isDue = false
+            if let now {
+                item.lastUse = now
+                isDue = now.timeIntervalSince(item.lastTouch) > 60
+                if isDue { item.lastTouch = now }
+            }
+            index.items[key] = item
+            return item.head.map { ($0, item.body, item.size, isDue) }
+        }
+        // The use is kept on disk too (the file's modification time), at most once a minute, so
+        // the order of eviction survives a restart.
+        if let (head, body, size, isDue) = known {
+            if isDue { POSIXFile.touch(path) }
+            if let body { return (head, StoredBody(bytes: body)) }
+            guard let descriptor = POSIXFile.openForReading(path) else { return nil }
+            guard POSIXFile.size(descriptor) == size else {
+                POSIXFile.close(descriptor)
+                return nil
+            }
+            return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
+        }
         guard let descriptor = POSIXFile.openForReading(path) else { return nil }
         guard let (head, bodyLength) = Self.readHead(descriptor) else {
             POSIXFile.close(descriptor)
             return nil
         }
-        let shouldTouch = state.withLock { index -> Bool in
-            guard var item = index.items[key] else { return false }
-            item.lastUse = now
-            let isDue = now.timeIntervalSince(item.lastTouch) > 60
-            if isDue { item.lastTouch = now }
+        let body = StoredBody(descriptor: descriptor, length: bodyLength)
+        let small = bodyLength <= Self.memoryBodyLimit ? body.readAll() : nil
+        state.withLock { index in
+            guard var item = index.items[key] else { return }
+            item.head = head
+            if let small, small.count == bodyLength, index.memoryBytes + small.count <= Self.memoryLimit {
+                item.body = small
+                index.memoryBytes += small.count
+            }
             index.items[key] = item
-            return isDue
         }
-        // The use is kept on disk too (the file's modification time), at most once a minute, so
-        // the order of eviction survives a restart.
-        if shouldTouch { POSIXFile.touch(descriptor) }
-        return (head, StoredBody(descriptor: descriptor, length: bodyLength))
+        return (head, body)
     }
 
     /// The head of the entry file open at `descriptor` and its body's length; nil when the file is
@@ -119,7 +160,10 @@ final class CacheStore: Sendable {
     /// Finishes the entry written at `path` (its body already there, `size` bytes so far): appends
     /// `head` and the trailer, flushes it to disk and renames it into place as `key`'s entry; then
     /// evicts what exceeds the bound. False (and the file removed) when any step fails.
-    func commit(path: String, descriptor: Int32, bodyLength: Int, head: StoredHead, key: String, now: Date) -> Bool {
+    func commit(
+        path: String, descriptor: Int32, bodyLength: Int, head: StoredHead, key: String, now: Date,
+        body: [UInt8]? = nil
+    ) -> Bool {
         defer { POSIXFile.close(descriptor) }
         guard let json = try? JSONEncoder().encode(head), json.count < 1 << 31 else {
             POSIXFile.remove(path)
@@ -139,8 +183,15 @@ final class CacheStore: Sendable {
         }
         let size = bodyLength + tail.count
         state.withLock { index in
-            index.totalBytes += size - (index.items[key]?.size ?? 0)
-            index.items[key] = Item(size: size, lastUse: now, lastTouch: now)
+            let old = index.items[key]
+            index.totalBytes += size - (old?.size ?? 0)
+            index.memoryBytes -= old?.body?.count ?? 0
+            var item = Item(size: size, lastUse: now, lastTouch: now, head: head)
+            if let body, body.count <= Self.memoryBodyLimit, index.memoryBytes + body.count <= Self.memoryLimit {
+                item.body = body
+                index.memoryBytes += body.count
+            }
+            index.items[key] = item
         }
         evictIfNeeded()
         return true
@@ -150,7 +201,10 @@ final class CacheStore: Sendable {
     func remove(key: String) {
         POSIXFile.remove(entriesPath + "/" + key)
         state.withLock { index in
-            if let item = index.items.removeValue(forKey: key) { index.totalBytes -= item.size }
+            if let item = index.items.removeValue(forKey: key) {
+                index.totalBytes -= item.size
+                index.memoryBytes -= item.body?.count ?? 0
+            }
         }
     }
 
@@ -169,16 +223,11 @@ final class CacheStore: Sendable {
                 guard index.totalBytes > maximumBytes / 10 * 9 else { break }
                 index.items[key] = nil
                 index.totalBytes -= item.size
+                index.memoryBytes -= item.body?.count ?? 0
                 victims.append(key)
             }
             return victims
         }
         for key in victims { POSIXFile.remove(entriesPath + "/" + key) }
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -54,7 +54,7 @@ struct Freshness {
         let control = head.cacheControl
         if isShared, let seconds = control.seconds("s-maxage") { return Double(seconds) }
         if let seconds = control.seconds("max-age") { return Double(seconds) }
-        let date = head.value("date").flatMap(HTTPDate.parse) ?? head.responseTime
+        let date = head.date ?? head.responseTime
         if let expires = head.value("expires") {
             guard let expiry = HTTPDate.parse(expires) else { return 0 }  // an invalid Expires is the past
             return max(0, expiry.timeIntervalSince(date))
@@ -69,7 +69,7 @@ struct Freshness {
     /// How old `head` is at `now` (RFC 9111 §4.2.3), in seconds.
     static func age(of head: StoredHead, now: Date) -> Double {
         let ageValue = head.value("age").flatMap { Double($0.trimmingSpaces) } ?? 0
-        let dateValue = head.value("date").flatMap(HTTPDate.parse) ?? head.responseTime
+        let dateValue = head.date ?? head.responseTime
         let apparentAge = max(0, head.responseTime.timeIntervalSince(dateValue))
         let responseDelay = max(0, head.responseTime.timeIntervalSince(head.requestTime))
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)

@@ -26,7 +26,7 @@ public struct CacheRequest: Sendable {
     }
 
     var control: CacheControl {
-        CacheControl(headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
+        CacheControl(headers.filter { $0.name.equalsIgnoringASCIICase("cache-control") }.map(\.value))
     }
 
     /// Whether the request asks not to be answered from the cache without checking with the server
@@ -39,7 +39,7 @@ public struct CacheRequest: Sendable {
     }
 
     func value(_ name: String) -> String? {
-        let values = headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        let values = headers.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 }
@@ -152,7 +152,7 @@ public final class HTTPCache: Sendable {
 
     /// Every stored entry's head and size, most recently used first.
     public func entries() -> [StoredHead] {
-        store.keys().compactMap { key in store.read(key: key, now: .distantPast)?.head }
+        store.keys().compactMap { key in store.read(key: key, now: nil)?.head }
     }
 
     /// The number of entries and their bytes on disk.
@@ -163,7 +163,7 @@ public final class HTTPCache: Sendable {
     public func purge(where matches: (String) -> Bool) -> Int {
         var removed = 0
         for key in store.keys() {
-            guard let head = store.read(key: key, now: .distantPast)?.head, matches(head.url) else { continue }
+            guard let head = store.read(key: key, now: nil)?.head, matches(head.url) else { continue }
             store.remove(key: key)
             removed += 1
         }

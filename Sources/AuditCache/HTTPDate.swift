@@ -14,7 +14,7 @@ enum HTTPDate {
         var year: Int?
         var time: [Int]?
         switch words.count {
-        case 5 where words[4] == "GMT" && words[1].contains("-"):  // RFC 850
+        case 4 where words[3] == "GMT" && words[1].contains("-"):  // RFC 850
             let parts = words[1].split(separator: "-")
             guard parts.count == 3 else { return nil }
             day = Int(parts[0])
@@ -34,21 +34,48 @@ enum HTTPDate {
         default:
             return nil
         }
-        guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970 else { return nil }
-        var components = DateComponents()
-        components.calendar = calendar
-        components.timeZone = calendar.timeZone
-        (components.year, components.month, components.day) = (year, month + 1, day)
-        (components.hour, components.minute, components.second) = (time[0], time[1], time[2])
-        return components.date
+        guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970, year < 10_000 else {
+            return nil
+        }
+        let days = daysSinceEpoch(year: year, month: month + 1, day: day)
+        return Date(timeIntervalSince1970: Double(days * 86_400 + time[0] * 3_600 + time[1] * 60 + time[2]))
     }
 
     /// `date` as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
     static func format(_ date: Date) -> String {
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
-        func two(_ value: Int?) -> String { value.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
-        return "\(weekdays[(parts.weekday ?? 1) - 1]), \(two(parts.day)) \(months[(parts.month ?? 1) - 1]) "
-            + "\(parts.year ?? 1970) \(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) GMT"
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - days * 86_400
+        let (year, month, day) = civilDate(daysSinceEpoch: days)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        // 1970-01-01 was a Thursday.
+        let weekday = weekdays[((days % 7) + 11) % 7]
+        return "\(weekday), \(two(day)) \(months[month - 1]) \(year) "
+            + "\(two(time / 3_600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+
+    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+    /// days_from_civil).
+    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01 (civil_from_days).
+    static func civilDate(daysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     private static func clock(_ text: String) -> [Int]? {
@@ -56,10 +83,4 @@ enum HTTPDate {
         guard parts.count == 3, parts[0] < 24, parts[1] < 60, parts[2] < 61 else { return nil }
         return parts
     }
-
-    private static let calendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "GMT") ?? .current
-        return calendar
-    }()
 }

@@ -71,8 +71,8 @@ enum POSIXFile {
     /// Flushes the file to the disk.
     static func sync(_ descriptor: Int32) -> Bool { fsync(descriptor) == 0 }
 
-    /// Sets the open file's modification time to now.
-    static func touch(_ descriptor: Int32) { _ = futimens(descriptor, nil) }
+    /// Sets the modification time of `path` to now.
+    static func touch(_ path: String) { _ = unsafe utimes(path, nil) }
 
     /// Renames `path` to `target`, replacing it, atomically.
     static func rename(_ path: String, to target: String) -> Bool { unsafe Glibc.rename(path, target) == 0 }

@@ -5,22 +5,34 @@ import Foundation
 /// The file stays open while the body is read, so an entry replaced or evicted meanwhile is still
 /// read whole: a reader never sees a mix of two entries.
 public final class StoredBody: Sendable {
-    /// Set once; only `pread`, which keeps no file position, reads it, so any thread may.
+    /// Set once; only `pread`, which keeps no file position, reads it, so any thread may. -1 for a
+    /// body held in memory.
     private let descriptor: Int32
+    /// A small body, held in memory with its head so that a hit reads no file.
+    private let bytes: [UInt8]?
     /// The body's length in bytes.
     public let length: Int
 
     init(descriptor: Int32, length: Int) {
         self.descriptor = descriptor
+        self.bytes = nil
         self.length = length
     }
 
-    deinit { POSIXFile.close(descriptor) }
+    init(bytes: [UInt8]) {
+        self.descriptor = -1
+        self.bytes = bytes
+        self.length = bytes.count
+    }
+
+    deinit { if descriptor >= 0 { POSIXFile.close(descriptor) } }
 
     /// Up to `maximum` bytes from `offset`; fewer at the end, empty past it (or when the file cannot
     /// be read).
     public func chunk(at offset: Int, maximum: Int = 64 * 1024) -> [UInt8] {
-        POSIXFile.read(descriptor, count: max(0, min(maximum, length - offset)), at: offset)
+        let count = max(0, min(maximum, length - offset))
+        if let bytes { return count == 0 ? [] : Array(bytes[offset..<offset + count]) }
+        return POSIXFile.read(descriptor, count: count, at: offset)
     }
 
     /// The whole body (for small bodies and tests).

@@ -23,7 +23,14 @@ public struct StoredHead: Sendable, Codable, Equatable {
     public var status: Int
     /// The end-to-end headers, as received (without `Transfer-Encoding`, `Connection` and other
     /// hop-by-hop fields; `Content-Length` is the stored body's).
-    public var headers: [CacheHeader]
+    public var headers: [CacheHeader] {
+        didSet { derive() }
+    }
+    /// The `Date` header's instant and the `Cache-Control` directives, read once from ``headers``
+    /// (every lookup needs them).
+    public private(set) var date: Date?
+    /// The response's `Cache-Control`.
+    public private(set) var cacheControl = CacheControl([])
     /// When the request that got the response was sent (RFC 9111 §4.2.3 `request_time`).
     public var requestTime: Date
     /// When the response was received (`response_time`).
@@ -37,12 +44,51 @@ public struct StoredHead: Sendable, Codable, Equatable {
 
     /// The values of header `name` (case-insensitive).
     public func values(_ name: String) -> [String] {
-        headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        headers.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
     /// The first value of header `name`.
-    public func value(_ name: String) -> String? { values(name).first }
+    public func value(_ name: String) -> String? {
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
+    }
 
-    /// The response's `Cache-Control`.
-    public var cacheControl: CacheControl { CacheControl(values("cache-control")) }
+    /// A head from its parts.
+    public init(
+        url: String, status: Int, headers: [CacheHeader], requestTime: Date, responseTime: Date,
+        varied: [String: String?], bodyLength: Int, rule: String?
+    ) {
+        self.url = url
+        self.status = status
+        self.headers = headers
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.varied = varied
+        self.bodyLength = bodyLength
+        self.rule = rule
+        derive()
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, status, headers, requestTime, responseTime, varied, bodyLength, rule
+    }
+
+    /// Reads a head written by ``encode(to:)``.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            url: try container.decode(String.self, forKey: .url),
+            status: try container.decode(Int.self, forKey: .status),
+            headers: try container.decode([CacheHeader].self, forKey: .headers),
+            requestTime: try container.decode(Date.self, forKey: .requestTime),
+            responseTime: try container.decode(Date.self, forKey: .responseTime),
+            varied: try container.decode([String: String?].self, forKey: .varied),
+            bodyLength: try container.decode(Int.self, forKey: .bodyLength),
+            rule: try container.decodeIfPresent(String.self, forKey: .rule))
+    }
+
+    /// Reads `date` and `cacheControl` from the headers.
+    private mutating func derive() {
+        date = value("date").flatMap(HTTPDate.parse)
+        cacheControl = CacheControl(values("cache-control"))
+    }
 }

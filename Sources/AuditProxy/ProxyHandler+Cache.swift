@@ -130,6 +130,17 @@ extension ProxyHandler {
             promise: nil)
         let bodyLength = isHead || isNotModified ? 0 : stored.head.bodyLength
         let outcome = Outcome(kind, status: Int(status.code), bytes: bodyLength, destination: .none)
+        if bodyLength <= Self.wholeBodyLimit {
+            // A small body goes out with its head and end in one write.
+            if bodyLength > 0 {
+                let bytes = stored.body.chunk(at: 0, maximum: bodyLength)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
+            }
+            tunnel?.exchange.bytesFromServer += bodyLength
+            exchange.audited.finish(outcome)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return next.map { follow($0) } ?? resumeClientReads()
+        }
         writeBody(stored.body, from: 0, upTo: bodyLength, context: context) { [self] isWritten in
             tunnel?.exchange.bytesFromServer += bodyLength
             guard isWritten else {
@@ -149,6 +160,9 @@ extension ProxyHandler {
             }
         }
     }
+
+    /// The largest body written at once with its head; larger ones go a chunk at a time.
+    static let wholeBodyLimit = 256 * 1024
 
     /// Writes the stored body of a revalidated response after its head; the 304's end follows it.
     func writeStored(_ body: StoredBody, context: ChannelHandlerContext) {

@@ -10,7 +10,7 @@ struct AuditBench: AsyncParsableCommand {
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
             Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self, Reports.self,
-            Canonicalization.self, TLSProxies.self,
+            Canonicalization.self, TLSProxies.self, CacheHits.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -399,6 +399,9 @@ struct All: AsyncParsableCommand {
                 repository: repositoryRoot
             ).run())
 
+        print(CacheHits.heading)
+        try await CacheHits.report(audit: audit)
+
         print(
             "\n## 7. audit diff (the benchmark URLs as a request list; rules-10k against rules-10k without every tenth "
                 + "rule)\n")
@@ -480,6 +483,33 @@ struct HyperscanSection {
 /// The repository that holds this benchmark package (for its test scripts).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent().path
+
+/// `audit-bench cache`: section 6c alone.
+struct CacheHits: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache", abstract: "Cache hits: audit proxy --cache-dir against Squid's cache; in an app.")
+    @Option(help: "The audit binary.") var audit = "../.build/release/audit"
+
+    static let heading =
+        "\n## 6c. Cache hits (wrk → caching proxy, warm; audit proxy with a [cache] rule and its log on, Squid with "
+        + "cache_dir and cache_mem; nginx serving the objects itself; medians of \(CacheBenchmark.rounds) alternated "
+        + "\(ProxyBenchmark.seconds)-s runs)\n"
+
+    func run() async throws {
+        print(Self.heading)
+        try await Self.report(audit: audit)
+    }
+
+    static func report(audit: String) async throws {
+        CacheBenchmark.printTable(try CacheBenchmark(auditBinary: audit).run())
+        let app = try await InAppCacheBenchmark().run()
+        print(
+            String(
+                format: "\nIn an app (URLSession, one request at a time, %d per round, %d rounds): a cache hit's p50 "
+                    + "%.0f µs, a request straight to nginx %.0f µs (%.2f×)", InAppCacheBenchmark.requests,
+                InAppCacheBenchmark.rounds, app.hit, app.direct, app.hit / app.direct))
+    }
+}
 
 /// `audit-bench tls`: section 6b alone.
 struct TLSProxies: AsyncParsableCommand {

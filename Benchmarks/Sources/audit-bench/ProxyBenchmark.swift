@@ -44,7 +44,7 @@ struct ProxyBenchmark {
         try FileManager.default.createDirectory(atPath: folder + "/policies", withIntermediateDirectories: true)
         try Data(policySource.bytes).write(to: URL(fileURLWithPath: folder + "/policies/bench.rules"))
         var contenders = [Contender(name: "direct", port: nil, process: nil)]
-        let audit = try start(
+        let audit = try Self.start(
             "audit proxy", auditBinary,
             { port in
                 [
@@ -56,7 +56,7 @@ struct ProxyBenchmark {
         defer { for contender in contenders { contender.process?.terminate() } }
         for (name, binary, configure) in Self.others(folder: folder)
         where FileManager.default.isExecutableFile(atPath: binary) {
-            contenders.append(try start(name, binary, configure, folder: folder))
+            contenders.append(try Self.start(name, binary, configure, folder: folder))
         }
         let cases = [
             Case(file: "/small.txt", label: "1 KiB", connections: 1),
@@ -68,7 +68,8 @@ struct ProxyBenchmark {
         for item in cases {
             for _ in 0..<Self.rounds {
                 for contender in contenders {
-                    let measurement = try wrk(item, through: contender.port, nginxPort: nginx.port, folder: folder)
+                    let measurement = try Self.wrk(
+                        item, through: contender.port, nginxPort: nginx.port, folder: folder)
                     samples[item, default: [:]][contender.name, default: []].append(measurement)
                 }
             }
@@ -145,7 +146,7 @@ struct ProxyBenchmark {
     }
 
     /// Starts a proxy on a free port and waits until it forwards a request.
-    private func start(_ name: String, _ binary: String, _ arguments: (Int) -> [String], folder: String) throws
+    static func start(_ name: String, _ binary: String, _ arguments: (Int) -> [String], folder: String) throws
         -> Contender
     {
         // Squid and Privoxy run as unprivileged users when started by root: let them write here.
@@ -166,10 +167,13 @@ struct ProxyBenchmark {
     }
 
     /// One wrk run of `item` through the proxy on `port` (nil: straight to nginx).
-    private func wrk(_ item: Case, through port: Int?, nginxPort: Int, folder: String) throws -> Measurement {
+    static func wrk(_ item: Case, through port: Int?, nginxPort: Int, folder: String) throws -> Measurement {
         let script = folder + "/wrk-\(port ?? 0)\(item.file.replacingOccurrences(of: "/", with: "-")).lua"
         let path = port == nil ? item.file : "http://127.0.0.1:\(nginxPort)\(item.file)"
-        try Data("wrk.path = \"\(path)\"\n".utf8).write(to: URL(fileURLWithPath: script))
+        // Through a proxy, the Host header names the server, as a proxy client sends it (wrk would
+        // send the proxy's own address, which audit proxy refuses as naming another server).
+        let host = port == nil ? "" : "wrk.headers[\"Host\"] = \"127.0.0.1:\(nginxPort)\"\n"
+        try Data("wrk.path = \"\(path)\"\n\(host)".utf8).write(to: URL(fileURLWithPath: script))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
         process.arguments = [
