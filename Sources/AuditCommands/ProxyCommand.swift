@@ -84,6 +84,8 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var cacheOptions: CacheOptions
 
+    @OptionGroup var recording: RecordingOptions
+
     #if TLSInterception
         @OptionGroup var tls: TLSOptions
     #endif
@@ -139,6 +141,7 @@ struct ProxyCommand: AsyncParsableCommand {
         let cache = try cacheOptions.open(for: policy, command: "audit proxy")
         defer { cache?.removeTemporary() }
         configuration.cache = cache?.cache
+        try recording.configure(&configuration, command: "audit proxy")
         var interceptionNote = ""
         #if TLSInterception
             let interception = try tls.settings(command: "audit proxy")

@@ -33,6 +33,8 @@
 
         @OptionGroup var cacheOptions: CacheOptions
 
+        @OptionGroup var recording: RecordingOptions
+
         @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
         var noProxy = ""
 
@@ -55,6 +57,7 @@
             let cache = try cacheOptions.open(for: policy, command: "audit run")
             defer { cache?.removeTemporary() }
             configuration.cache = cache?.cache
+            try recording.configure(&configuration, command: "audit run")
             let pipeline: AuditPipeline
             do {
                 pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)

@@ -1,5 +1,6 @@
 import AuditCache
 import AuditPipeline
+import AuditReport
 import NIOCore
 
 /// How `audit proxy` listens, decides and limits.
@@ -38,6 +39,14 @@ public struct ProxyConfiguration: Sendable {
     /// Where the responses of `cache` rules are kept and served from (nil: cache rules keep
     /// nothing). Shared: `Cache-Control: private` responses are never stored, `s-maxage` applies.
     public var cache: HTTPCache?
+    /// Where every exchange the server answers is recorded (`--record FILE.har`), if anywhere.
+    public var recorder: HARRecorder?
+    /// A recording whose responses answer the requests they match (`--replay FILE.har`), if any.
+    public var replay: HARReplay?
+    /// What a request the recording has no response for gets: 504 (`fail`) or the server (`pass`).
+    public var replayMiss = HARReplay.OnMiss.fail
+    /// How fast recorded streams are replayed: 1 at their recorded pace, 2 twice as fast, 0 at once.
+    public var replaySpeed = 1.0
     /// Event loop threads (default: one per core).
     public var threads = System.coreCount
     #if TLSInterception

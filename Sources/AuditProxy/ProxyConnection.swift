@@ -81,6 +81,9 @@ struct ProxyConnection {
     private(set) var phase = Phase.idle
     /// Whether a read of the client connection was held back, to be made when the state allows.
     private var isReadHeld = false
+    /// Whether the end of the request that waits as if connecting is handed to the handler
+    /// (``RequestPartAction/requestEnded(_:_:)``): a replay matches a request on its whole body.
+    var handsOverRequestEnd = false
 
     /// What follows an exchange, or an answer of the proxy's own, once it is written.
     enum Next: Equatable {
@@ -160,6 +163,9 @@ struct ProxyConnection {
         case exchangeEnded(Next)
         /// The CONNECT ended, and its server connection is made: splice the tunnel.
         case spliceTunnel(Exchange)
+        /// The request that waits as if connecting has ended (``handsOverRequestEnd``): its id
+        /// and every part after its head.
+        case requestEnded(UUID, [HTTPServerRequestPart])
     }
 
     /// A part of the request after its head.
@@ -174,6 +180,10 @@ struct ProxyConnection {
             if case .end = part { exchange.isRequestEnded = true }
             waiting.append(part)
             phase = .connecting(exchange, waiting: waiting)
+            if exchange.isRequestEnded, handsOverRequestEnd {
+                handsOverRequestEnd = false
+                return .requestEnded(exchange.decision.id, waiting)
+            }
             return .none
         case .forwarding(var exchange):
             guard !exchange.isResponseEnded else {

@@ -121,6 +121,7 @@ extension ProxyHandler {
     func serve(_ stored: StoredResponse, kind: OutcomeSnapshot.Kind, id: UUID, isHead: Bool, isNotModified: Bool) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         cacheExchange = nil
+        recording = nil
         var headers = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
         if let rule = exchange.decision.verdict.cacheRule { headers.add(name: ProxyDenial.ruleHeader, value: rule.id) }
         if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }

@@ -65,6 +65,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var tunnel: InterceptedTunnel?
     /// What the cache does for the exchange under way, when a cache rule matched it.
     var cacheExchange: CacheExchange?
+    /// What the recording keeps of the exchange under way (`--record`).
+    var recording: RecordingCapture?
+    /// The request waiting for its body to be matched against the replayed recording.
+    var pendingReplay: PendingReplay?
     /// The cache entry the exchange under way drops when the server answers it without an error (a
     /// POST, PUT, PATCH or DELETE a cache rule matched).
     var invalidation: (cache: HTTPCache, url: String)?
@@ -152,6 +156,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             return
         }
+        if case .body(let buffer) = part { recording?.requestBody(buffer) }
         perform(connection.requestPart(part), context: context)
     }
 
@@ -170,6 +175,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             follow(next, closesGracefully: true)
         case .exchangeEnded(let next):
             follow(next)
+        case .requestEnded(let id, let parts):
+            matchRecording(id, parts: parts)
         case .spliceTunnel(let exchange):
             guard let way = tunnelWay else { return }
             tunnelWay = nil
@@ -301,6 +308,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         let target = redirected ?? requested
         let exchange = Exchange(audited, target: target, destination: .asDecided, head: head)
+        startRecording(head, url: redirected == nil ? url : decision.verdict.redirectTarget ?? url)
         let upstreamHead = Self.upstreamHead(head, target: target)
         // What is sent, for the check of the addresses it goes to: the redirect target, if any.
         let sent =
@@ -309,6 +317,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         invalidation = nil
+        let replayed = replayIfRecorded(exchange, head: head, url: url) { [self] in
+            sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+        }
+        if replayed { return }
         if redirected == nil, let (cache, request) = cacheRequest(head, url: url, verdict: decision.verdict) {
             if Self.changesResource(head.method) {
                 invalidation = (cache, request.url)
@@ -404,6 +416,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
         guard let context, let upstream, upstream.handler === handler else { return }
+        recording?.response(part)
         let (part, storedBody) = cacheResponsePart(part)
         switch connection.responsePart(part) {
         case .none:
@@ -424,6 +437,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 invalidation.cache.invalidate(url: invalidation.url)
             }
             invalidation = nil
+            finishRecording()
             finish(exchange, kind: cacheExchange?.kind ?? .response)
             if closesUpstream {
                 upstream.channel.close(promise: nil)

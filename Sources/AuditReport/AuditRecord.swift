@@ -182,8 +182,9 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// The request carried a body RequestAudit cannot see, so the system loader sent it;
         /// its response is not observed.
         case systemLoader
-        /// Recorded traffic evaluated offline by `audit replay`; status, bytes and duration are the
-        /// recording's, when it has them.
+        /// Recorded traffic: evaluated offline by `audit replay` (status, bytes and duration are the
+        /// recording's, when it has them), or answered from a recording by `audit proxy --replay`
+        /// (nothing was sent).
         case replayed
         /// A CONNECT tunnel (`audit proxy`) was opened and spliced until one side closed it: `bytes`
         /// went from the server to the client, `sentBytes` from the client to the server.

@@ -1,0 +1,52 @@
+import ArgumentParser
+import AuditProxy
+import AuditReport
+
+extension HARReplay.OnMiss: ExpressibleByArgument {}
+
+/// `--record FILE.har` and `--replay FILE.har`: exchanges kept as HAR, and served back.
+struct RecordingOptions: ParsableArguments {
+    @Option(
+        name: .customLong("record"),
+        help: "Record every exchange a server answers to this HAR 1.2 file (secrets redacted; kept entries stay).")
+    var recordPath: String?
+
+    @Option(name: .customLong("replay"), help: "Answer the requests this HAR recording has responses for from it.")
+    var replayPath: String?
+
+    @Option(
+        name: .customLong("on-miss"),
+        help: "A request the recording has no response for: fail (504 with a JSON body) or pass (to the server).")
+    var onMiss = HARReplay.OnMiss.fail
+
+    @Option(
+        name: .customLong("replay-speed"),
+        help: "How fast recorded streams are replayed: 1 at their pace (default), 2 twice as fast, 0 at once.")
+    var replaySpeed = 1.0
+
+    @Option(
+        name: .customLong("match-ignore"),
+        help: "A query parameter left out when matching requests to the recording (repeatable), e.g. a timestamp.")
+    var matchIgnore: [String] = []
+
+    /// Sets the recorder and the replay of `configuration`; a usage error when a file cannot be used.
+    func configure(_ configuration: inout ProxyConfiguration, command: String) throws {
+        guard replaySpeed >= 0, replaySpeed.isFinite else {
+            throw ValidationError("--replay-speed: expected 0 or more, got \(replaySpeed)")
+        }
+        do {
+            if let recordPath { configuration.recorder = try HARRecorder(path: recordPath) }
+        } catch {
+            CommandOutput.errorLine("\(command): --record: \(error.description)")
+            throw ExitCode.validationFailure
+        }
+        do {
+            if let replayPath { configuration.replay = try HARReplay(path: replayPath, ignoring: Set(matchIgnore)) }
+        } catch {
+            CommandOutput.errorLine("\(command): --replay: \(error.description)")
+            throw ExitCode.validationFailure
+        }
+        configuration.replayMiss = onMiss
+        configuration.replaySpeed = replaySpeed
+    }
+}

@@ -1,0 +1,68 @@
+import AuditPolicy
+import AuditReport
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// `--record FILE.har`: every exchange the server answered is written to the recording as it
+/// ends, its body's pieces timed as they came.
+extension ProxyHandler {
+    /// What is kept of the exchange under way for the recording.
+    struct RecordingCapture {
+        var exchange: RecordedExchange
+        let start = ContinuousClock.now
+        var responseStart: ContinuousClock.Instant?
+
+        /// The largest request body a recording keeps.
+        static let maximumRequestBody = 16 << 20
+
+        init(head: HTTPRequestHead, url: String) {
+            exchange = RecordedExchange(
+                started: Date(), method: head.method.rawValue, url: (try? CanonicalURL(url))?.string ?? url,
+                requestHeaders: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) },
+                requestBody: nil, status: 0, statusText: "", responseHeaders: [], chunks: [], waitMilliseconds: 0)
+        }
+
+        mutating func requestBody(_ buffer: ByteBuffer) {
+            var body = exchange.requestBody ?? []
+            guard body.count + buffer.readableBytes <= Self.maximumRequestBody else { return }
+            body += buffer.readableBytesView
+            exchange.requestBody = body
+        }
+
+        mutating func response(_ part: HTTPClientResponsePart) {
+            switch part {
+            case .head(let head) where head.status.code / 100 == 1:
+                break
+            case .head(let head):
+                let now = ContinuousClock.now
+                responseStart = now
+                exchange.waitMilliseconds = Self.milliseconds(now - start)
+                exchange.status = Int(head.status.code)
+                exchange.statusText = head.status.reasonPhrase
+                exchange.responseHeaders = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+            case .body(let buffer):
+                let offset = responseStart.map { Self.milliseconds(ContinuousClock.now - $0) } ?? 0
+                exchange.chunks.append(.init(milliseconds: offset, bytes: Array(buffer.readableBytesView)))
+            case .end:
+                break
+            }
+        }
+
+        static func milliseconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
+        }
+    }
+
+    /// Starts capturing the exchange of `head` to `url` when the proxy records.
+    func startRecording(_ head: HTTPRequestHead, url: String) {
+        recording = configuration.recorder.map { _ in RecordingCapture(head: head, url: url) }
+    }
+
+    /// Writes the captured exchange to the recording once its response ended.
+    func finishRecording() {
+        guard let recording, let recorder = configuration.recorder else { return }
+        self.recording = nil
+        if recording.exchange.status > 0 { recorder.add(recording.exchange) }
+    }
+}

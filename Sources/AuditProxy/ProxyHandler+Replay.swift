@@ -1,0 +1,109 @@
+import AuditPipeline
+import AuditReport
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// `--replay FILE.har`: a request the recording has a response for is answered with it, its body
+/// paced as it came; a miss answers 504 (`--on-miss fail`) or goes to the server (`pass`).
+extension ProxyHandler {
+    /// A request waiting for its body's end, to be matched against the recording.
+    struct PendingReplay {
+        let id: UUID
+        let method: String
+        let url: String
+        let isHead: Bool
+        /// Sends the request on (a miss under `--on-miss pass`).
+        let send: () -> Void
+    }
+
+    /// Takes the exchange for the replay, when the proxy replays: it waits as if connecting until
+    /// its body has come, then is matched (``matchRecording(_:parts:)``). False without a replay.
+    func replayIfRecorded(
+        _ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void
+    ) -> Bool {
+        guard configuration.replay != nil else { return false }
+        _ = connection.forward(exchange, onKeptUpstream: false)
+        connection.handsOverRequestEnd = true
+        pendingReplay = PendingReplay(
+            id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send)
+        return true
+    }
+
+    /// The request of `id` has ended with `parts`: answers it from the recording, or as a miss.
+    func matchRecording(_ id: UUID, parts: [HTTPServerRequestPart]) {
+        guard let pending = pendingReplay, pending.id == id, let replay = configuration.replay else { return }
+        pendingReplay = nil
+        var body: [UInt8] = []
+        for case .body(let buffer) in parts { body += buffer.readableBytesView }
+        if let recorded = replay.response(method: pending.method, url: pending.url, body: body.isEmpty ? nil : body) {
+            return serveRecorded(recorded, id: id, isHead: pending.isHead)
+        }
+        if configuration.replayMiss == .pass { return pending.send() }
+        let message =
+            "no recorded response matches \(pending.method) \(pending.url) in the recording \(replay.path) "
+            + "(--on-miss pass sends such requests on)"
+        answerWithoutUpstream(
+            id, .gatewayTimeout, { _ in .problem("recording-miss", message) }, kind: .failure, reason: message)
+    }
+
+    /// Answers the exchange of `id` with a recorded response: its head at once, then its body's
+    /// pieces as far apart as they came (divided by `--replay-speed`; 0: at once).
+    private func serveRecorded(_ response: HARReplay.Response, id: UUID, isHead: Bool) {
+        guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
+        let speed = configuration.replaySpeed
+        let framing: Set<String> = [
+            "connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection",
+        ]
+        var headers = HTTPHeaders(
+            response.headers.filter { !framing.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
+        let isPaced = speed > 0 && response.chunks.count > 1
+        let wasChunked = response.headers.contains { $0.name.lowercased() == "transfer-encoding" }
+        // A stream goes out chunked, as it came; anything else with its length.
+        if !(isPaced && wasChunked) { headers.add(name: "Content-Length", value: String(response.body.count)) }
+        if !exchange.isClientKeepAlive { headers.add(name: "Connection", value: "close") }
+        let status = HTTPResponseStatus(statusCode: response.status, reasonPhrase: response.statusText)
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: exchange.version, status: status, headers: headers))),
+            promise: nil)
+        var pieces: [(milliseconds: Double, bytes: ArraySlice<UInt8>)] = []
+        if isHead {
+            pieces = []
+        } else if isPaced {
+            var offset = 0
+            for chunk in response.chunks where offset < response.body.count {
+                let end = min(response.body.count, offset + chunk.size)
+                pieces.append((chunk.milliseconds / speed, response.body[offset..<end]))
+                offset = end
+            }
+            if offset < response.body.count {
+                pieces.append((pieces.last?.milliseconds ?? 0, response.body[offset...]))
+            }
+        } else if !response.body.isEmpty {
+            pieces = [(0, response.body[...])]
+        }
+        let outcome = Outcome(
+            .replayed, status: response.status, bytes: isHead ? 0 : response.body.count, destination: .none)
+        writePieces(pieces[...], after: 0) { [self] in
+            exchange.audited.finish(outcome)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            if let next { follow(next) } else { resumeClientReads() }
+        }
+    }
+
+    /// Writes each piece when its time (milliseconds after the head) comes, then calls `then`.
+    private func writePieces(
+        _ pieces: ArraySlice<(milliseconds: Double, bytes: ArraySlice<UInt8>)>, after elapsed: Double,
+        then: @escaping () -> Void
+    ) {
+        guard let context, let piece = pieces.first else { return then() }
+        let write = { [self] in
+            guard let context = self.context else { return }
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: piece.bytes)))), promise: nil)
+            writePieces(pieces.dropFirst(), after: max(elapsed, piece.milliseconds), then: then)
+        }
+        let wait = piece.milliseconds - elapsed
+        guard wait >= 1 else { return write() }
+        context.eventLoop.assumeIsolated().scheduleTask(in: .microseconds(Int64(wait * 1_000))) { write() }
+    }
+}

@@ -1,0 +1,249 @@
+import AuditLocking
+import Foundation
+
+/// Writes exchanges to a HAR 1.2 file (the format browsers' developer tools, Charles and Proxyman
+/// open) as they finish, secrets redacted before anything is written.
+///
+/// The file is a whole HAR document after every entry: each entry is written over the closing
+/// brackets, which are written again after it. A file that already holds a HAR gets the new
+/// entries after its own. Streamed bodies keep their pieces and timing in `_chunks` (a custom
+/// field, as HAR allows), so a replay can pace them as they came.
+///
+/// Redaction: header values and URLs as the audit log redacts them, and in JSON bodies (requests
+/// and responses) the values of credential-like fields (`password`, `token`, `api_key`,
+/// `client_secret`, …) and secret-shaped strings. Fingerprints use a key kept in the file
+/// (`log._requestAudit.fingerprintKey`), so one secret has one fingerprint across a recording.
+public final class HARRecorder: Sendable {
+    /// The file.
+    public let path: String
+    private let redaction: Redaction
+    private let state: Locked<State>
+
+    private struct State {
+        let handle: FileHandle
+        /// Where the closing brackets start.
+        var tailOffset: UInt64
+        var entries: Int
+    }
+
+    private static let tail = Data("\n]}}\n".utf8)
+
+    /// Opens `path` for recording, keeping the entries of a HAR already there.
+    ///
+    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be written or
+    ///   holds something other than a HAR.
+    public init(path: String, redaction: Redaction = .default) throws(AuditLogError) {
+        self.path = path
+        var existing: [Any] = []
+        var key = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        if let data = FileManager.default.contents(atPath: path), !data.isEmpty {
+            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
+            else { throw .cannotOpen(path: path, reason: "it is not a HAR file (no log.entries)") }
+            existing = entries
+            if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
+                let known = Self.bytes(hex: hex)
+            {
+                key = known
+            }
+        }
+        var keyed = redaction
+        keyed.fingerprintKey = key
+        self.redaction = keyed
+        let head: [String: Any] = [
+            "version": "1.2", "creator": ["name": "RequestAudit", "version": "0.1.0"],
+            "_requestAudit": ["fingerprintKey": key.map { String(format: "%02x", $0) }.joined()],
+        ]
+        var text = Data("{\"log\":".utf8)
+        guard var headJSON = try? JSONSerialization.data(withJSONObject: head, options: [.sortedKeys]) else {
+            throw .cannotOpen(path: path, reason: "cannot encode the HAR header")
+        }
+        headJSON.removeLast()  // "}": the entries follow
+        text += headJSON + Data(",\"entries\":[\n".utf8)
+        for (index, entry) in existing.enumerated() {
+            guard let json = try? JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys]) else {
+                continue
+            }
+            text += (index == 0 ? Data() : Data(",\n".utf8)) + json
+        }
+        let tailOffset = UInt64(text.count)
+        text += Self.tail
+        guard FileManager.default.createFile(atPath: path, contents: text, attributes: [.posixPermissions: 0o600]),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { throw .cannotOpen(path: path, reason: "cannot write the file") }
+        state = Locked(State(handle: handle, tailOffset: tailOffset, entries: existing.count))
+    }
+
+    deinit { state.withLock { try? $0.handle.close() } }
+
+    /// The number of entries in the file.
+    public var entryCount: Int { state.withLock { $0.entries } }
+
+    /// Writes `exchange` as the file's next entry, redacted.
+    public func add(_ exchange: RecordedExchange) {
+        guard let json = try? JSONSerialization.data(withJSONObject: entry(exchange), options: [.sortedKeys]) else {
+            return
+        }
+        state.withLock { state in
+            let separator = state.entries == 0 ? Data() : Data(",\n".utf8)
+            do {
+                try state.handle.seek(toOffset: state.tailOffset)
+                try state.handle.write(contentsOf: separator + json + Self.tail)
+                state.tailOffset += UInt64(separator.count + json.count)
+                state.entries += 1
+            } catch {
+                // A full disk: the entry is lost, the file stays a HAR up to the last whole entry.
+                try? state.handle.seek(toOffset: state.tailOffset)
+                try? state.handle.write(contentsOf: Self.tail)
+            }
+        }
+    }
+
+    /// The HAR entry of `exchange`.
+    private func entry(_ exchange: RecordedExchange) -> [String: Any] {
+        let requestHeaders = redaction.redact(headers: exchange.requestHeaders)
+        let responseHeaders = redaction.redact(headers: exchange.responseHeaders)
+        let url = redaction.redact(url: exchange.url)
+        let body = exchange.chunks.flatMap(\.bytes)
+        let receive = exchange.chunks.last?.milliseconds ?? 0
+        var request: [String: Any] = [
+            "method": exchange.method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [Any](),
+            "headers": requestHeaders.map { ["name": $0.name, "value": $0.value] },
+            "queryString": Self.query(of: url), "headersSize": -1,
+            "bodySize": exchange.requestBody?.count ?? 0,
+        ]
+        if let requestBody = exchange.requestBody {
+            let type = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
+            var postData = content(requestBody, type: type)
+            postData["mimeType"] = type
+            postData.removeValue(forKey: "size")
+            request["postData"] = postData
+            request["_bodySHA256"] = SHA256.hash(requestBody).map { String(format: "%02x", $0) }.joined()
+        }
+        let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""
+        var response: [String: Any] = [
+            "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
+            "cookies": [Any](), "headers": responseHeaders.map { ["name": $0.name, "value": $0.value] },
+            "content": content(body, type: type),
+            "redirectURL": Self.value("location", in: exchange.responseHeaders).map(redaction.redact(url:)) ?? "",
+            "headersSize": -1, "bodySize": body.count,
+        ]
+        if exchange.chunks.count > 1 {
+            response["_chunks"] = exchange.chunks.map {
+                ["time": ($0.milliseconds * 1_000).rounded() / 1_000, "size": $0.bytes.count]
+            }
+        }
+        return [
+            "startedDateTime": Self.timestamp(exchange.started),
+            "time": exchange.waitMilliseconds + receive, "request": request, "response": response,
+            "cache": [String: Any](),
+            "timings": ["send": 0, "wait": exchange.waitMilliseconds, "receive": receive],
+        ]
+    }
+
+    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64.
+    private func content(_ bytes: [UInt8], type: String) -> [String: Any] {
+        var content: [String: Any] = ["size": bytes.count, "mimeType": type]
+        guard !bytes.isEmpty else {
+            content["text"] = ""
+            return content
+        }
+        if let text = String(validating: bytes, as: UTF8.self) {
+            content["text"] = Self.isJSON(type) ? redactJSON(text) : text
+        } else {
+            content["text"] = Data(bytes).base64EncodedString()
+            content["encoding"] = "base64"
+        }
+        return content
+    }
+
+    /// A JSON text with the values of credential-like fields and secret-shaped strings redacted;
+    /// the text unchanged (byte for byte) when it is not JSON or holds nothing to redact.
+    func redactJSON(_ text: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+        else { return text }
+        var didRedact = false
+        let redacted = redactJSONValue(object, key: nil, didRedact: &didRedact)
+        guard didRedact,
+            let data = try? JSONSerialization.data(
+                withJSONObject: redacted, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+        else { return text }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func redactJSONValue(_ value: Any, key: String?, didRedact: inout Bool) -> Any {
+        switch value {
+        case let dictionary as [String: Any]:
+            var result: [String: Any] = [:]
+            for (name, inner) in dictionary { result[name] = redactJSONValue(inner, key: name, didRedact: &didRedact) }
+            return result
+        case let array as [Any]:
+            return array.map { redactJSONValue($0, key: key, didRedact: &didRedact) }
+        case let string as String:
+            if let key, Self.isCredentialName(key) {
+                didRedact = true
+                return "REDACTED-" + redaction.fingerprint(string)
+            }
+            // A string that holds JSON itself (an echo of a request body) is redacted inside.
+            if let first = string.first, first == "{" || first == "[" {
+                let inner = redactJSON(string)
+                if inner != string {
+                    didRedact = true
+                    return inner
+                }
+            }
+            let redacted = redaction.redact(headerValue: redaction.redact(text: string), name: key ?? "")
+            if redacted != string { didRedact = true }
+            return redacted
+        default:
+            if let key, Self.isCredentialName(key), !(value is NSNull) {
+                didRedact = true
+                return "REDACTED-" + redaction.fingerprint("\(value)")
+            }
+            return value
+        }
+    }
+
+    /// Whether a JSON field of this name holds a credential.
+    static func isCredentialName(_ name: String) -> Bool {
+        let squeezed = name.lowercased().filter { $0 != "_" && $0 != "-" }
+        return credentialNames.contains(squeezed)
+            || ["password", "secret", "token", "apikey", "privatekey", "credential"].contains {
+                squeezed.hasSuffix($0)
+            }
+    }
+
+    private static let credentialNames: Set<String> = [
+        "password", "passwd", "pwd", "secret", "token", "apikey", "accesstoken", "refreshtoken", "idtoken",
+        "clientsecret", "authorization", "auth", "privatekey", "sessionid", "cookie",
+    ]
+
+    private static func isJSON(_ type: String) -> Bool {
+        let essence =
+            type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return essence == "application/json" || essence.hasSuffix("+json")
+    }
+
+    private static func value(_ name: String, in headers: [RequestSnapshot.Header]) -> String? {
+        headers.first { $0.name.lowercased() == name }?.value
+    }
+
+    private static func query(of url: String) -> [[String: String]] {
+        guard let components = URLComponents(string: url) else { return [] }
+        return (components.queryItems ?? []).map { ["name": $0.name, "value": $0.value ?? ""] }
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).compactMap {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import AuditLocking
+import AuditPolicy
+import Foundation
+
+/// The responses of a HAR recording, served again to the requests that match them.
+///
+/// A request matches a recorded one with the same method, canonical URL (compared as the recording
+/// keeps it: redacted with the recording's fingerprint key, so a request carrying the same secret
+/// matches) without the query parameters named in `ignoring`, and the same body (its SHA-256).
+/// Identical requests get the recorded responses in recorded order; once those are used up, the
+/// last one again.
+public final class HARReplay: Sendable {
+    /// A recorded response.
+    public struct Response: Sendable {
+        /// The status and its reason phrase.
+        public var status: Int
+        /// The reason phrase.
+        public var statusText: String
+        /// The headers, as recorded (redacted).
+        public var headers: [RequestSnapshot.Header]
+        /// The body.
+        public var body: [UInt8]
+        /// The body's pieces (milliseconds after the head, bytes), when it came in more than one.
+        public var chunks: [(milliseconds: Double, size: Int)]
+        /// Milliseconds from the request to the response head.
+        public var waitMilliseconds: Double
+    }
+
+    /// What happens to a request the recording has no response for.
+    public enum OnMiss: String, Sendable, CaseIterable {
+        /// Answer 504 with a JSON body naming the request and the recording.
+        case fail
+        /// Send it to the server.
+        case pass
+    }
+
+    /// The recording's file.
+    public let path: String
+    /// The query parameters left out of the match.
+    public let ignoredParameters: Set<String>
+    private let redaction: Redaction
+    private let queues: Locked<[String: Queue]>
+
+    private struct Queue {
+        var responses: [Response]
+        var next = 0
+    }
+
+    /// Reads the recording at `path`.
+    ///
+    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when it cannot be read or is not a HAR.
+    public init(path: String, ignoring parameters: Set<String> = []) throws(AuditLogError) {
+        self.path = path
+        ignoredParameters = parameters
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .cannotOpen(path: path, reason: "cannot read the file")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let log = object["log"] as? [String: Any], let entries = log["entries"] as? [[String: Any]]
+        else { throw .cannotOpen(path: path, reason: "it is not a HAR file (no log.entries)") }
+        var redaction = Redaction.default
+        if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
+            let key = HARRecorder.bytes(hex: hex)
+        {
+            redaction.fingerprintKey = key
+        }
+        self.redaction = redaction
+        var queues: [String: Queue] = [:]
+        for entry in entries {
+            guard let request = entry["request"] as? [String: Any], let response = entry["response"] as? [String: Any],
+                let method = request["method"] as? String, let url = request["url"] as? String,
+                let status = response["status"] as? Int, status > 0
+            else { continue }
+            let postData = request["postData"] as? [String: Any]
+            let digest =
+                request["_bodySHA256"] as? String
+                ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
+            let key = Self.key(method: method, url: Self.withoutIgnored(url, parameters), digest: digest)
+            queues[key, default: Queue(responses: [])].responses.append(Self.response(response, entry: entry))
+        }
+        self.queues = Locked(queues)
+    }
+
+    /// The number of recorded responses.
+    public var count: Int { queues.withLock { $0.values.reduce(0) { $0 + $1.responses.count } } }
+
+    /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
+    public func response(method: String, url: String, body: [UInt8]?) -> Response? {
+        let canonical = (try? CanonicalURL(url))?.string ?? url
+        let key = Self.key(
+            method: method.uppercased(), url: Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters),
+            digest: Self.digest(body))
+        return queues.withLock { queues in
+            guard var queue = queues[key] else { return nil }
+            let response = queue.responses[min(queue.next, queue.responses.count - 1)]
+            queue.next += 1
+            queues[key] = queue
+            return response
+        }
+    }
+
+    static func key(method: String, url: String, digest: String) -> String { "\(method) \(url) \(digest)" }
+
+    /// The hex SHA-256 of a body; an empty body and none are the same.
+    static func digest(_ body: [UInt8]?) -> String {
+        SHA256.hash(body ?? []).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `url` (canonical) without the query parameters named in `parameters`.
+    static func withoutIgnored(_ url: String, _ parameters: Set<String>) -> String {
+        let canonical = (try? CanonicalURL(url))?.string ?? url
+        guard !parameters.isEmpty, let mark = canonical.firstIndex(of: "?") else { return canonical }
+        let kept = canonical[canonical.index(after: mark)...].split(separator: "&").filter { pair in
+            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return !parameters.contains(name.removingPercentEncoding ?? name)
+        }
+        return String(canonical[..<mark]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+    }
+
+    private static func response(_ response: [String: Any], entry: [String: Any]) -> Response {
+        let headers = (response["headers"] as? [[String: Any]] ?? []).compactMap { header -> RequestSnapshot.Header? in
+            guard let name = header["name"] as? String, let value = header["value"] as? String else { return nil }
+            return RequestSnapshot.Header(name: name, value: value)
+        }
+        let content = response["content"] as? [String: Any] ?? [:]
+        let text = content["text"] as? String ?? ""
+        let body =
+            (content["encoding"] as? String) == "base64"
+            ? Data(base64Encoded: text).map(Array.init) ?? [] : Array(text.utf8)
+        let chunks = (response["_chunks"] as? [[String: Any]] ?? []).compactMap { chunk -> (Double, Int)? in
+            guard let time = (chunk["time"] as? NSNumber)?.doubleValue, let size = chunk["size"] as? Int else {
+                return nil
+            }
+            return (time, size)
+        }
+        let wait = ((entry["timings"] as? [String: Any])?["wait"] as? NSNumber)?.doubleValue ?? 0
+        return Response(
+            status: response["status"] as? Int ?? 200, statusText: response["statusText"] as? String ?? "",
+            headers: headers, body: body, chunks: chunks.map { (milliseconds: $0.0, size: $0.1) },
+            waitMilliseconds: max(0, wait))
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// One request and its response as a recording keeps them (not yet redacted): what was sent, what
+/// came back, and when each piece of the body came.
+public struct RecordedExchange: Sendable {
+    /// A piece of the response body and when it came, in milliseconds after the response head.
+    public struct Chunk: Sendable, Equatable {
+        /// Milliseconds after the response head.
+        public var milliseconds: Double
+        /// The bytes.
+        public var bytes: [UInt8]
+
+        /// A chunk.
+        public init(milliseconds: Double, bytes: [UInt8]) {
+            self.milliseconds = milliseconds
+            self.bytes = bytes
+        }
+    }
+
+    /// When the request started.
+    public var started: Date
+    /// The method, upper-case.
+    public var method: String
+    /// The URL the request went to.
+    public var url: String
+    /// The request's headers, as sent.
+    public var requestHeaders: [RequestSnapshot.Header]
+    /// The request body (nil: none).
+    public var requestBody: [UInt8]?
+    /// The response status and its reason phrase.
+    public var status: Int
+    /// The reason phrase (`OK`).
+    public var statusText: String
+    /// The response's headers, as received.
+    public var responseHeaders: [RequestSnapshot.Header]
+    /// The response body, as it came.
+    public var chunks: [Chunk]
+    /// Milliseconds from the request's start to the response head.
+    public var waitMilliseconds: Double
+
+    /// An exchange.
+    public init(
+        started: Date, method: String, url: String, requestHeaders: [RequestSnapshot.Header], requestBody: [UInt8]?,
+        status: Int, statusText: String, responseHeaders: [RequestSnapshot.Header], chunks: [Chunk],
+        waitMilliseconds: Double
+    ) {
+        self.started = started
+        self.method = method
+        self.url = url
+        self.requestHeaders = requestHeaders
+        self.requestBody = requestBody
+        self.status = status
+        self.statusText = statusText
+        self.responseHeaders = responseHeaders
+        self.chunks = chunks
+        self.waitMilliseconds = waitMilliseconds
+    }
+}

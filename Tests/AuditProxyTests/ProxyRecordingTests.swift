@@ -1,0 +1,116 @@
+import AuditPipeline
+import AuditPolicy
+import AuditProxy
+import AuditReport
+import Foundation
+import Testing
+
+/// `audit proxy --record FILE.har`: a real session recorded as HAR 1.2, read back by Python's json
+/// and by `audit replay`'s reader.
+@Suite(.serialized) struct ProxyRecordingTests {
+    static func proxy() async throws -> (RunningProxy, String) {
+        let path = NSTemporaryDirectory() + "recording-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path)
+        let proxy = try await RunningProxy(rules: "[record]\nall .\n") { $0.recorder = recorder }
+        return (proxy, path)
+    }
+
+    /// The recording as Python's json module reads it, or the error it prints.
+    static func python(_ script: String, har: String) throws -> String {
+        let run = try runClient(
+            "python3", ["-c", "import json, sys\nhar = json.load(open(sys.argv[1]))\n" + script, har])
+        #expect(run.status == 0, "\(run.errors)")
+        return run.output
+    }
+
+    @Test("a session through the proxy is a HAR 1.2 file, one entry per exchange, bodies and statuses as served")
+    func session() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let page = try runClient("curl", ["-sS", "-x", proxy.address, try Servers.nginx + "/page.html"])
+        _ = try runClient(
+            "curl",
+            [
+                "-sS", "-x", proxy.address, "-H", "Content-Type: application/json", "--data", #"{"user":"ann"}"#,
+                try Servers.httpbin + "/post",
+            ])
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, try Servers.httpbin + "/status/404"])
+        _ = try await proxy.finish()
+        let summary = try Self.python(
+            """
+            log = har["log"]
+            print(log["version"], log["creator"]["name"], len(log["entries"]))
+            for entry in log["entries"]:
+                print(entry["request"]["method"], entry["response"]["status"], entry["response"]["content"]["size"])
+            print(json.loads(log["entries"][1]["request"]["postData"]["text"])["user"])
+            """, har: har)
+        let lines = summary.split(separator: "\n").map(String.init)
+        #expect(lines.first == "1.2 RequestAudit 3")
+        #expect(lines.dropFirst().first == "GET 200 219")
+        #expect(lines.dropFirst(2).first?.hasPrefix("POST 200 ") == true)
+        #expect(lines.dropFirst(3).first == "GET 404 0")
+        #expect(lines.dropFirst(4).first == "ann")
+        let body = try Self.python("print(har['log']['entries'][0]['response']['content']['text'], end='')", har: har)
+        #expect(body == page.output)
+        let (entries, problems) = try TrafficReader.read(path: har)
+        #expect(problems.isEmpty)
+        #expect(entries.map(\.request.method) == ["GET", "POST", "GET"])
+    }
+
+    @Test("secrets never reach the file: headers, URL parameters and JSON credential fields are redacted")
+    func secrets() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let secrets = ["hunter2-\(UUID().uuidString)", "sk-live-\(UUID().uuidString)", "tok-\(UUID().uuidString)"]
+        _ = try runClient(
+            "curl",
+            [
+                "-sS", "-x", proxy.address, "-H", "Authorization: Bearer \(secrets[1])", "-H",
+                "Content-Type: application/json", "--data",
+                #"{"user":"ann","password":"\#(secrets[0])","nested":{"api_key":"\#(secrets[1])"}}"#,
+                try Servers.httpbin + "/post?access_token=\(secrets[2])",
+            ])
+        _ = try await proxy.finish()
+        let text = try String(contentsOfFile: har, encoding: .utf8)
+        for secret in secrets { #expect(!text.contains(secret), "\(secret) is in the recording") }
+        // httpbin echoes the request: the response body's JSON is redacted as well.
+        #expect(text.contains("REDACTED-"))
+        let user = try Self.python(
+            "print(json.loads(har['log']['entries'][0]['request']['postData']['text'])['user'])", har: har)
+        #expect(user == "ann\n")
+    }
+
+    @Test("a streamed response keeps its pieces and when each came, as the server paced them")
+    func streamedTiming() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let events = try Servers.variable("EVENTS_URL")
+        _ = try runClient("curl", ["-sS", "-N", "-x", proxy.address, events + "?count=5&interval=200"])
+        _ = try await proxy.finish()
+        let output = try Self.python(
+            """
+            chunks = har["log"]["entries"][0]["response"]["_chunks"]
+            print(len(chunks), sum(chunk["size"] for chunk in chunks), har["log"]["entries"][0]["response"]["content"]["size"])
+            print(" ".join(str(round(chunk["time"])) for chunk in chunks))
+            """, har: har)
+        let lines = output.split(separator: "\n")
+        let counts = lines.first?.split(separator: " ").compactMap { Int($0) } ?? []
+        #expect(counts.count == 3 && counts[0] >= 5 && counts[1] == counts[2])
+        let times = lines.dropFirst().first?.split(separator: " ").compactMap { Double($0) } ?? []
+        #expect(times == times.sorted())
+        // Five events 200 ms apart: the last comes about 800 ms after the first.
+        #expect((times.last ?? 0) - (times.first ?? 0) >= 700)
+    }
+
+    @Test("recording into an existing HAR keeps its entries and adds the new ones after them")
+    func appends() async throws {
+        let (first, har) = try await Self.proxy()
+        _ = try runClient("curl", ["-sS", "-x", first.address, try Servers.nginx + "/small.txt"])
+        _ = try await first.finish()
+        let recorder = try HARRecorder(path: har)
+        #expect(recorder.entryCount == 1)
+        let second = try await RunningProxy(rules: "[record]\nall .\n") { $0.recorder = recorder }
+        _ = try runClient("curl", ["-sS", "-x", second.address, try Servers.nginx + "/page.html"])
+        _ = try await second.finish()
+        let (entries, problems) = try TrafficReader.read(path: har)
+        #expect(problems.isEmpty)
+        #expect(entries.map { $0.request.url.hasSuffix("/small.txt") } == [true, false])
+    }
+}

@@ -1,0 +1,154 @@
+import AuditPipeline
+import AuditPolicy
+import AuditProxy
+import AuditReport
+import Foundation
+import Testing
+
+/// `audit proxy --replay FILE.har`: a session recorded against the real servers, served back
+/// without them, at its pace.
+@Suite(.serialized) struct ProxyReplayTests {
+    static let rules = "[record]\nall .\n"
+
+    /// Records what `session` does through a recording proxy; returns the recording's path.
+    static func record(_ session: (String) throws -> Void) async throws -> String {
+        let path = NSTemporaryDirectory() + "replay-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path)
+        let proxy = try await RunningProxy(rules: rules) { $0.recorder = recorder }
+        try session(proxy.address)
+        _ = try await proxy.finish()
+        return path
+    }
+
+    /// A proxy replaying `path`.
+    static func replaying(
+        _ path: String, onMiss: HARReplay.OnMiss = .fail, speed: Double = 1, ignoring: Set<String> = [],
+        recordingTo recorder: HARRecorder? = nil
+    ) async throws -> RunningProxy {
+        let replay = try HARReplay(path: path, ignoring: ignoring)
+        return try await RunningProxy(rules: rules) { configuration in
+            configuration.replay = replay
+            configuration.replayMiss = onMiss
+            configuration.replaySpeed = speed
+            configuration.recorder = recorder
+        }
+    }
+
+    static func log(_ variable: String, count marker: String) throws -> Int {
+        try String(contentsOfFile: Servers.variable(variable), encoding: .utf8).components(separatedBy: "\n")
+            .count { $0.contains(marker) }
+    }
+
+    @Test("a recorded session replays byte for byte, and the servers see none of it")
+    func offline() async throws {
+        let marker = "replay-\(UUID().uuidString)"
+        let page = try Servers.nginx + "/page.html?\(marker)"
+        let post = try Servers.httpbin + "/anything?m=\(marker)"
+        var recorded: [String] = []
+        let har = try await Self.record { proxy in
+            recorded.append(try runClient("curl", ["-sS", "-x", proxy, page]).output)
+            recorded.append(try runClient("curl", ["-sS", "-x", proxy, "--data", "a=1", post]).output)
+        }
+        let proxy = try await Self.replaying(har)
+        let replayed = [
+            try runClient("curl", ["-sS", "-x", proxy.address, page]).output,
+            try runClient("curl", ["-sS", "-x", proxy.address, "--data", "a=1", post]).output,
+        ]
+        let records = try await proxy.finish()
+        #expect(replayed == recorded)
+        #expect(try Self.log("NGINX_ACCESS_LOG", count: marker) == 1)
+        #expect(try Self.log("HTTPBIN_ACCESS_LOG", count: marker) == 1)
+        #expect(records.map(\.outcome.kind) == [.replayed, .replayed])
+        #expect(records.map(\.outcome.status) == [200, 200])
+    }
+
+    @Test("a stream replays at its recorded pace, and at once with speed 0")
+    func pace() async throws {
+        let events = try Servers.variable("EVENTS_URL") + "?count=5&interval=200"
+        var recorded = ""
+        let har = try await Self.record { proxy in
+            recorded = try runClient("curl", ["-sS", "-N", "-x", proxy, events]).output
+        }
+        for (speed, range) in [(1.0, 0.7...5.0), (0.0, 0.0...0.3)] {
+            let proxy = try await Self.replaying(har, speed: speed)
+            let run = try runClient(
+                "curl", ["-sS", "-N", "-x", proxy.address, "-w", "\n%{time_total}", events])
+            _ = try await proxy.finish()
+            let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false)
+            let seconds = Double(lines.last ?? "") ?? -1
+            #expect(range.contains(seconds), "speed \(speed): \(seconds) s")
+            #expect(lines.dropLast().joined(separator: "\n") == recorded)
+        }
+    }
+
+    @Test("a miss answers 504 with a JSON body naming the request and the recording, and is recorded")
+    func miss() async throws {
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
+        }
+        let proxy = try await Self.replaying(har)
+        let url = try Servers.nginx + "/page.html?never-recorded"
+        let run = try runClient("curl", ["-sS", "-x", proxy.address, "-w", "\n%{http_code}", url])
+        let records = try await proxy.finish()
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.last == "504")
+        let body = try #require(
+            lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        #expect(body["error"] as? String == "recording-miss")
+        #expect((body["message"] as? String)?.contains("GET \(url)") == true)
+        #expect((body["message"] as? String)?.contains(har) == true)
+        #expect(records.map(\.outcome.kind) == [.failure])
+    }
+
+    @Test("--on-miss pass sends a miss on, and recording into the same file appends it (new episodes)")
+    func passAndAppend() async throws {
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
+        }
+        let proxy = try await Self.replaying(har, onMiss: .pass, recordingTo: try HARRecorder(path: har))
+        let hit = try runClient("curl", ["-sS", "-x", proxy.address, try Servers.nginx + "/small.txt"])
+        let miss = try runClient("curl", ["-sS", "-x", proxy.address, try Servers.nginx + "/page.html"])
+        let records = try await proxy.finish()
+        #expect(hit.output == String(repeating: "x", count: 1_024))
+        #expect(miss.output.contains("<html"))
+        #expect(records.map(\.outcome.kind) == [.replayed, .response])
+        let (entries, _) = try TrafficReader.read(path: har)
+        #expect(entries.map { $0.request.url.hasSuffix("/page.html") } == [false, true])
+    }
+
+    @Test("--match-ignore leaves volatile parameters out of the match; identical requests replay in recorded order")
+    func matching() async throws {
+        let base = try Servers.httpbin + "/uuid"
+        var recorded: [String] = []
+        let har = try await Self.record { proxy in
+            for stamp in [1, 2] {
+                recorded.append(try runClient("curl", ["-sS", "-x", proxy, base + "?ts=\(stamp)"]).output)
+            }
+        }
+        #expect(recorded[0] != recorded[1])
+        let proxy = try await Self.replaying(har, ignoring: ["ts"])
+        let replayed = try [77, 78, 79].map {
+            try runClient("curl", ["-sS", "-x", proxy.address, base + "?ts=\($0)"]).output
+        }
+        _ = try await proxy.finish()
+        #expect(replayed == [recorded[0], recorded[1], recorded[1]])
+    }
+
+    @Test("requests match on their body: another body is a miss")
+    func bodyDigest() async throws {
+        let url = try Servers.httpbin + "/anything"
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, "--data", #"{"q":"one"}"#, url])
+        }
+        let proxy = try await Self.replaying(har)
+        let same = try runClient(
+            "curl",
+            ["-sS", "-x", proxy.address, "-o", "/dev/null", "-w", "%{http_code}", "--data", #"{"q":"one"}"#, url])
+        let other = try runClient(
+            "curl",
+            ["-sS", "-x", proxy.address, "-o", "/dev/null", "-w", "%{http_code}", "--data", #"{"q":"two"}"#, url])
+        _ = try await proxy.finish()
+        #expect(same.output == "200")
+        #expect(other.output == "504")
+    }
+}
