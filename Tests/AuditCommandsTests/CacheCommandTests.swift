@@ -96,5 +96,14 @@ import Testing
         #expect(proxy.exitCode == 64)
         #expect(
             proxy.standardError.contains("--cache-size: expected a size such as 1073741824, 512M or 2G, got 'lots'"))
+        let missing = folder.path + "/missing.har"
+        let replay = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--replay", missing])
+        #expect(replay.exitCode == 64)
+        #expect(
+            replay.standardError.contains(
+                "audit proxy: --replay: cannot open the recording \(missing): cannot read the file"))
+        let speed = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--replay-speed=-1"])
+        #expect(speed.exitCode == 64)
+        #expect(speed.standardError.contains("--replay-speed: expected 0 or more, got -1.0"))
     }
 }

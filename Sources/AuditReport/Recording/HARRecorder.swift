@@ -30,16 +30,16 @@ public final class HARRecorder: Sendable {
 
     /// Opens `path` for recording, keeping the entries of a HAR already there.
     ///
-    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be written or
+    /// - Throws: ``RecordingError`` when the file cannot be written or
     ///   holds something other than a HAR.
-    public init(path: String, redaction: Redaction = .default) throws(AuditLogError) {
+    public init(path: String, redaction: Redaction = .default) throws(RecordingError) {
         self.path = path
         var existing: [Any] = []
         var key = (0..<32).map { _ in UInt8.random(in: 0...255) }
         if let data = FileManager.default.contents(atPath: path), !data.isEmpty {
             guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
-            else { throw .cannotOpen(path: path, reason: "it is not a HAR file (no log.entries)") }
+            else { throw .notHAR(path: path) }
             existing = entries
             if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
                 let known = Self.bytes(hex: hex)

@@ -48,8 +48,8 @@ public final class HARReplay: Sendable {
 
     /// Reads the recording at `path`.
     ///
-    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when it cannot be read or is not a HAR.
-    public init(path: String, ignoring parameters: Set<String> = []) throws(AuditLogError) {
+    /// - Throws: ``RecordingError`` when it cannot be read or is not a HAR.
+    public init(path: String, ignoring parameters: Set<String> = []) throws(RecordingError) {
         self.path = path
         ignoredParameters = parameters
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -57,7 +57,7 @@ public final class HARReplay: Sendable {
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let log = object["log"] as? [String: Any], let entries = log["entries"] as? [[String: Any]]
-        else { throw .cannotOpen(path: path, reason: "it is not a HAR file (no log.entries)") }
+        else { throw .notHAR(path: path) }
         var redaction = Redaction.default
         if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
             let key = HARRecorder.bytes(hex: hex)
