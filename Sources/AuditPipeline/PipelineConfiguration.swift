@@ -41,6 +41,9 @@ public struct PipelineConfiguration: Sendable {
     /// record once, in ``AuditPipeline/finish(_:warning:outcome:)``, and is shut down with the
     /// pipeline.
     public var recordExporters: [any AuditRecordExporter] = []
+    /// An app's recording: every exchange a server answers written to a HAR file (`.record`), or the
+    /// responses of one answering the requests they match (`.replay`); see docs/recordings.md.
+    public var recording: RecordingMode?
     /// Where an app's `cache` rules keep responses (`Auditor` opens it; created when missing); nil:
     /// cache rules keep nothing in the app. The cache is private to the app: it stores
     /// `Cache-Control: private` responses and ignores `s-maxage`. `audit proxy` has its own
@@ -54,4 +57,13 @@ public struct PipelineConfiguration: Sendable {
 
     /// The defaults: no log, fail closed, warnings proceed, default redaction.
     public init() {}
+}
+
+/// What an app does with a HAR recording (``PipelineConfiguration/recording``).
+public enum RecordingMode: Sendable, Equatable {
+    /// Write every exchange a server answers to the HAR file at this path (secrets redacted).
+    case record(String)
+    /// Answer the requests the HAR file at this path has responses for; a miss fails with 504 or
+    /// goes to the server.
+    case replay(String, onMiss: HARReplay.OnMiss)
 }

@@ -39,12 +39,17 @@ public final class Auditor: Sendable {
 
     /// Where `cache` rules keep responses (``AuditorConfiguration/cacheDirectory``), if anywhere.
     let cache: HTTPCache?
+    /// Where exchanges are recorded (``AuditorConfiguration/recording`` `.record`), if anywhere.
+    let recorder: HARRecorder?
+    /// The recording that answers requests (``AuditorConfiguration/recording`` `.replay`), if any.
+    let replay: (recording: HARReplay, onMiss: HARReplay.OnMiss)?
 
     /// Creates an auditor (not yet installed), opening the audit log and the cache folder if they
     /// are configured.
     ///
     /// - Throws: ``RequestAuditError/auditLog(_:)`` when the log cannot be opened,
-    ///   ``RequestAuditError/cache(_:)`` when the cache folder cannot be used.
+    ///   ``RequestAuditError/cache(_:)`` when the cache folder cannot be used,
+    ///   ``RequestAuditError/recording(_:)`` when the recording cannot be written or read.
     public init(policy: Policy, configuration: AuditorConfiguration = AuditorConfiguration()) throws(RequestAuditError)
     {
         do throws(CacheError) {
@@ -53,6 +58,18 @@ public final class Auditor: Sendable {
             }
         } catch {
             throw .cache(error.description)
+        }
+        do throws(RecordingError) {
+            switch configuration.recording {
+            case .record(let path):
+                (recorder, replay) = (try HARRecorder(path: path, redaction: configuration.redaction), nil)
+            case .replay(let path, let onMiss):
+                (recorder, replay) = (nil, (try HARReplay(path: path), onMiss))
+            case nil:
+                (recorder, replay) = (nil, nil)
+            }
+        } catch {
+            throw .recording(error.description)
         }
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration)

@@ -42,6 +42,8 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
     case policyReload(PolicyReloadFailure)
     /// The cache folder (`AuditorConfiguration.cacheDirectory`) cannot be used.
     case cache(String)
+    /// The recording (`AuditorConfiguration.recording`) cannot be written or read.
+    case recording(String)
 
     /// The `URLError` code a refused request fails with.
     public static let refusalCode = URLError.Code.resourceUnavailable
@@ -66,7 +68,7 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
             "RequestAudit cannot intercept on this Foundation: \(missing)"
         case .anotherAuditorInstalled:
             "another Auditor is installed; uninstall it first"
-        case .auditLog(let reason), .cache(let reason):
+        case .auditLog(let reason), .cache(let reason), .recording(let reason):
             reason
         case .policyReload(let failure):
             "policy reload from \(failure.directory) failed; the previous policy stays in force:\n"
@@ -81,7 +83,7 @@ public enum RequestAuditError: Error, Sendable, Equatable, CustomStringConvertib
         case .blocked(_, _, let url), .warningDeclined(_, _, let url), .redirectUnavailable(_, _, let url),
             .responseUnavailable(_, let url), .responseFailed(_, _, let url):
             if let failing = URL(string: url) { userInfo[NSURLErrorFailingURLErrorKey] = failing }
-        case .anotherAuditorInstalled, .auditLog, .policyReload, .unsupportedPlatform, .cache:
+        case .anotherAuditorInstalled, .auditLog, .policyReload, .unsupportedPlatform, .cache, .recording:
             break
         }
         return URLError(Self.refusalCode, userInfo: userInfo)

@@ -36,6 +36,9 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         var writer: CacheEntryWriter?
         /// The stored response a 304 revalidated, served in its place.
         var revalidated: StoredResponse?
+        /// What the recording keeps of this exchange (`AuditorConfiguration.recording`).
+        var recorded: RecordedExchange?
+        var responseStart: ContinuousClock.Instant?
     }
 
     /// What the cache does with this load.
@@ -58,6 +61,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let hopVerdict: @Sendable (URLRequest) -> RequestAuditError?
     private let isOnSessionQueue: Bool
     private let cache: CacheUse?
+    private let recorder: HARRecorder?
+    private let started = ContinuousClock.now
     private let state = Locked(State())
 
     init(
@@ -65,6 +70,19 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         outgoing: URLRequest, auditor: Auditor, audited: AuditedRequest, cache: CacheUse? = nil
     ) {
         self.cache = cache
+        recorder = auditor.recorder
+        if recorder != nil {
+            let headers = (outgoing.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
+                RequestSnapshot.Header(name: $0.key, value: $0.value)
+            }
+            state.withLock {
+                $0.recorded = RecordedExchange(
+                    started: Date(), method: outgoing.httpMethod?.uppercased() ?? "GET",
+                    url: outgoing.url?.absoluteString ?? "", requestHeaders: headers,
+                    requestBody: outgoing.httpBody.map { [UInt8]($0) }, status: 0, statusText: "", responseHeaders: [],
+                    chunks: [], waitMilliseconds: 0)
+            }
+        }
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour
@@ -103,7 +121,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             return true
         }
         guard isRelayed else { return }
-        if let http = response as? HTTPURLResponse { cookies?.store(from: http) }
+        if let http = response as? HTTPURLResponse {
+            cookies?.store(from: http)
+            recordHead(http)
+        }
         if case .filling(let fill) = cache, let http = response as? HTTPURLResponse {
             return fillCache(fill, from: http)
         }
@@ -156,6 +177,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         let isRelayed = state.withLock { state -> Bool in
             guard state.refusedHop == nil, isStored || state.revalidated == nil else { return false }
             state.writer?.append(data)
+            if let start = state.responseStart, state.recorded != nil {
+                state.recorded?.chunks.append(
+                    .init(milliseconds: Self.milliseconds(since: start), bytes: [UInt8](data)))
+            }
             state.bodyBytes += data.count
             if !receivesChunks { state.body.append(data) }
             return true
@@ -330,6 +355,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             storage.set(used.credential, for: used.space)
         }
         record(kind: recorded, ended: ended, failure: failure)
+        if failure == nil, let exchange = ended.recorded, exchange.status > 0 { recorder?.add(exchange) }
         guard isDelivered else { return }
         if let failure {
             let sendable = SendableError(failure)
@@ -368,6 +394,28 @@ extension RelayedLoad {
         case nil:
             return (nil, nil)
         }
+    }
+
+    /// Notes the response head for the recording.
+    private func recordHead(_ http: HTTPURLResponse) {
+        guard recorder != nil else { return }
+        let headers = http.allHeaderFields.compactMap { name, value in
+            (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
+        }
+        let wait = Self.milliseconds(since: started)
+        state.withLock { state in
+            state.responseStart = .now
+            state.recorded?.status = http.statusCode
+            state.recorded?.statusText = HTTPURLResponse.localizedString(forStatusCode: http.statusCode)
+            state.recorded?.responseHeaders = headers
+            state.recorded?.chunks = []
+            state.recorded?.waitMilliseconds = wait
+        }
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
     }
 
     /// Whether `error` says the server could not be reached (rather than the caller cancelling).

@@ -252,6 +252,9 @@ public final class RequestInfoProtocol: URLProtocol {
         }
         switch route {
         case .relay(let behaviour):
+            if let replay = auditor.replay, answerFromRecording(replay, behaviour: behaviour, audited: audited) {
+                return
+            }
             guard let cache = auditor.cache, let lookup = cacheRequest(audited, cache: cache) else {
                 return forward(request, auditor, audited, caller, route)
             }

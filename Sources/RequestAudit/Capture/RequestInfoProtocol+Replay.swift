@@ -1,0 +1,64 @@
+import AuditPipeline
+import AuditReport
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `AuditorConfiguration.recording = .replay(path, onMiss:)`: a data task the recording has a
+/// response for is answered with it, as the server's would have come, its body paced as recorded.
+extension RequestInfoProtocol {
+    /// Answers this load from `replay` when it has a response for the request, or with a 504 miss
+    /// under `.fail`; false when the request is to go to the server (a miss under `.pass`).
+    func answerFromRecording(
+        _ replay: (recording: HARReplay, onMiss: HARReplay.OnMiss), behaviour: CallerSession.Behaviour,
+        audited: AuditedRequest
+    ) -> Bool {
+        guard let url = request.url?.absoluteString else { return false }
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        let body = request.httpBody.map { [UInt8]($0) }
+        let this = Reference(self)
+        if let recorded = replay.recording.response(method: method, url: url, body: body) {
+            let framing: Set<String> = ["connection", "keep-alive", "transfer-encoding", "content-length"]
+            var headers: [String: String] = [:]
+            for header in recorded.headers where !framing.contains(header.name.lowercased()) {
+                headers[header.name] = headers[header.name].map { $0 + ", " + header.value } ?? header.value
+            }
+            let response = HandlerResponse(
+                status: recorded.status, headers: headers, body: .stream(Self.paced(recorded)))
+            Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .replayed) }
+            return true
+        }
+        guard replay.onMiss == .fail else { return false }
+        let problem: [String: String] = [
+            "error": "recording-miss",
+            "message": "no recorded response matches \(method) \(url) in the recording \(replay.recording.path)",
+        ]
+        let json = (try? JSONSerialization.data(withJSONObject: problem, options: [.sortedKeys])) ?? Data()
+        let response = HandlerResponse(
+            status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: .data(json))
+        Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .failure) }
+        return true
+    }
+
+    /// The recorded body, piece by piece, each when its time after the head comes.
+    private static func paced(_ recorded: HARReplay.Response) -> AsyncThrowingStream<Data, Error> {
+        AsyncThrowingStream { continuation in
+            let producer = Task {
+                let start = ContinuousClock.now
+                var offset = 0
+                let chunks = recorded.chunks.count > 1 ? recorded.chunks : [(0, recorded.body.count)]
+                for (milliseconds, size) in chunks where offset < recorded.body.count {
+                    try? await Task.sleep(until: start + .microseconds(Int64(milliseconds * 1_000)), clock: .continuous)
+                    let end = min(recorded.body.count, offset + size)
+                    continuation.yield(Data(recorded.body[offset..<end]))
+                    offset = end
+                }
+                if offset < recorded.body.count { continuation.yield(Data(recorded.body[offset...])) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in producer.cancel() }
+        }
+    }
+}
