@@ -1,3 +1,4 @@
+import AuditReport
 import Foundation
 
 /// HTTP dates (RFC 9110 §5.6.7): read in all three formats, written as IMF-fixdate.
@@ -37,7 +38,7 @@ enum HTTPDate {
         guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970, year < 10_000 else {
             return nil
         }
-        let days = daysSinceEpoch(year: year, month: month + 1, day: day)
+        let days = CivilDate.daysSince1970(year: year, month: month + 1, day: day)
         return Date(timeIntervalSince1970: Double(days * 86_400 + time[0] * 3_600 + time[1] * 60 + time[2]))
     }
 
@@ -46,36 +47,12 @@ enum HTTPDate {
         let seconds = Int(date.timeIntervalSince1970.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let time = seconds - days * 86_400
-        let (year, month, day) = civilDate(daysSinceEpoch: days)
+        let (year, month, day) = CivilDate.date(daysSince1970: days)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         // 1970-01-01 was a Thursday.
         let weekday = weekdays[((days % 7) + 11) % 7]
         return "\(weekday), \(two(day)) \(months[month - 1]) \(year) "
             + "\(two(time / 3_600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
-    }
-
-    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
-    /// days_from_civil).
-    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        let shifted = month <= 2 ? year - 1 : year
-        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-        let yearOfEra = shifted - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The date `days` after 1970-01-01 (civil_from_days).
-    static func civilDate(daysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     private static func clock(_ text: String) -> [Int]? {

@@ -99,7 +99,7 @@ enum AuditLogLineDecoder {
             guard bytes[19] == UInt8(ascii: "."), let fraction = number(20..<23) else { return nil }
             milliseconds = fraction
         }
-        let days = daysSince1970(year: year, month: month, day: day)
+        let days = CivilDate.daysSince1970(year: year, month: month, day: day)
         let total = ((Int64(days) * 24 + Int64(hour)) * 60 + Int64(minute)) * 60 + Int64(second)
         return Date(timeIntervalSince1970: Double(total * 1_000 + Int64(milliseconds)) / 1_000)
     }
@@ -146,16 +146,6 @@ enum AuditLogLineDecoder {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days from 1970-01-01 to the given proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 
     private static func request(

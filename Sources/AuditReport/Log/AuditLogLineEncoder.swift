@@ -146,7 +146,7 @@ enum AuditLogLineEncoder {
         guard milliseconds >= 0, milliseconds < 253_402_300_800_000 else { return nil }
         let (seconds, fraction) = Int64(milliseconds).quotientAndRemainder(dividingBy: 1_000)
         let (days, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        let (year, month, day) = civilDate(daysSince1970: Int(days))
+        let (year, month, day) = CivilDate.date(daysSince1970: Int(days))
         var text: [UInt8] = []
         text.reserveCapacity(24)
         func digits(_ value: Int, _ count: Int) {
@@ -172,19 +172,6 @@ enum AuditLogLineEncoder {
         digits(Int(fraction), 3)
         text.append(UInt8(ascii: "Z"))
         return String(decoding: text, as: UTF8.self)
-    }
-
-    /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
-    private static func civilDate(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
-        let shifted = days + 719_468
-        let era = shifted / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 
