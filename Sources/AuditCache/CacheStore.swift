@@ -72,14 +72,7 @@ final class CacheStore: Sendable {
 
     /// The file name of `url`'s entry: the SHA-256 of the URL, in hex.
     static func key(for url: String) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(64)
-        for byte in SHA256.hash(Array(url.utf8)) {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+        LogChain.hex(SHA256.hash(Array(url.utf8)))
     }
 
     private static func isKey(_ name: String) -> Bool {

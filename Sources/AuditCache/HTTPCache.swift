@@ -1,32 +1,32 @@
 import AuditLocking
 import AuditPolicy
+import AuditReport
 import Foundation
 
 /// A request as the cache sees it: its method, canonical URL and headers, and the settings of the
 /// cache rule that matched it.
 public struct CacheRequest: Sendable {
     /// The method, upper-case.
-    public var method: String
+    public let method: String
     /// The canonical URL.
-    public var url: String
+    public let url: String
     /// The request's headers.
-    public var headers: [CacheHeader]
+    public let headers: [RequestSnapshot.Header]
     /// The matching cache rule's id.
-    public var rule: String
+    public let rule: String
     /// The matching cache rule's settings.
-    public var settings: CacheSettings
+    public let settings: CacheSettings
+    /// The request's `Cache-Control`, read once: a lookup asks it several questions.
+    let control: CacheControl
 
     /// A request to look up.
-    public init(method: String, url: String, headers: [CacheHeader], rule: String, settings: CacheSettings) {
+    public init(method: String, url: String, headers: [RequestSnapshot.Header], rule: String, settings: CacheSettings) {
         self.method = method
         self.url = url
         self.headers = headers
         self.rule = rule
         self.settings = settings
-    }
-
-    var control: CacheControl {
-        CacheControl(headers.filter { $0.name.equalsIgnoringASCIICase("cache-control") }.map(\.value))
+        control = CacheControl(headers.filter { $0.name.equalsIgnoringASCIICase("cache-control") }.map(\.value))
     }
 
     /// Whether the request asks not to be answered from the cache without checking with the server
@@ -131,13 +131,13 @@ public final class HTTPCache: Sendable {
         let now = clock()
         guard let (head, body) = store.read(key: key, now: now), head.url == request.url else { return nil }
         for (name, value) in head.varied where request.value(name) != value { return nil }
-        return StoredResponse(head: head, body: body, age: Int(Freshness.age(of: head, now: now)))
+        return StoredResponse(head: head, body: body, exactAge: Freshness.age(of: head, now: now))
     }
 
     private func isFresh(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
         let control = stored.head.cacheControl
         if control.has("no-cache") || request.asksForValidation { return false }
-        let age = Freshness.age(of: stored.head, now: clock())
+        let age = stored.exactAge
         let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
         if let limit = request.control.seconds("max-age"), age > Double(limit) { return false }
         return age < lifetime

@@ -1,3 +1,4 @@
+import AuditReport
 import Foundation
 
 /// The body of a stored response, read in chunks from its open file.
@@ -54,14 +55,17 @@ public struct StoredResponse: Sendable {
     public let head: StoredHead
     /// The body.
     public let body: StoredBody
+    /// How old the response was when it was looked up, in seconds (RFC 9111 §4.2.3).
+    let exactAge: Double
+
     /// How old the response is, in whole seconds, when it was looked up (the `Age` header).
-    public let age: Int
+    public var age: Int { Int(exactAge) }
 
     /// The headers to serve it with: the stored ones, `Content-Length`, and `Age` (RFC 9111 §5.1).
-    public var servedHeaders: [CacheHeader] {
+    public var servedHeaders: [RequestSnapshot.Header] {
         head.headers + [
-            CacheHeader(name: "Content-Length", value: String(head.bodyLength)),
-            CacheHeader(name: "Age", value: String(age)),
+            RequestSnapshot.Header(name: "Content-Length", value: String(head.bodyLength)),
+            RequestSnapshot.Header(name: "Age", value: String(age)),
         ]
     }
 }

@@ -1,18 +1,5 @@
+import AuditReport
 import Foundation
-
-/// One header field, as received.
-public struct CacheHeader: Sendable, Codable, Equatable {
-    /// The name, as the server wrote it.
-    public var name: String
-    /// The value.
-    public var value: String
-
-    /// A header field.
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
-}
 
 /// What is kept of a response besides its body: its status, its headers, when it was asked for
 /// and received, and the request header values its `Vary` names.
@@ -23,7 +10,7 @@ public struct StoredHead: Sendable, Codable, Equatable {
     public var status: Int
     /// The end-to-end headers, as received (without `Transfer-Encoding`, `Connection` and other
     /// hop-by-hop fields; `Content-Length` is the stored body's).
-    public var headers: [CacheHeader] {
+    public var headers: [RequestSnapshot.Header] {
         didSet { derive() }
     }
     /// The `Date` header's instant and the `Cache-Control` directives, read once from ``headers``
@@ -54,7 +41,7 @@ public struct StoredHead: Sendable, Codable, Equatable {
 
     /// A head from its parts.
     public init(
-        url: String, status: Int, headers: [CacheHeader], requestTime: Date, responseTime: Date,
+        url: String, status: Int, headers: [RequestSnapshot.Header], requestTime: Date, responseTime: Date,
         varied: [String: String?], bodyLength: Int, rule: String?
     ) {
         self.url = url
@@ -78,7 +65,7 @@ public struct StoredHead: Sendable, Codable, Equatable {
         self.init(
             url: try container.decode(String.self, forKey: .url),
             status: try container.decode(Int.self, forKey: .status),
-            headers: try container.decode([CacheHeader].self, forKey: .headers),
+            headers: try container.decode([RequestSnapshot.Header].self, forKey: .headers),
             requestTime: try container.decode(Date.self, forKey: .requestTime),
             responseTime: try container.decode(Date.self, forKey: .responseTime),
             varied: try container.decode([String: String?].self, forKey: .varied),

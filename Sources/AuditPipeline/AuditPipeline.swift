@@ -105,8 +105,7 @@ public final class AuditPipeline: Sendable {
         public var elapsedMilliseconds: Double { Self.milliseconds(since: started) }
 
         static func milliseconds(since instant: ContinuousClock.Instant) -> Double {
-            let elapsed = ContinuousClock.now - instant
-            return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+            (ContinuousClock.now - instant).milliseconds
         }
     }
 

@@ -28,7 +28,7 @@ extension ProxyHandler {
         guard let cache = configuration.cache, let rule = verdict.cacheRule, let settings = rule.cacheSettings
         else { return nil }
         let canonical = (try? CanonicalURL(url))?.string ?? url
-        let headers = head.headers.map { CacheHeader(name: $0.name, value: $0.value) }
+        let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
         return (
             cache,
             CacheRequest(
@@ -46,7 +46,7 @@ extension ProxyHandler {
     /// cache has or sends it on with `send` (given the headers to add).
     func lookUp(
         _ request: CacheRequest, in cache: HTTPCache, exchange: Exchange, head: HTTPRequestHead,
-        context: ChannelHandlerContext, send: @escaping ([CacheHeader]) -> Void
+        context: ChannelHandlerContext, send: @escaping ([RequestSnapshot.Header]) -> Void
     ) {
         _ = connection.forward(exchange, onKeptUpstream: false)
         let id = exchange.decision.id
@@ -68,7 +68,7 @@ extension ProxyHandler {
     }
 
     private func carryOut(
-        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, send: ([CacheHeader]) -> Void
+        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, send: ([RequestSnapshot.Header]) -> Void
     ) {
         guard connection.isConnecting(for: id) else {
             if case .send(let fill) = lookup { fill.finishWithoutStoring() }
@@ -94,7 +94,7 @@ extension ProxyHandler {
         case .head(let head) where head.status.code / 100 == 1:
             return (part, nil)
         case .head(let head):
-            let headers = head.headers.map { CacheHeader(name: $0.name, value: $0.value) }
+            let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
             if head.status == .notModified, let refreshed = exchange.fill.revalidated(by: headers) {
                 exchange.kind = .revalidated
                 exchange.bytesFromCache = refreshed.head.bodyLength
@@ -137,29 +137,31 @@ extension ProxyHandler {
                 let bytes = stored.body.chunk(at: 0, maximum: bodyLength)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
             }
-            tunnel?.exchange.bytesFromServer += bodyLength
-            exchange.audited.finish(outcome)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            return next.map { follow($0) } ?? resumeClientReads()
+            return endLocalResponse(exchange, outcome, next: next, context: context)
         }
         writeBody(stored.body, from: 0, upTo: bodyLength, context: context) { [self] isWritten in
-            tunnel?.exchange.bytesFromServer += bodyLength
             guard isWritten else {
+                tunnel?.exchange.bytesFromServer += bodyLength
                 exchange.audited.finish(
                     Outcome(
                         .cancelled, status: Int(status.code), destination: .none,
                         failure: .init(domain: "AuditProxy", code: 0, description: "the client closed the connection")))
                 return
             }
-            exchange.audited.finish(outcome)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            if let next {
-                follow(next)
-            } else {
-                // The request's body is still coming: it is read and dropped, then the connection closes.
-                resumeClientReads()
-            }
+            endLocalResponse(exchange, outcome, next: next, context: context)
         }
+    }
+
+    /// Ends a response the proxy gave itself once its body is written (a stored or a recorded
+    /// one): records `outcome`, its bytes counted into the tunnel, writes the end, then reads the
+    /// next request (``ProxyConnection/Next``), or the rest of this one to drop it when `next` is nil.
+    func endLocalResponse(
+        _ exchange: Exchange, _ outcome: Outcome, next: ProxyConnection.Next?, context: ChannelHandlerContext
+    ) {
+        tunnel?.exchange.bytesFromServer += outcome.bytes ?? 0
+        exchange.audited.finish(outcome)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        if let next { follow(next) } else { resumeClientReads() }
     }
 
     /// The largest body written at once with its head; larger ones go a chunk at a time.

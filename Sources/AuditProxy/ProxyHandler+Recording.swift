@@ -1,3 +1,4 @@
+import AuditPipeline
 import AuditPolicy
 import AuditReport
 import Foundation
@@ -37,20 +38,16 @@ extension ProxyHandler {
             case .head(let head):
                 let now = ContinuousClock.now
                 responseStart = now
-                exchange.waitMilliseconds = Self.milliseconds(now - start)
+                exchange.waitMilliseconds = (now - start).milliseconds
                 exchange.status = Int(head.status.code)
                 exchange.statusText = head.status.reasonPhrase
                 exchange.responseHeaders = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
             case .body(let buffer):
-                let offset = responseStart.map { Self.milliseconds(ContinuousClock.now - $0) } ?? 0
+                let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
                 exchange.chunks.append(.init(milliseconds: offset, bytes: Array(buffer.readableBytesView)))
             case .end:
                 break
             }
-        }
-
-        static func milliseconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
         }
     }
 

@@ -17,17 +17,13 @@ extension ProxyHandler {
         let send: () -> Void
     }
 
-    /// Takes the exchange for the replay, when the proxy replays: it waits as if connecting until
-    /// its body has come, then is matched (``matchRecording(_:parts:)``). False without a replay.
-    func replayIfRecorded(
-        _ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void
-    ) -> Bool {
-        guard configuration.replay != nil else { return false }
+    /// Holds the exchange for the replay (the proxy replays): it waits as if connecting until its
+    /// body has come, then is matched (``matchRecording(_:parts:)``).
+    func awaitReplay(_ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void) {
         _ = connection.forward(exchange, onKeptUpstream: false)
         connection.handsOverRequestEnd = true
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send)
-        return true
     }
 
     /// The request of `id` has ended with `parts`: answers it from the recording, or as a miss.
@@ -52,11 +48,7 @@ extension ProxyHandler {
     private func serveRecorded(_ response: HARReplay.Response, id: UUID, isHead: Bool) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         let speed = configuration.replaySpeed
-        let framing: Set<String> = [
-            "connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection",
-        ]
-        var headers = HTTPHeaders(
-            response.headers.filter { !framing.contains($0.name.lowercased()) }.map { ($0.name, $0.value) })
+        var headers = HTTPHeaders(response.endToEndHeaders.map { ($0.name, $0.value) })
         let isPaced = speed > 0 && response.chunks.count > 1
         let wasChunked = response.headers.contains { $0.name.lowercased() == "transfer-encoding" }
         // A stream goes out chunked, as it came; anything else with its length.
@@ -84,10 +76,7 @@ extension ProxyHandler {
         }
         let outcome = Outcome(
             .replayed, status: response.status, bytes: isHead ? 0 : response.body.count, destination: .none)
-        writePieces(pieces[...], after: 0) { [self] in
-            exchange.audited.finish(outcome)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            if let next { follow(next) } else { resumeClientReads() }
+        writePieces(pieces[...], after: 0) { [self] in endLocalResponse(exchange, outcome, next: next, context: context)
         }
     }
 

@@ -317,10 +317,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         invalidation = nil
-        let replayed = replayIfRecorded(exchange, head: head, url: url) { [self] in
-            sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+        if configuration.replay != nil {
+            return awaitReplay(exchange, head: head, url: url) { [self] in
+                sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+            }
         }
-        if replayed { return }
         if redirected == nil, let (cache, request) = cacheRequest(head, url: url, verdict: decision.verdict) {
             if Self.changesResource(head.method) {
                 invalidation = (cache, request.url)

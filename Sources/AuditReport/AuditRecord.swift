@@ -258,3 +258,15 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         self.error = error
     }
 }
+
+extension [RequestSnapshot.Header] {
+    /// The headers as one value per name, repeated names' values joined with `, ` (RFC 9110 §5.3),
+    /// as `HTTPURLResponse` and `HandlerResponse` take them.
+    public var joinedFields: [String: String] {
+        var fields: [String: String] = [:]
+        for header in self {
+            fields[header.name] = fields[header.name].map { $0 + ", " + header.value } ?? header.value
+        }
+        return fields
+    }
+}

@@ -1,5 +1,6 @@
 import AuditCache
 import AuditPolicy
+import AuditReport
 import Foundation
 import Testing
 
@@ -41,7 +42,7 @@ import Testing
             return
         }
         let writer = try #require(
-            fill.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "max-age=60")]))
+            fill.store(status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=60")]))
         writer.append(Array("half".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").count == 1)
         let reopened = try CacheFixture(folder: fixture.folder)
@@ -79,7 +80,7 @@ import Testing
             return
         }
         let writer = try #require(
-            fill.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "max-age=60")]))
+            fill.store(status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=60")]))
         for _ in 0..<20 { writer.append([UInt8](repeating: 1, count: 64 * 1024)) }
         #expect(!writer.isOpen)
         #expect(!writer.commit())

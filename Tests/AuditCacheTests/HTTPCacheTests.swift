@@ -1,5 +1,6 @@
 import AuditCache
 import AuditPolicy
+import AuditReport
 import Foundation
 import Synchronization
 import Testing
@@ -29,7 +30,8 @@ struct CacheFixture {
         settings: CacheSettings = CacheSettings()
     ) -> CacheRequest {
         CacheRequest(
-            method: method, url: url, headers: headers.map { CacheHeader(name: $0.0, value: $0.1) }, rule: "speed/all",
+            method: method, url: url, headers: headers.map { RequestSnapshot.Header(name: $0.0, value: $0.1) },
+            rule: "speed/all",
             settings: settings)
     }
 
@@ -54,7 +56,9 @@ struct CacheFixture {
             Issue.record("expected a send")
             return false
         }
-        guard let writer = fill.store(status: status, headers: headers.map { CacheHeader(name: $0.0, value: $0.1) })
+        guard
+            let writer = fill.store(
+                status: status, headers: headers.map { RequestSnapshot.Header(name: $0.0, value: $0.1) })
         else { return false }
         writer.append(Array(body.utf8))
         return writer.commit()
@@ -104,12 +108,13 @@ extension StoredResponse {
         guard case .send(let fill) = fixture.lookup(request) else { Issue.record("expected a send"); return }
         #expect(
             fill.conditionalHeaders == [
-                CacheHeader(name: "If-None-Match", value: "\"v1\""),
-                CacheHeader(name: "If-Modified-Since", value: "Sun, 06 Nov 1994 08:49:37 GMT"),
+                RequestSnapshot.Header(name: "If-None-Match", value: "\"v1\""),
+                RequestSnapshot.Header(name: "If-Modified-Since", value: "Sun, 06 Nov 1994 08:49:37 GMT"),
             ])
         let refreshed = try #require(
             fill.revalidated(by: [
-                CacheHeader(name: "Cache-Control", value: "max-age=100"), CacheHeader(name: "X-Version", value: "2"),
+                RequestSnapshot.Header(name: "Cache-Control", value: "max-age=100"),
+                RequestSnapshot.Header(name: "X-Version", value: "2"),
             ]))
         #expect(refreshed.text == "hello")
         #expect(refreshed.head.value("x-version") == "2")
@@ -235,7 +240,7 @@ extension StoredResponse {
                 Issue.record("\(headers): expected a send")
                 continue
             }
-            #expect(fill.conditionalHeaders == [CacheHeader(name: "If-None-Match", value: "\"x\"")])
+            #expect(fill.conditionalHeaders == [RequestSnapshot.Header(name: "If-None-Match", value: "\"x\"")])
             fill.finishWithoutStoring()
         }
     }
@@ -296,7 +301,7 @@ extension StoredResponse {
         #expect(served.withLock { $0.isEmpty })
         let fill = try #require(sends.withLock { $0.first })
         let writer = try #require(
-            fill.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "max-age=60")]))
+            fill.store(status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=60")]))
         writer.append(Array("one".utf8))
         #expect(writer.commit())
         #expect(served.withLock { $0 } == Array(repeating: "one", count: 19))
@@ -315,7 +320,9 @@ extension StoredResponse {
                 if case .bypass = lookup { results.withLock { $0.append("bypass") } }
             }
         }
-        #expect(first?.store(status: 200, headers: [CacheHeader(name: "Cache-Control", value: "no-store")]) == nil)
+        #expect(
+            first?.store(status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "no-store")])
+                == nil)
         #expect(results.withLock { $0 } == ["bypass", "bypass", "bypass"])
         first = nil
     }

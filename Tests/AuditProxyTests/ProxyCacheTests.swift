@@ -31,18 +31,27 @@ import Testing
 
     static let everything = "[cache]\nall ^https?://\n"
 
-    @Test("a response with max-age is stored, then served byte for byte without the server, with Age and the rule")
-    func freshHit() async throws {
+    /// What nginx's `path` (with a fresh marker) gives: straight, then twice through a caching proxy
+    /// (the second with its head); the marker, the records, and the second response split.
+    static func directThenTwice(_ path: String) async throws -> (
+        marker: String, direct: String, first: String, head: String, body: String, records: [AuditRecord]
+    ) {
         let (proxy, _) = try await Self.proxy(rules: Self.everything)
-        let marker = "fresh-\(UUID().uuidString)"
-        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        let marker = "twice-\(UUID().uuidString)"
+        let url = try Servers.nginx + path + "?\(marker)"
         let direct = try runClient("curl", ["-sS", url])
         let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
         let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
         let records = try await proxy.finish()
-        #expect(first.output == direct.output)
         let (head, body) = try #require(split(second.output))
-        #expect(body == direct.output)
+        return (marker, direct.output, first.output, head, body, records)
+    }
+
+    @Test("a response with max-age is stored, then served byte for byte without the server, with Age and the rule")
+    func freshHit() async throws {
+        let (marker, direct, first, head, body, records) = try await Self.directThenTwice("/fresh/page.html")
+        #expect(first == direct)
+        #expect(body == direct)
         #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(head.contains("Cache-Control: max-age=60\r\n"))
         #expect(head.contains("Age: 0\r\n") || head.contains("Age: 1\r\n"))
@@ -50,27 +59,20 @@ import Testing
         #expect(try Self.nginxLines(marker).count == 2)  // direct, then the proxy's one
         #expect(records.map(\.outcome.kind) == [.stored, .cached])
         #expect(records.map(\.decision.cacheRule) == ["p/all", "p/all"])
-        #expect(records.map(\.outcome.bytes) == [direct.output.utf8.count, direct.output.utf8.count])
+        #expect(records.map(\.outcome.bytes) == [direct.utf8.count, direct.utf8.count])
     }
 
     @Test("a stored response marked no-cache is revalidated: nginx answers 304 and the client gets the whole body")
     func revalidation() async throws {
-        let (proxy, _) = try await Self.proxy(rules: Self.everything)
-        let marker = "nocache-\(UUID().uuidString)"
-        let url = try Servers.nginx + "/no-cache/page.html?\(marker)"
-        let direct = try runClient("curl", ["-sS", url])
-        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
-        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
-        let records = try await proxy.finish()
-        #expect(first.output == direct.output)
-        let (head, body) = try #require(split(second.output))
+        let (marker, direct, first, head, body, records) = try await Self.directThenTwice("/no-cache/page.html")
+        #expect(first == direct)
         #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
-        #expect(body == direct.output)
+        #expect(body == direct)
         let lines = try Self.nginxLines(marker)
         #expect(lines.count == 3)
         #expect(lines.last?.contains("\" 304 ") == true)
         #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
-        #expect(records.last?.outcome.bytes == direct.output.utf8.count)
+        #expect(records.last?.outcome.bytes == direct.utf8.count)
     }
 
     @Test("a client's own If-None-Match that names the stored ETag gets 304 from the cache")

@@ -58,25 +58,8 @@ struct CacheBenchmark {
                 guard isHit else { throw BenchError("\(contender.name) did not serve \(item.file) from its cache") }
             }
         }
-        var samples: [ProxyBenchmark.Case: [String: [ProxyBenchmark.Measurement]]] = [:]
-        for item in cases {
-            for _ in 0..<Self.rounds {
-                for contender in contenders {
-                    let measurement = try ProxyBenchmark.wrk(
-                        item, through: contender.port, nginxPort: nginx.port, folder: folder)
-                    samples[item, default: [:]][contender.name, default: []].append(measurement)
-                }
-            }
-            print("  cache: \(item.label) ×\(item.connections) done", to: &standardError)
-        }
-        var results: [ProxyBenchmark.Case: [String: ProxyBenchmark.Measurement]] = [:]
-        for (item, byName) in samples {
-            for (name, runs) in byName {
-                results[item, default: [:]][name] = ProxyBenchmark.Measurement(
-                    requestsPerSecond: median(runs.map(\.requestsPerSecond)),
-                    p50Microseconds: median(runs.map(\.p50Microseconds)))
-            }
-        }
+        let results = try ProxyBenchmark.measure(
+            cases, through: contenders, rounds: Self.rounds, nginxPort: nginx.port, folder: folder, label: "cache")
         return (results, contenders.map(\.name))
     }
 

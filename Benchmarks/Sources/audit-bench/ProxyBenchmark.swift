@@ -64,27 +64,34 @@ struct ProxyBenchmark {
             Case(file: "/body-10m.bin", label: "10 MiB", connections: 1),
             Case(file: "/body-10m.bin", label: "10 MiB", connections: 32),
         ]
-        var samples: [Case: [String: [Measurement]]] = [:]
+        let results = try Self.measure(
+            cases, through: contenders, rounds: Self.rounds, nginxPort: nginx.port, folder: folder, label: "proxies")
+        let peak = audit.process.map { peakResidentBytes(of: $0.processIdentifier) } ?? 0
+        return (results, contenders.map(\.name), peak)
+    }
+
+    /// Each case through each contender, `rounds` times alternated: the medians of requests/s and
+    /// of p50 per case and contender.
+    static func measure(
+        _ cases: [Case], through contenders: [Contender], rounds: Int, nginxPort: Int, folder: String, label: String
+    ) throws -> [Case: [String: Measurement]] {
+        var results: [Case: [String: Measurement]] = [:]
         for item in cases {
-            for _ in 0..<Self.rounds {
+            var runs: [String: [Measurement]] = [:]
+            for _ in 0..<rounds {
                 for contender in contenders {
-                    let measurement = try Self.wrk(
-                        item, through: contender.port, nginxPort: nginx.port, folder: folder)
-                    samples[item, default: [:]][contender.name, default: []].append(measurement)
+                    runs[contender.name, default: []].append(
+                        try wrk(item, through: contender.port, nginxPort: nginxPort, folder: folder))
                 }
             }
-            print("  proxies: \(item.label) ×\(item.connections) done", to: &standardError)
-        }
-        let peak = audit.process.map { peakResidentBytes(of: $0.processIdentifier) } ?? 0
-        var results: [Case: [String: Measurement]] = [:]
-        for (item, byName) in samples {
-            for (name, runs) in byName {
+            for (name, measured) in runs {
                 results[item, default: [:]][name] = Measurement(
-                    requestsPerSecond: median(runs.map(\.requestsPerSecond)),
-                    p50Microseconds: median(runs.map(\.p50Microseconds)))
+                    requestsPerSecond: median(measured.map(\.requestsPerSecond)),
+                    p50Microseconds: median(measured.map(\.p50Microseconds)))
             }
+            print("  \(label): \(item.label) ×\(item.connections) done", to: &standardError)
         }
-        return (results, contenders.map(\.name), peak)
+        return results
     }
 
     /// Squid, Privoxy and tinyproxy: their binaries and their arguments for a port, with a minimal

@@ -42,7 +42,7 @@ public final class HARRecorder: Sendable {
             else { throw .notHAR(path: path) }
             existing = entries
             if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
-                let known = Self.bytes(hex: hex)
+                let known = LogChain.digest(hex: Array(hex.utf8))
             {
                 key = known
             }
@@ -52,7 +52,7 @@ public final class HARRecorder: Sendable {
         self.redaction = keyed
         let head: [String: Any] = [
             "version": "1.2", "creator": ["name": "RequestAudit", "version": "0.1.0"],
-            "_requestAudit": ["fingerprintKey": key.map { String(format: "%02x", $0) }.joined()],
+            "_requestAudit": ["fingerprintKey": key.hexString],
         ]
         var text = Data("{\"log\":".utf8)
         guard var headJSON = try? JSONSerialization.data(withJSONObject: head, options: [.sortedKeys]) else {
@@ -118,7 +118,7 @@ public final class HARRecorder: Sendable {
             postData["mimeType"] = type
             postData.removeValue(forKey: "size")
             request["postData"] = postData
-            request["_bodySHA256"] = SHA256.hash(requestBody).map { String(format: "%02x", $0) }.joined()
+            request["_bodySHA256"] = SHA256.hash(requestBody).hexString
         }
         let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""
         var response: [String: Any] = [
@@ -134,7 +134,7 @@ public final class HARRecorder: Sendable {
             }
         }
         return [
-            "startedDateTime": Self.timestamp(exchange.started),
+            "startedDateTime": AuditLogCoding.timestamp(exchange.started),
             "time": exchange.waitMilliseconds + receive, "request": request, "response": response,
             "cache": [String: Any](),
             "timings": ["send": 0, "wait": exchange.waitMilliseconds, "receive": receive],
@@ -231,19 +231,5 @@ public final class HARRecorder: Sendable {
     private static func query(of url: String) -> [[String: String]] {
         guard let components = URLComponents(string: url) else { return [] }
         return (components.queryItems ?? []).map { ["name": $0.name, "value": $0.value ?? ""] }
-    }
-
-    private static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        return stride(from: 0, to: digits.count, by: 2).compactMap {
-            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)
-        }
     }
 }

@@ -24,6 +24,17 @@ public final class HARReplay: Sendable {
         public var chunks: [(milliseconds: Double, size: Int)]
         /// Milliseconds from the request to the response head.
         public var waitMilliseconds: Double
+
+        /// The headers without those of the recorded connection's framing (`Connection`,
+        /// `Keep-Alive`, `Transfer-Encoding`, `Content-Length`): the replaying front-end frames the
+        /// body itself.
+        public var endToEndHeaders: [RequestSnapshot.Header] {
+            headers.filter { !Self.framing.contains($0.name.lowercased()) }
+        }
+
+        private static let framing: Set<String> = [
+            "connection", "keep-alive", "proxy-connection", "transfer-encoding", "content-length",
+        ]
     }
 
     /// What happens to a request the recording has no response for.
@@ -60,7 +71,7 @@ public final class HARReplay: Sendable {
         else { throw .notHAR(path: path) }
         var redaction = Redaction.default
         if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
-            let key = HARRecorder.bytes(hex: hex)
+            let key = LogChain.digest(hex: Array(hex.utf8))
         {
             redaction.fingerprintKey = key
         }
@@ -103,7 +114,7 @@ public final class HARReplay: Sendable {
 
     /// The hex SHA-256 of a body; an empty body and none are the same.
     static func digest(_ body: [UInt8]?) -> String {
-        SHA256.hash(body ?? []).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(body ?? []).hexString
     }
 
     /// `url` (canonical) without the query parameters named in `parameters`.

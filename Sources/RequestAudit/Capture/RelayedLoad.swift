@@ -142,7 +142,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     /// (its headers refreshed) in its place; any other is stored while it is relayed, when it may be.
     private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse) {
         let headers = http.allHeaderFields.compactMap { name, value in
-            (name as? String).map { CacheHeader(name: $0, value: "\(value)") }
+            (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
         }
         guard http.statusCode == 304, let refreshed = fill.revalidated(by: headers), let url = http.url,
             let served = refreshed.httpResponse(url: url)
@@ -179,7 +179,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             state.writer?.append(data)
             if let start = state.responseStart, state.recorded != nil {
                 state.recorded?.chunks.append(
-                    .init(milliseconds: Self.milliseconds(since: start), bytes: [UInt8](data)))
+                    .init(milliseconds: (ContinuousClock.now - start).milliseconds, bytes: [UInt8](data)))
             }
             state.bodyBytes += data.count
             if !receivesChunks { state.body.append(data) }
@@ -402,7 +402,7 @@ extension RelayedLoad {
         let headers = http.allHeaderFields.compactMap { name, value in
             (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
         }
-        let wait = Self.milliseconds(since: started)
+        let wait = (ContinuousClock.now - started).milliseconds
         state.withLock { state in
             state.responseStart = .now
             state.recorded?.status = http.statusCode
@@ -411,11 +411,6 @@ extension RelayedLoad {
             state.recorded?.chunks = []
             state.recorded?.waitMilliseconds = wait
         }
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
     }
 
     /// Whether `error` says the server could not be reached (rather than the caller cancelling).
@@ -430,13 +425,9 @@ extension RelayedLoad {
 
 extension StoredResponse {
     /// The response the caller gets for this stored one, at `url`.
-    func httpResponse(url: URL, status: Int? = nil) -> HTTPURLResponse? {
-        var fields: [String: String] = [:]
-        for header in servedHeaders {
-            fields[header.name] = fields[header.name].map { $0 + ", " + header.value } ?? header.value
-        }
-        return HTTPURLResponse(
-            url: url, statusCode: status ?? head.status, httpVersion: "HTTP/1.1", headerFields: fields)
+    func httpResponse(url: URL) -> HTTPURLResponse? {
+        HTTPURLResponse(
+            url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: servedHeaders.joinedFields)
     }
 }
 

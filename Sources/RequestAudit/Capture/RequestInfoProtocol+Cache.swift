@@ -20,7 +20,7 @@ extension RequestInfoProtocol {
             let url = request.url?.absoluteString
         else { return nil }
         let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
-            CacheHeader(name: $0.key, value: $0.value)
+            RequestSnapshot.Header(name: $0.key, value: $0.value)
         }
         return CacheRequest(
             method: request.httpMethod?.uppercased() ?? "GET", url: (try? CanonicalURL(url))?.string ?? url,
@@ -65,10 +65,7 @@ extension RequestInfoProtocol {
         _ stored: StoredResponse, kind: OutcomeSnapshot.Kind, behaviour: CallerSession.Behaviour,
         audited: AuditedRequest, isNotModified: Bool = false
     ) {
-        var headers: [String: String] = [:]
-        for header in stored.servedHeaders {
-            headers[header.name] = headers[header.name].map { $0 + ", " + header.value } ?? header.value
-        }
+        let headers = stored.servedHeaders.joinedFields
         let body = stored.body
         let chunks = AsyncThrowingStream<Data, Error>(unfolding: Self.reader(of: body))
         let response = HandlerResponse(

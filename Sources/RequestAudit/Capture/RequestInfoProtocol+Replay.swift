@@ -20,13 +20,9 @@ extension RequestInfoProtocol {
         let body = request.httpBody.map { [UInt8]($0) }
         let this = Reference(self)
         if let recorded = replay.recording.response(method: method, url: url, body: body) {
-            let framing: Set<String> = ["connection", "keep-alive", "transfer-encoding", "content-length"]
-            var headers: [String: String] = [:]
-            for header in recorded.headers where !framing.contains(header.name.lowercased()) {
-                headers[header.name] = headers[header.name].map { $0 + ", " + header.value } ?? header.value
-            }
             let response = HandlerResponse(
-                status: recorded.status, headers: headers, body: .stream(Self.paced(recorded)))
+                status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
+                body: .stream(Self.paced(recorded)))
             Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .replayed) }
             return true
         }
