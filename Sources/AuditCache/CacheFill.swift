@@ -1,5 +1,6 @@
 import AuditLocking
 import AuditPolicy
+import AuditReport
 import Foundation
 
 /// One request the cache had no fresh answer for, on its way to the server: what to send with it,
@@ -31,14 +32,14 @@ public final class CacheFill: Sendable {
     /// Headers to add to the request so that the server can answer 304 when the stored response is
     /// still good: `If-None-Match` with its `ETag`, `If-Modified-Since` with its `Last-Modified`.
     /// Empty when there is nothing to revalidate, or the request carries conditions of its own.
-    public var conditionalHeaders: [CacheHeader] {
+    public var conditionalHeaders: [RequestSnapshot.Header] {
         guard let head = stored?.head,
             !request.headers.contains(where: { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) })
         else { return [] }
-        var headers: [CacheHeader] = []
-        if let etag = head.value("etag") { headers.append(CacheHeader(name: "If-None-Match", value: etag)) }
+        var headers: [RequestSnapshot.Header] = []
+        if let etag = head.value("etag") { headers.append(RequestSnapshot.Header(name: "If-None-Match", value: etag)) }
         if let modified = head.value("last-modified") {
-            headers.append(CacheHeader(name: "If-Modified-Since", value: modified))
+            headers.append(RequestSnapshot.Header(name: "If-Modified-Since", value: modified))
         }
         return headers
     }
@@ -55,13 +56,13 @@ public final class CacheFill: Sendable {
                 stored.head, requestControl: request.control, age: age, lifetime: lifetime,
                 settings: request.settings)
         else { return nil }
-        return StoredResponse(head: stored.head, body: stored.body, age: Int(age))
+        return StoredResponse(head: stored.head, body: stored.body, exactAge: age)
     }
 
     /// The server answered 304 to the conditional request: the stored response, its headers
     /// refreshed by the 304's, is kept and returned to serve. Nil when nothing was being revalidated
     /// (the 304 answers the client's own condition: pass it on).
-    public func revalidated(by headers: [CacheHeader]) -> StoredResponse? {
+    public func revalidated(by headers: [RequestSnapshot.Header]) -> StoredResponse? {
         guard let stored, !conditionalHeaders.isEmpty else {
             end(isStored: false)
             return nil
@@ -72,19 +73,17 @@ public final class CacheFill: Sendable {
         head.responseTime = cache.clock()
         let isStored = rewrite(head: head, body: stored.body)
         end(isStored: isStored)
-        return StoredResponse(head: head, body: stored.body, age: Int(Freshness.age(of: head, now: cache.clock())))
+        return StoredResponse(head: head, body: stored.body, exactAge: Freshness.age(of: head, now: cache.clock()))
     }
 
     /// The server answered with `status` and `headers`: a writer to stream the body into when the
     /// response may be stored, nil (and the fill ended) when it may not.
-    public func store(status: Int, headers: [CacheHeader]) -> CacheEntryWriter? {
+    public func store(status: Int, headers: [RequestSnapshot.Header]) -> CacheEntryWriter? {
         if status >= 200, status != 304, status < 500, stored != nil {
             // A new answer replaces what was stored, whether or not it is stored itself.
             cache.store.remove(key: key)
         }
-        let refusal = cache.freshness.refusal(
-            method: request.method, requestHeaders: request.headers, status: status, headers: headers,
-            settings: request.settings)
+        let refusal = cache.freshness.refusal(of: request, status: status, headers: headers)
         guard refusal == nil, let (path, descriptor) = cache.store.makeTemporaryFile() else {
             end(isStored: false)
             return nil

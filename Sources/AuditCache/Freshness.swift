@@ -1,4 +1,5 @@
 import AuditPolicy
+import AuditReport
 import Foundation
 
 /// RFC 9111's rules for one stored response: whether it may be stored, how long it stays fresh,
@@ -19,16 +20,14 @@ struct Freshness {
     ]
 
     /// Why a response is not stored, or nil when it may be.
-    func refusal(
-        method: String, requestHeaders: [CacheHeader], status: Int, headers: [CacheHeader], settings: CacheSettings
-    ) -> String? {
-        guard method == "GET" else { return "only GET responses are stored" }
-        let request = CacheControl(requestHeaders.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
+    func refusal(of request: CacheRequest, status: Int, headers: [RequestSnapshot.Header]) -> String? {
+        guard request.method == "GET" else { return "only GET responses are stored" }
+        let settings = request.settings
         let response = CacheControl(headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
-        if request.has("no-store") || response.has("no-store") { return "no-store" }
+        if request.control.has("no-store") || response.has("no-store") { return "no-store" }
         if status < 200 || status == 206 || status == 304 || status >= 600 { return "status \(status)" }
         if isShared, response.has("private") { return "Cache-Control: private" }
-        let names = Set(requestHeaders.map { $0.name.lowercased() })
+        let names = Set(request.headers.map { $0.name.lowercased() })
         if !settings.storesPrivateRequests {
             if names.contains("authorization") { return "the request has Authorization (add private to the rule)" }
             if names.contains("cookie") { return "the request has Cookie (add private to the rule)" }
@@ -92,7 +91,9 @@ struct Freshness {
     }
 
     /// The headers a 304 brings in place of the stored ones (RFC 9111 §3.2): all but the framing.
-    static func refreshed(_ stored: [CacheHeader], with update: [CacheHeader]) -> [CacheHeader] {
+    static func refreshed(_ stored: [RequestSnapshot.Header], with update: [RequestSnapshot.Header]) -> [RequestSnapshot
+        .Header]
+    {
         let updates = update.filter { !unstoredHeaders.contains($0.name.lowercased()) }
         let replaced = Set(updates.map { $0.name.lowercased() })
         return stored.filter { !replaced.contains($0.name.lowercased()) } + updates
