@@ -12,20 +12,24 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
 	fi
 
-## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus and fcgiwrap (apt-get), Python requests,
-## opentelemetry-proto and ada-url (pip);
+## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus, fcgiwrap and caddy (apt-get), Python
+## requests, opentelemetry-proto, ada-url and grpcio (pip), and xds-protos (pip, in /opt/request-audit/xds-protos);
 ## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
 test-deps: deps
 	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
-		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/sbin/fcgiwrap ]; then \
-		echo "Installing nginx, openssl, curl, chromium, prometheus and fcgiwrap with apt-get…"; \
+		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/sbin/fcgiwrap ] \
+		|| ! [ -x /usr/bin/caddy ]; then \
+		echo "Installing nginx, openssl, curl, chromium, prometheus, fcgiwrap and caddy with apt-get…"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx-light openssl curl chromium prometheus \
-			fcgiwrap >/dev/null; \
+			fcgiwrap caddy >/dev/null; \
 	fi
 	@python3 -c "import requests" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore requests
 	@python3 -c "import opentelemetry.proto" 2>/dev/null \
 		|| python3 -m pip install -q --root-user-action=ignore opentelemetry-proto
 	@python3 -c "import ada_url" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore ada-url
+	@[ -d /opt/request-audit/xds-protos/envoy ] && python3 -c "import grpc" 2>/dev/null \
+		|| (python3 -m pip install -q --root-user-action=ignore grpcio 'protobuf>=6.31.1,<8' \
+		&& python3 -m pip install -q --root-user-action=ignore --no-deps --target /opt/request-audit/xds-protos xds-protos)
 
 build: deps
 	$(SWIFT) build

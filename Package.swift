@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "AuditCache", targets: ["AuditCache"]),
         .library(name: "AuditTLS", targets: ["AuditTLS"]),
         .library(name: "AuditPrometheus", targets: ["AuditPrometheus"]),
+        .library(name: "AuditAuthz", targets: ["AuditAuthz"]),
+        .library(name: "AuditAuthzGRPC", targets: ["AuditAuthzGRPC"]),
         .library(name: "AuditOpenTelemetry", targets: ["AuditOpenTelemetry"]),
         .executable(name: "audit", targets: ["audit"]),
     ],
@@ -25,7 +27,10 @@ let package = Package(
         .trait(
             name: "TLSInterception",
             description: "TLS interception in audit proxy, and the audit run, ca and env commands"),
-        .default(enabledTraits: ["TLSInterception"]),
+        // Envoy's gRPC ext_authz contract (`audit authz --grpc-listen`) brings grpc-swift, its HTTP/2
+        // transport and swift-protobuf: `make demo` builds `audit` without it too.
+        .trait(name: "EnvoyGRPC", description: "Envoy's gRPC ext_authz contract in audit authz (--grpc-listen)"),
+        .default(enabledTraits: ["TLSInterception", "EnvoyGRPC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +42,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         .systemLibrary(
@@ -98,6 +107,28 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // `audit authz`: the policy as a gateway's external authorization service (its HTTP contracts).
+        .target(
+            name: "AuditAuthz",
+            dependencies: [
+                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Envoy's gRPC ext_authz contract, in a module of its own so that nothing else pulls gRPC in.
+        // Its protobuf code is generated from Protos/ by Scripts/generate-protos.sh and committed.
+        .target(
+            name: "AuditAuthzGRPC",
+            dependencies: [
+                "AuditAuthz", "AuditPipeline", "AuditPolicy", "AuditReport",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         // OTLP export comes with its own product too; it needs nothing beyond Foundation.
         .target(
             name: "AuditOpenTelemetry",
@@ -116,7 +147,9 @@ let package = Package(
                 "AuditReport",
                 "AuditCache",
                 "AuditRegex",
+                "AuditAuthz",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
+                .target(name: "AuditAuthzGRPC", condition: .when(traits: ["EnvoyGRPC"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -128,6 +161,12 @@ let package = Package(
             name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline", "AuditLocking"]),
         .testTarget(name: "AuditCacheTests", dependencies: ["AuditCache", "AuditPolicy"]),
+        .testTarget(
+            name: "AuditAuthzTests",
+            dependencies: [
+                "AuditAuthz", "AuditPipeline", "AuditPolicy", "AuditReport",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "AuditTLSTests",
             dependencies: [
@@ -160,6 +199,8 @@ let package = Package(
 for target in package.targets
 where (target.type == .regular || target.type == .executable) && target.path?.hasPrefix("Tests") != true
     && !target.name.hasPrefix("C")
+    // AuditAuthzGRPC is mostly generated protobuf code, which swift-protobuf writes without `unsafe` marks.
+    && target.name != "AuditAuthzGRPC"
 {
     target.swiftSettings = (target.swiftSettings ?? []) + [.strictMemorySafety()]
 }

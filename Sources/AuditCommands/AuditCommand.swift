@@ -19,7 +19,8 @@ public struct AuditCommand: AsyncParsableCommand {
     private static var subcommands: [any ParsableCommand.Type] {
         var commands: [any ParsableCommand.Type] = [
             CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
-            DiffCommand.self, LearnCommand.self, ProxyCommand.self, VerifyCommand.self, CacheCommand.self,
+            DiffCommand.self, LearnCommand.self, ProxyCommand.self, AuthzCommand.self, VerifyCommand.self,
+            CacheCommand.self,
         ]
         #if TLSInterception
             commands += [RunCommand.self, EnvCommand.self, CACommand.self]

@@ -65,22 +65,7 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Most client connections open at once.")
     var maximumConnections = 4_096
 
-    @Option(help: "Serve Prometheus metrics at http://HOST:PORT/metrics.")
-    var metrics: String?
-
-    @Option(
-        name: .customLong("otlp-endpoint"),
-        help:
-            "Export each record as an OTLP log record to this OTLP/HTTP logs URL (e.g. http://127.0.0.1:4318/v1/logs).")
-    var otlpEndpoint: String?
-
-    @Option(name: .customLong("otlp-spool"), help: "Where OTLP batches wait while the collector is unreachable.")
-    var otlpSpool: String?
-
-    @Flag(
-        name: .customLong("otlp-never-drop"),
-        help: "Spool records the OTLP queue has no room for instead of dropping them.")
-    var otlpNeverDrop = false
+    @OptionGroup var exports: ExportOptions
 
     @OptionGroup var cacheOptions: CacheOptions
 
@@ -93,11 +78,6 @@ struct ProxyCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try Self.hostAndPort(listen)
         _ = try allowedConnectPorts()
-        if let metrics { _ = try Self.hostAndPort(metrics, option: "--metrics") }
-        if let otlpEndpoint, URL(string: otlpEndpoint)?.scheme?.hasPrefix("http") != true {
-            throw ValidationError("--otlp-endpoint: expected an http(s) URL, got '\(otlpEndpoint)'")
-        }
-        if otlpNeverDrop, otlpSpool == nil { throw ValidationError("--otlp-never-drop needs --otlp-spool DIR") }
     }
 
     /// The ports of `--connect-port` (nil: any), 443 when none is given.
@@ -153,11 +133,7 @@ struct ProxyCommand: AsyncParsableCommand {
                     + (files.isTemporary ? ", in memory)" : ")")
             }
         #endif
-        // Metrics are bootstrapped before the pipeline exists: it makes its handlers when it starts.
-        let endpoint = try await startMetrics()
-        if let exporter = try otlpExporter() { configuration.pipeline.recordExporters.append(exporter) }
-        let otlpMetrics = otlpMetricsExporter()
-        if let otlpMetrics { configuration.pipeline.metricsFactory = otlpMetrics }
+        let exporting = try await exports.start(into: &configuration.pipeline, command: "audit proxy")
         let pipeline: AuditPipeline
         do {
             pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
@@ -172,24 +148,9 @@ struct ProxyCommand: AsyncParsableCommand {
             CommandOutput.errorLine("audit proxy: cannot listen on \(listen): \(error)")
             throw ExitCode.failure
         }
-        if watch { pipeline.watchPolicies(in: policies) }
-        let directory = policies
-        let shadowDirectory = shadow
+        if watch { SignalWatch.watch(pipeline, policies: policies, command: "audit proxy") }
         let signals = SignalWatch()
-        signals.onReload {
-            do throws(PipelineError) {
-                let loaded = try pipeline.reloadPolicy(from: directory)
-                CommandOutput.errorLine("audit proxy: reloaded \(plural(loaded.rules.count, "rule")) from \(directory)")
-                if let shadowDirectory {
-                    let shadow = try pipeline.reloadShadowPolicy(from: shadowDirectory)
-                    CommandOutput.errorLine(
-                        "audit proxy: reloaded the shadow policy, \(plural(shadow.rules.count, "rule")), from \(shadowDirectory)"
-                    )
-                }
-            } catch {
-                CommandOutput.errorLine("audit proxy: \(error.description)")
-            }
-        }
+        signals.onReload(of: pipeline, policies: policies, shadow: shadow, command: "audit proxy")
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
                 + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
@@ -198,89 +159,11 @@ struct ProxyCommand: AsyncParsableCommand {
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()
-        await endpoint?.stop()
-        await otlpMetrics?.shutdown()
+        await exporting.stop()
         let statistics = pipeline.statistics
         CommandOutput.errorLine(
             "audit proxy: stopped after \(plural(statistics.requests, "request")); "
                 + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
                     separator: " · "))
-    }
-}
-
-extension ProxyCommand {
-    /// The OTLP log exporter of `--otlp-endpoint`, or nil without the option.
-    private func otlpExporter() throws -> OTLPLogExporter? {
-        guard let otlpEndpoint, let url = URL(string: otlpEndpoint) else { return nil }
-        var otlp = OTLPLogExporter.Configuration(endpoint: url)
-        otlp.spoolDirectory = otlpSpool
-        otlp.neverDrop = otlpNeverDrop
-        do {
-            return try OTLPLogExporter(configuration: otlp)
-        } catch {
-            CommandOutput.errorLine("audit proxy: cannot create the OTLP spool \(otlpSpool ?? "-"): \(error)")
-            throw ExitCode.failure
-        }
-    }
-
-    /// With `--otlp-endpoint …/v1/logs`, the metrics go to the sibling `…/v1/metrics` every 10 s
-    /// (unless `--metrics` serves them to Prometheus instead).
-    private func otlpMetricsExporter() -> OTLPMetricsExporter? {
-        guard metrics == nil, let otlpEndpoint, let logs = URL(string: otlpEndpoint) else { return nil }
-        let base = logs.path.hasSuffix("/v1/logs") ? logs.deletingLastPathComponent().deletingLastPathComponent() : logs
-        return OTLPMetricsExporter(configuration: .init(endpoint: base.appendingPathComponent("v1/metrics")))
-    }
-
-    /// The Prometheus endpoint of `--metrics`, started, or nil without the option.
-    private func startMetrics() async throws -> PrometheusEndpoint? {
-        guard let metrics else { return nil }
-        let (host, port) = try Self.hostAndPort(metrics, option: "--metrics")
-        let endpoint = PrometheusEndpoint(registry: PrometheusEndpoint.bootstrap(), host: host, port: port)
-        do {
-            try await endpoint.start()
-        } catch {
-            CommandOutput.errorLine("audit proxy: cannot serve metrics on \(metrics): \(error)")
-            throw ExitCode.failure
-        }
-        CommandOutput.errorLine("audit proxy: metrics on http://\(host):\(endpoint.port ?? port)/metrics")
-        return endpoint
-    }
-}
-
-/// SIGHUP (reload) and SIGINT/SIGTERM (stop), delivered on a queue of their own.
-private final class SignalWatch: @unchecked Sendable {
-    // @unchecked: `sources` is set in `init` and never changed; dispatch sources are thread-safe.
-    private let queue = DispatchQueue(label: "audit.proxy.signals")
-    private let sources: [DispatchSourceSignal]
-    private let stop = DispatchSemaphore(value: 0)
-
-    init() {
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM, SIGHUP] {
-            signal(number, SIG_IGN)
-            sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
-        }
-        self.sources = sources
-        let stop = stop
-        for source in sources.prefix(2) {
-            source.setEventHandler { stop.signal() }
-            source.resume()
-        }
-    }
-
-    func onReload(_ reload: @escaping @Sendable () -> Void) {
-        sources[2].setEventHandler(handler: reload)
-        sources[2].resume()
-    }
-
-    /// Returns once SIGINT or SIGTERM arrives.
-    func waitForStop() async {
-        let stop = stop
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                stop.wait()
-                continuation.resume()
-            }
-        }
     }
 }

@@ -145,13 +145,15 @@ public final class AuditPipeline: Sendable {
     ///     a local response it cannot carry out is refused (fails closed).
     ///   - tunnel: for a request seen inside a CONNECT tunnel whose TLS was terminated, the id of the
     ///     CONNECT's decision (its record links to it).
+    ///   - gateway: for a gateway's authorization check, the contract it came through and the id the
+    ///     gateway gave the request (both kept in the record).
     public func admit(
         _ request: AuditRequest, bodyBytes: Int?, at time: Date? = nil, capabilities: FrontEndCapabilities = .all,
-        tunnel: UUID? = nil
+        tunnel: UUID? = nil, gateway: (contract: String, requestID: String?)? = nil
     ) -> AuditedRequest {
         let evaluation = evaluate(request, bodyBytes: bodyBytes, at: time)
         count(evaluation.verdict)
-        let decision = recordStart(of: evaluation, tunnel: tunnel)
+        let decision = recordStart(of: evaluation, tunnel: tunnel, gateway: gateway)
         return AuditedRequest(
             decision: decision, admission: admission(of: decision, capabilities: capabilities), pipeline: self)
     }
@@ -193,7 +195,9 @@ public final class AuditPipeline: Sendable {
 
     /// The decision of `evaluation`, with its redacted snapshots, counted in the metrics and
     /// published as started.
-    private func recordStart(of evaluation: Evaluation, tunnel: UUID?) -> Decision {
+    private func recordStart(
+        of evaluation: Evaluation, tunnel: UUID?, gateway: (contract: String, requestID: String?)?
+    ) -> Decision {
         let verdict = evaluation.verdict
         let request = evaluation.request
         let redaction = configuration.redaction
@@ -209,6 +213,8 @@ public final class AuditPipeline: Sendable {
         }
         var requestSnapshot = redaction.snapshot(of: request, bodyBytes: evaluation.bodyBytes)
         requestSnapshot.tunnel = tunnel
+        requestSnapshot.gateway = gateway?.contract
+        requestSnapshot.gatewayRequestID = gateway?.requestID
         let decision = Decision(
             time: evaluation.time,
             started: evaluation.started,
@@ -432,17 +438,22 @@ public final class AuditPipeline: Sendable {
 
     /// Reloads the policy whenever a `.rules` file under `directory` changes (checked every
     /// `interval`), until ``stopWatchingPolicies()`` or ``shutdown()``. A change that fails to load
-    /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``.
-    public func watchPolicies(in directory: String, every interval: Duration = .seconds(1)) {
+    /// keeps the previous policy and publishes ``AuditEvent/policyReloadFailed(_:)``; `onReload`, when
+    /// given, is told each reload's result too.
+    public func watchPolicies(
+        in directory: String, every interval: Duration = .seconds(1),
+        onReload: (@Sendable (Result<Policy, PipelineError>) -> Void)? = nil
+    ) {
         let fingerprint = PolicyFingerprint(directory: directory)
         let task = Task.detached { [weak self] in
             var last = fingerprint
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 let now = PolicyFingerprint(directory: directory)
-                guard now != last else { continue }
+                guard now != last, let self else { continue }
                 last = now
-                _ = try? self?.reloadPolicy(from: directory)
+                let result = Result { () throws(PipelineError) in try self.reloadPolicy(from: directory) }
+                onReload?(result)
             }
         }
         watcher.withLock { previous in
@@ -451,7 +462,7 @@ public final class AuditPipeline: Sendable {
         }
     }
 
-    /// Stops the watching started by ``watchPolicies(in:every:)``.
+    /// Stops the watching started by ``watchPolicies(in:every:onReload:)``.
     public func stopWatchingPolicies() {
         watcher.withLock { task in
             task?.cancel()

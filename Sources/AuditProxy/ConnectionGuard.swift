@@ -1,3 +1,4 @@
+import AuditPipeline
 import NIOCore
 
 /// The first handler of a client connection: closes connections that sit idle between requests,
@@ -119,7 +120,7 @@ extension ChannelHandlerContext {
 enum ProxyResponse {
     /// Writes a complete HTTP/1.1 response with a JSON body as raw bytes from `context` (a handler
     /// with no HTTP encoder between it and the socket), then closes the connection.
-    static func answerAndClose(_ context: ChannelHandlerContext, status: String, denial: ProxyDenial) {
+    static func answerAndClose(_ context: ChannelHandlerContext, status: String, denial: Denial) {
         let body = denial.json
         let response = ByteBuffer(
             string: "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"

@@ -22,7 +22,7 @@ extension ProxyHandler {
         var admission = audited.admission
         if admission == .warn {
             admission = audited.resolveWarning(
-                acknowledgements: head.headers[canonicalForm: ProxyDenial.acknowledgeHeader].map(String.init),
+                acknowledgements: head.headers[canonicalForm: Denial.acknowledgeHeader].map(String.init),
                 fallback: configuration.warnings == .allow ? .proceed : .cancel)
         }
         let decision = audited.decision
@@ -31,14 +31,20 @@ extension ProxyHandler {
             return .send(redirectedTo: nil)
         case .send(let target?):
             guard let redirected = ProxyTarget(url: target, allowsTLS: configuration.reachesTLSServers) else {
-                refuse(audited, .redirectUnavailable(decision), head: head, context: context)
+                refuse(
+                    audited,
+                    .redirectUnavailable(decision, because: Denial.proxyUnavailable(decision, isTunnel: false)),
+                    head: head, context: context)
                 return .answered
             }
             return .send(redirectedTo: redirected)
         case .respond(let local):
             // A handler's response needs the app that has the handler: refused here.
             guard let response = HandlerResponse(local) else {
-                refuse(audited, .responseUnavailable(decision, isTunnel: false), head: head, context: context)
+                refuse(
+                    audited,
+                    .responseUnavailable(decision, because: Denial.proxyUnavailable(decision, isTunnel: false)),
+                    head: head, context: context)
                 return .answered
             }
             respond(audited, response, head: head, context: context)
@@ -55,15 +61,9 @@ extension ProxyHandler {
     }
 
     /// The proxy's answer to `refusal`.
-    private func denial(for refusal: Refusal, _ decision: AuditPipeline.Decision, head: HTTPRequestHead)
-        -> ProxyDenial
-    {
-        switch refusal.reason {
-        case .blocked: .blocked(decision)
-        case .warningDeclined: .warning(decision)
-        case .redirectUnavailable: .redirectUnavailable(decision)
-        case .responseUnavailable: .responseUnavailable(decision, isTunnel: head.method == .CONNECT)
-        }
+    private func denial(for refusal: Refusal, _ decision: AuditPipeline.Decision, head: HTTPRequestHead) -> Denial {
+        .refusal(
+            refusal.reason, decision, unavailable: Denial.proxyUnavailable(decision, isTunnel: head.method == .CONNECT))
     }
 
     /// Answers a plain HTTP request with a rule's local response (its body or file); nothing is sent.
@@ -75,7 +75,7 @@ extension ProxyHandler {
         let closeAfter = head.closesAfterAnswer
         _ = connection.answer(closesAfter: closeAfter, pausesDecoder: head.asksForUpgrade)
         var headers = HTTPHeaders(response.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        if let rule = audited.decision.decision.rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
+        if let rule = audited.decision.decision.rule { headers.add(name: Denial.ruleHeader, value: rule) }
         if closeAfter { headers.replaceOrAdd(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(
@@ -88,7 +88,7 @@ extension ProxyHandler {
 
     /// Refuses `audited` with `denial` (403), recorded as `kind`; nothing is sent.
     func refuse(
-        _ audited: AuditedRequest, _ denial: ProxyDenial, kind: OutcomeSnapshot.Kind = .blocked,
+        _ audited: AuditedRequest, _ denial: Denial, kind: OutcomeSnapshot.Kind = .blocked,
         head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         audited.finish(
@@ -105,7 +105,7 @@ extension ProxyHandler {
     }
 
     func writeProblem(
-        _ status: HTTPResponseStatus, _ denial: ProxyDenial, close: Bool, announcesClose: Bool = false,
+        _ status: HTTPResponseStatus, _ denial: Denial, close: Bool, announcesClose: Bool = false,
         rule: String? = nil, context: ChannelHandlerContext
     ) {
         let body = denial.json
@@ -113,7 +113,7 @@ extension ProxyHandler {
             "Content-Type": "application/json", "Content-Length": String(body.utf8.count),
             "Cache-Control": "no-store",
         ]
-        if let rule { headers.add(name: ProxyDenial.ruleHeader, value: rule) }
+        if let rule { headers.add(name: Denial.ruleHeader, value: rule) }
         if close || announcesClose || status == .badRequest { headers.add(name: "Connection", value: "close") }
         context.write(
             wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)

@@ -123,7 +123,7 @@ extension ProxyHandler {
         cacheExchange = nil
         recording = nil
         var headers = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
-        if let rule = exchange.decision.verdict.cacheRule { headers.add(name: ProxyDenial.ruleHeader, value: rule.id) }
+        if let rule = exchange.decision.verdict.cacheRule { headers.add(name: Denial.ruleHeader, value: rule.id) }
         if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         let status = isNotModified ? .notModified : HTTPResponseStatus(statusCode: stored.head.status)
         context.write(

@@ -1,3 +1,4 @@
+import AuditPipeline
 import NIOCore
 import NIOHTTP1
 
@@ -6,7 +7,7 @@ extension ProxyHandler {
     /// Headers that concern one connection only, never sent on (RFC 9110 §7.6.1), and the proxy's own.
     static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer",
-        "transfer-encoding", "upgrade", ProxyDenial.acknowledgeHeader.lowercased(),
+        "transfer-encoding", "upgrade", Denial.acknowledgeHeader.lowercased(),
     ]
     /// The lengths of the ``hopByHop`` names (a header of another length is none of them).
     static let hopByHopLengths = Set(hopByHop.map(\.utf8.count))

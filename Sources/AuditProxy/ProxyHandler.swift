@@ -524,7 +524,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers a decided request the proxy could not, or must not, send: 502 when the server cannot
     /// be reached, 403 when one of its addresses is blocked.
     func answerWithoutUpstream(
-        _ id: UUID, _ status: HTTPResponseStatus, _ denial: (Exchange) -> ProxyDenial, kind: OutcomeSnapshot.Kind,
+        _ id: UUID, _ status: HTTPResponseStatus, _ denial: (Exchange) -> Denial, kind: OutcomeSnapshot.Kind,
         reason: String
     ) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }

@@ -72,14 +72,22 @@ public struct RequestSnapshot: Codable, Sendable, Equatable {
     /// For a request the proxy saw inside a CONNECT tunnel whose TLS it terminated: the id of the
     /// CONNECT's record.
     public var tunnel: UUID?
+    /// For an authorization check a gateway asked `audit authz` (outcome kind `authz`): the contract
+    /// it came through (`envoy-grpc`, `envoy-http`, `nginx`, `forward-auth`).
+    public var gateway: String?
+    /// For an authorization check: the id the gateway gave the request (Envoy's `x-request-id`, or
+    /// the `X-Request-ID` header a gateway passes), when it sent one.
+    public var gatewayRequestID: String?
 
     /// Creates a snapshot.
     public init(
         method: String, url: String, host: String, headers: [Header], bodyBytes: Int? = nil,
-        receivedURL: String? = nil, tunnel: UUID? = nil
+        receivedURL: String? = nil, tunnel: UUID? = nil, gateway: String? = nil, gatewayRequestID: String? = nil
     ) {
         self.receivedURL = receivedURL
         self.tunnel = tunnel
+        self.gateway = gateway
+        self.gatewayRequestID = gatewayRequestID
         self.method = method
         self.url = url
         self.host = host
@@ -203,6 +211,10 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// The server could not be reached, and a stale stored response answered (the rule's
         /// `offline`, or `stale-if-error`); `bytes` were served from the cache.
         case stale
+        /// A gateway's authorization check (`audit authz`): `status` is what the gateway was told
+        /// (200: send the request on; otherwise the answer the gateway gives its client). The
+        /// request's own response is not observed.
+        case authz
     }
 
     /// An error as plain values.

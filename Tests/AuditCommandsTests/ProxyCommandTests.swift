@@ -6,10 +6,13 @@ import Testing
     import Glibc
 #endif
 
-/// A running `audit proxy` process: its port (read from its first line), its stderr, and its log.
+/// A running `audit proxy` (or `audit authz`) process: its port (read from its first line), its
+/// stderr, and its log.
 final class ProxyProcess {
     let process = Process()
     let port: Int
+    /// The first line it printed.
+    let firstLine: String
     private let errors = Pipe()
     private let errorText = ErrorText()
 
@@ -21,9 +24,9 @@ final class ProxyProcess {
         var value: String { lock.withLock { text } }
     }
 
-    init(arguments: [String], in folder: TemporaryFolder) throws {
+    init(command: String = "proxy", arguments: [String], in folder: TemporaryFolder) throws {
         process.executableURL = try auditExecutable()
-        process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
+        process.arguments = [command, "--listen", "127.0.0.1:0"] + arguments
         process.currentDirectoryURL = folder.url
         let output = Pipe()
         process.standardOutput = output
@@ -40,6 +43,7 @@ final class ProxyProcess {
             line += more
         }
         let text = String(decoding: line, as: UTF8.self)
+        firstLine = text
         // "audit proxy listening on 127.0.0.1:PORT — …"
         let address = try #require(
             text.split(separator: " ").dropFirst(4).first, "first line: \(text) \(errorText.value)")
@@ -218,7 +222,7 @@ func nginx() throws -> String {
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, and released).
-private func freePort() throws -> Int {
+func freePort() throws -> Int {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(socket) }
     var address = sockaddr_in()

@@ -158,6 +158,8 @@ enum AuditLogLineDecoder {
         var bodyBytes: Int?
         var receivedURL: String?
         var tunnel: UUID?
+        var gateway: String?
+        var gatewayRequestID: String?
         let isObject = scanner.readObject(RequestField.self) { scanner, field in
             switch field {
             case .method:
@@ -181,6 +183,14 @@ enum AuditLogLineDecoder {
                 if scanner.consumeNull() { return true }
                 tunnel = scanner.readString().flatMap(Self.uuid)
                 return tunnel != nil
+            case .gateway:
+                if scanner.consumeNull() { return true }
+                gateway = scanner.readString()
+                return gateway != nil
+            case .gatewayRequestID:
+                if scanner.consumeNull() { return true }
+                gatewayRequestID = scanner.readString()
+                return gatewayRequestID != nil
             case .headers:
                 var list: [RequestSnapshot.Header] = []
                 let isArray = scanner.readArray { scanner in
@@ -196,7 +206,7 @@ enum AuditLogLineDecoder {
         guard isObject, let method, let url, let host, let headers else { return nil }
         return RequestSnapshot(
             method: method, url: url, host: host, headers: headers, bodyBytes: bodyBytes, receivedURL: receivedURL,
-            tunnel: tunnel)
+            tunnel: tunnel, gateway: gateway, gatewayRequestID: gatewayRequestID)
     }
 
     private static func header(_ scanner: inout JSONLineScanner) -> RequestSnapshot.Header? {
@@ -424,7 +434,7 @@ private enum RecordField: Int, JSONFields {
 }
 
 private enum RequestField: Int, JSONFields {
-    case bodyBytes, headers, host, method, receivedURL, tunnel, url
+    case bodyBytes, gateway, gatewayRequestID, headers, host, method, receivedURL, tunnel, url
     static let keys = keyBytes()
 }
 

@@ -114,6 +114,14 @@ enum AuditLogLineEncoder {
                 out.key("bodyBytes")
                 out.integer(bodyBytes)
             }
+            if let gateway = request.gateway {
+                out.key("gateway")
+                out.string(gateway)
+            }
+            if let gatewayRequestID = request.gatewayRequestID {
+                out.key("gatewayRequestID")
+                out.string(gatewayRequestID)
+            }
             out.key("headers")
             out.array(request.headers) { header, out in
                 out.object { out in

@@ -1,0 +1,102 @@
+import AuditPolicy
+import NIOHTTP1
+
+/// How the HTTP listener of `audit authz` reads a gateway's check: which contract, and the request
+/// it describes.
+public struct HTTPContracts: Sendable {
+    /// Which HTTP contract the listener expects.
+    public enum Selection: String, Sendable, CaseIterable {
+        /// Told apart by their headers: `X-Original-URI` is nginx, `X-Forwarded-Uri` is Caddy or
+        /// Traefik, anything else is Envoy's HTTP service.
+        case auto
+        /// Envoy's HTTP `ext_authz` service only.
+        case envoy
+        /// nginx `auth_request` only.
+        case nginx
+        /// Caddy `forward_auth` and Traefik ForwardAuth only.
+        case forwardAuth = "forward-auth"
+    }
+
+    /// Which contract the listener expects.
+    public var selection: Selection
+    /// For Envoy's HTTP service: the `path_prefix` the gateway puts before the original path.
+    public var pathPrefix: String
+
+    /// Contracts as `selection` says, with Envoy's `path_prefix`.
+    public init(selection: Selection = .auto, pathPrefix: String = "") {
+        self.selection = selection
+        self.pathPrefix = pathPrefix
+    }
+
+    /// Headers that concern the check's own connection, never the request it describes.
+    private static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+    ]
+
+    /// The check `head` describes.
+    public func check(_ head: HTTPRequestHead) -> AuthzCheck {
+        let headers = head.headers
+        let contract: AuthzCheck.Contract =
+            switch selection {
+            case .envoy: .envoyHTTP
+            case .nginx: .nginx
+            case .forwardAuth: .forwardAuth
+            case .auto:
+                headers.contains(name: "x-original-uri")
+                    ? .nginx : headers.contains(name: "x-forwarded-uri") ? .forwardAuth : .envoyHTTP
+            }
+        let own: Set<String>
+        let method: String?
+        let target: String?
+        let authority: String?
+        switch contract {
+        case .nginx:
+            own = [
+                "x-original-uri", "x-original-method", "x-forwarded-proto", "x-forwarded-host", "content-length",
+                "host",
+            ]
+            (method, target) = (Self.single(headers, "x-original-method"), Self.single(headers, "x-original-uri"))
+            authority = Self.single(headers, "x-forwarded-host") ?? Self.single(headers, "host")
+        case .forwardAuth:
+            own = [
+                "x-forwarded-method", "x-forwarded-uri", "x-forwarded-proto", "x-forwarded-host", "content-length",
+                "host",
+            ]
+            (method, target) = (Self.single(headers, "x-forwarded-method"), Self.single(headers, "x-forwarded-uri"))
+            authority = Self.single(headers, "x-forwarded-host")
+        case .envoyHTTP, .envoyGRPC:
+            own = []
+            method = head.method.rawValue
+            target = head.uri.hasPrefix(pathPrefix) ? String(head.uri.dropFirst(pathPrefix.count)) : nil
+            authority = Self.single(headers, "host")
+        }
+        var problem: String?
+        if let authority,
+            headers[canonicalForm: own.contains("x-forwarded-host") ? "x-forwarded-host" : "host"]
+                .count > 1
+        {
+            problem = "the check names more than one host (\(authority), …)"
+        }
+        if target == nil, contract == .envoyHTTP {
+            problem = "the check's path '\(head.uri)' does not start with the path prefix '\(pathPrefix)'"
+        }
+        let scheme = Self.single(headers, "x-forwarded-proto")?.lowercased() ?? "http"
+        // The request's Host is the host the check names (the check's own Host names audit authz).
+        var decided: [AuditRequest.Header] =
+            own.contains("host") && authority != nil ? [.init(name: "Host", value: authority ?? "")] : []
+        for (name, value) in headers
+        where !own.contains(name.lowercased()) && !Self.hopByHop.contains(name.lowercased()) {
+            decided.append(AuditRequest.Header(name: name, value: value))
+        }
+        let bodyBytes = contract == .envoyHTTP ? Self.single(headers, "content-length").flatMap { Int($0) } : nil
+        return AuthzCheck(
+            contract: contract, method: method ?? "", scheme: scheme, authority: authority ?? "",
+            target: target ?? "", headers: decided,
+            bodyBytes: bodyBytes, requestID: Self.single(headers, "x-request-id"), problem: problem)
+    }
+
+    /// The first value of header `name`, if it has one.
+    private static func single(_ headers: HTTPHeaders, _ name: String) -> String? {
+        headers.first(name: name)
+    }
+}

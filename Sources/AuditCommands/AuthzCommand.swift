@@ -1,0 +1,168 @@
+import ArgumentParser
+import AuditAuthz
+import AuditPipeline
+import AuditPolicy
+import AuditProxy
+import AuditReport
+import Foundation
+
+#if EnvoyGRPC
+    import AuditAuthzGRPC
+#endif
+
+extension HTTPContracts.Selection: ExpressibleByArgument {}
+
+/// `audit authz`: the policy as the external authorization service of the gateways people already
+/// run (Envoy and Istio, nginx, Caddy, Traefik).
+struct AuthzCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "authz",
+        abstract: "Decide a gateway's authorization checks (Envoy ext_authz, nginx auth_request, Caddy, Traefik).",
+        discussion: """
+            The HTTP listener answers Envoy's HTTP ext_authz service, nginx auth_request (X-Original-URI, \
+            X-Original-Method, X-Forwarded-Proto, X-Forwarded-Host) and Caddy forward_auth / Traefik ForwardAuth \
+            (X-Forwarded-Method, -Proto, -Host, -Uri), told apart by their headers unless --contract names one. \
+            --grpc-listen adds Envoy's gRPC Authorization/Check service. 2xx allows (with X-Request-Audit-Verdict \
+            and -Rule for the upstream); a refusal answers with the status and JSON body the gateway passes on; a \
+            warning is acknowledged by sending the request again with 'Audit-Acknowledge: RULE-ID'. Every check is \
+            one record in the log (outcome kind authz). SIGHUP reloads the policies (the old ones stay in force on \
+            error); SIGINT or SIGTERM stops accepting, answers what is in flight and flushes the log.
+            """
+    )
+
+    @Option(name: .long, help: "The address of the HTTP listener, HOST:PORT.")
+    var listen = "127.0.0.1:9191"
+
+    @Option(name: .customLong("grpc-listen"), help: "The address of Envoy's gRPC Authorization service, HOST:PORT.")
+    var grpcListen: String?
+
+    @Option(name: .long, help: "The folder of .rules files.")
+    var policies = "policies"
+
+    @Option(name: .long, help: "The JSON Lines audit log to append to.")
+    var log = "audit.jsonl"
+
+    @Option(
+        name: .customLong("log-keep"),
+        help:
+            "Rotated log files to keep (rotation at 10 MiB); older ones are deleted, each deletion noted in the log. Default: keep all."
+    )
+    var logKeep: Int?
+
+    @OptionGroup var logKey: LogKeyOptions
+
+    @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
+    var onError = MatchErrorHandling.block
+
+    @Option(name: .long, help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
+    var warn = ProxyConfiguration.WarningMode.deny
+
+    @Option(
+        name: .long, help: "A shadow policy folder: decided beside the live one, never enforced, differences recorded.")
+    var shadow: String?
+
+    @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
+    var watch = false
+
+    @Option(name: .long, help: "The HTTP contract: auto (told apart by headers), envoy, nginx or forward-auth.")
+    var contract = HTTPContracts.Selection.auto
+
+    @Option(
+        name: .customLong("path-prefix"),
+        help: "Envoy's HTTP service: the path_prefix the gateway puts before the original path.")
+    var pathPrefix = ""
+
+    @Option(
+        name: .customLong("max-concurrent-checks"),
+        help: "Most checks in flight at once; beyond it a check is answered 503 at once instead of queueing.")
+    var maximumConcurrentChecks = 1_024
+
+    @OptionGroup var exports: ExportOptions
+
+    func validate() throws {
+        _ = try ProxyCommand.hostAndPort(listen)
+        if let grpcListen { _ = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen") }
+        if !pathPrefix.isEmpty, !pathPrefix.hasPrefix("/") || pathPrefix.hasSuffix("/") {
+            throw ValidationError(
+                "--path-prefix: expected a path starting with '/' and not ending with one, got '\(pathPrefix)'")
+        }
+        guard maximumConcurrentChecks > 0 else {
+            throw ValidationError("--max-concurrent-checks: expected a positive number, got \(maximumConcurrentChecks)")
+        }
+    }
+
+    func run() async throws {
+        let policy = try loadPolicy(directory: policies)
+        var pipelineConfiguration = PipelineConfiguration()
+        pipelineConfiguration.logPath = log
+        pipelineConfiguration.logRotation = LogRotation(maxBytes: 10 << 20, keep: logKeep ?? LogRotation.keepEverything)
+        pipelineConfiguration.logChainKey = try logKey.key()
+        pipelineConfiguration.onMatchError = onError
+        if let shadow { pipelineConfiguration.shadowPolicy = try loadPolicy(directory: shadow) }
+        let exporting = try await exports.start(into: &pipelineConfiguration, command: "audit authz")
+        let pipeline: AuditPipeline
+        do {
+            pipeline = try AuditPipeline(policy: policy, configuration: pipelineConfiguration)
+        } catch {
+            CommandOutput.errorLine(error.description)
+            throw ExitCode.failure
+        }
+        let decider = AuthzDecider(
+            pipeline: pipeline, warnings: warn == .allow ? .proceed : .cancel,
+            maximumConcurrentChecks: maximumConcurrentChecks)
+        var configuration = AuthzConfiguration()
+        (configuration.host, configuration.port) = try ProxyCommand.hostAndPort(listen)
+        configuration.contracts = HTTPContracts(selection: contract, pathPrefix: pathPrefix)
+        let server = AuthzHTTPServer(configuration: configuration, decider: decider)
+        do {
+            try await server.start()
+        } catch {
+            CommandOutput.errorLine("audit authz: cannot listen on \(listen): \(error)")
+            throw ExitCode.failure
+        }
+        var grpcNote = ""
+        #if EnvoyGRPC
+            var grpc: AuthzGRPCServer?
+            if let grpcListen {
+                let (host, port) = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen")
+                let started = AuthzGRPCServer(host: host, port: port, decider: decider)
+                do {
+                    try await started.start()
+                } catch {
+                    CommandOutput.errorLine("audit authz: cannot listen on \(grpcListen): \(error)")
+                    await server.stop()
+                    throw ExitCode.failure
+                }
+                grpc = started
+                grpcNote = " (gRPC \(host):\(started.port ?? port))"
+            }
+        #else
+            if grpcListen != nil {
+                CommandOutput.errorLine(
+                    "audit authz: --grpc-listen needs the EnvoyGRPC package trait, which this build of audit was made without"
+                )
+                throw ExitCode.failure
+            }
+        #endif
+        if watch { SignalWatch.watch(pipeline, policies: policies, command: "audit authz") }
+        let signals = SignalWatch()
+        signals.onReload(of: pipeline, policies: policies, shadow: shadow, command: "audit authz")
+        CommandOutput.line(
+            "audit authz listening on \(configuration.host):\(server.port ?? configuration.port)\(grpcNote) — "
+                + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), contract \(contract.rawValue), "
+                + "warnings \(warn.rawValue)" + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : ""))
+        await signals.waitForStop()
+        CommandOutput.errorLine("audit authz: stopping (answering \(decider.gate.count) in flight)")
+        #if EnvoyGRPC
+            await grpc?.stop()
+        #endif
+        await server.stop()
+        try? await pipeline.shutdown()
+        await exporting.stop()
+        let statistics = pipeline.statistics
+        CommandOutput.errorLine(
+            "audit authz: stopped after \(plural(statistics.requests, "check")) (\(decider.gate.shed) shed); "
+                + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
+                    separator: " · "))
+    }
+}

@@ -1,0 +1,103 @@
+import AuditAuthz
+import AuditPolicy
+import NIOHTTP1
+import Testing
+
+/// How the HTTP listener reads each gateway's check.
+@Suite struct HTTPContractsTests {
+    private func head(_ uri: String, _ headers: [(String, String)], method: HTTPMethod = .GET) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: HTTPHeaders(headers))
+    }
+
+    @Test("nginx auth_request: method, URI, scheme and host from its X-Original and X-Forwarded headers")
+    func nginx() {
+        let check = HTTPContracts().check(
+            head(
+                "/_audit",
+                [
+                    ("Host", "127.0.0.1:9191"), ("X-Original-URI", "/a/b?c=1"), ("X-Original-Method", "DELETE"),
+                    ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "shop.test"), ("X-Request-ID", "r-1"),
+                    ("User-Agent", "curl/8"), ("Connection", "close"),
+                ]))
+        #expect(check.contract == .nginx)
+        #expect(check.method == "DELETE")
+        #expect(check.url == "https://shop.test/a/b?c=1")
+        #expect(check.requestID == "r-1")
+        #expect(check.problem == nil)
+        #expect(
+            check.headers == [
+                .init(name: "Host", value: "shop.test"), .init(name: "X-Request-ID", value: "r-1"),
+                .init(name: "User-Agent", value: "curl/8"),
+            ])
+    }
+
+    @Test("Caddy and Traefik forward auth: X-Forwarded-Method, -Proto, -Host and -Uri")
+    func forwardAuth() {
+        let check = HTTPContracts().check(
+            head(
+                "/forward-auth",
+                [
+                    ("Host", "authz:9191"), ("X-Forwarded-Method", "PUT"), ("X-Forwarded-Uri", "/x?y=2"),
+                    ("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "api.test:8443"),
+                    ("X-Forwarded-For", "10.0.0.1"),
+                ]))
+        #expect(check.contract == .forwardAuth)
+        #expect(check.method == "PUT")
+        #expect(check.url == "http://api.test:8443/x?y=2")
+        #expect(check.headers.first == .init(name: "Host", value: "api.test:8443"))
+        #expect(check.headers.contains(.init(name: "X-Forwarded-For", value: "10.0.0.1")))
+    }
+
+    @Test("Envoy's HTTP service: the original method and path, less the path prefix, and the original Host")
+    func envoy() {
+        let contracts = HTTPContracts(selection: .envoy, pathPrefix: "/authz")
+        let check = contracts.check(
+            head(
+                "/authz/upload?x=1", [("Host", "files.test"), ("Content-Length", "42"), ("x-request-id", "e-9")],
+                method: .POST))
+        #expect(check.contract == .envoyHTTP)
+        #expect(check.method == "POST")
+        #expect(check.url == "http://files.test/upload?x=1")
+        #expect(check.bodyBytes == 42)
+        #expect(check.requestID == "e-9")
+    }
+
+    @Test("Envoy's HTTP service: a path outside the prefix is a malformed check")
+    func envoyOutsidePrefix() {
+        let check = HTTPContracts(selection: .envoy, pathPrefix: "/authz").check(head("/other", [("Host", "a.test")]))
+        #expect(check.problem == "the check's path '/other' does not start with the path prefix '/authz'")
+    }
+
+    @Test(
+        "a check missing its contract's fields names what is missing",
+        arguments: [
+            ([("X-Original-URI", "/a"), ("X-Forwarded-Host", "a.test")], "the check names no method"),
+            ([("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/a")], "the check names no host"),
+            (
+                [("X-Original-URI", "a"), ("X-Original-Method", "GET"), ("X-Forwarded-Host", "a.test")],
+                "the request target 'a' is not a path (it must start with '/')"
+            ),
+            (
+                [
+                    ("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/"), ("X-Forwarded-Host", "a.test"),
+                    ("X-Forwarded-Proto", "ftp"),
+                ],
+                "the scheme 'ftp' is neither http nor https"
+            ),
+        ])
+    func malformed(headers: [(String, String)], problem: String) {
+        #expect(HTTPContracts().check(head("/", headers)).problem == problem)
+    }
+
+    @Test("a check naming two hosts is malformed: the gateway and the policy could read different ones")
+    func twoHosts() {
+        let check = HTTPContracts().check(
+            head(
+                "/",
+                [
+                    ("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/"), ("X-Forwarded-Host", "a.test"),
+                    ("X-Forwarded-Host", "b.test"),
+                ]))
+        #expect(check.problem?.hasPrefix("the check names more than one host") == true)
+    }
+}

@@ -1,0 +1,133 @@
+import AuditReport
+import Foundation
+import Testing
+
+/// `audit authz --grpc-listen` asked by an Envoy-shaped client: Python grpcio with Envoy's own API
+/// messages (the xds-protos package), filling CheckRequests as Envoy's ext_authz filter does.
+@Suite(.serialized) struct AuthzGRPCTests {
+    struct Reply: Decodable {
+        let grpc: Int
+        let allowed: Bool
+        let status: Int
+        let headers: [String: String]
+        let remove: [String]
+        let body: String
+    }
+
+    /// Starts `audit authz` with the gateway tests' rules plus `extra`, sends `cases` (JSON objects),
+    /// and returns the replies and the records.
+    private func check(_ cases: [[String: Any]], extra: String = "") throws -> ([Reply], [AuditRecord]) {
+        let folder = try TemporaryFolder([:])
+        let policies = folder.url.appendingPathComponent("policies")
+        try FileManager.default.createDirectory(at: policies, withIntermediateDirectories: true)
+        try Data((AuthzGatewayTests.rules + extra).utf8).write(to: policies.appendingPathComponent("shop.rules"))
+        let authz = try ProxyProcess(
+            command: "authz", arguments: ["--log", "audit.jsonl", "--grpc-listen", "127.0.0.1:0"], in: folder)
+        // "… (gRPC 127.0.0.1:PORT) — …"
+        let grpc = try #require(
+            authz.firstLine.components(separatedBy: "(gRPC ").dropFirst().first?.split(separator: ")").first)
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        client.arguments = ["python3", try clientScript(), String(grpc)]
+        let input = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        client.standardInput = input
+        client.standardOutput = output
+        client.standardError = errors
+        try client.run()
+        let lines = try cases.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+        input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        client.waitUntilExit()
+        #expect(client.terminationStatus == 0, "\(problems)")
+        #expect(authz.stop() == 0)
+        let replies = try data.split(separator: UInt8(ascii: "\n")).map {
+            try JSONDecoder().decode(Reply.self, from: Data($0))
+        }
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        return (replies, records)
+    }
+
+    private func clientScript() throws -> String {
+        let here = URL(fileURLWithPath: #filePath)
+        return here.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Servers/envoy_check.py").path
+    }
+
+    @Test("a CheckRequest with every field populated as Envoy populates it is decided on its method, URL and headers")
+    func everyField() throws {
+        let (replies, records) = try check([
+            [
+                "method": "GET", "host": "shop.test", "path": "/admin/users?page=2", "scheme": "https", "full": true,
+                "headers": ["user-agent": "curl/8.5.0", "x-request-id": "7f1c4e9a-3c55-4ab0-9f8e-0d6b2f1c9a11"],
+            ],
+            ["method": "POST", "host": "shop.test", "path": "/cart?add=7", "scheme": "https", "full": true],
+        ])
+        #expect(replies.map(\.allowed) == [false, true])
+        #expect(replies[0].grpc == 7)  // PERMISSION_DENIED
+        #expect(replies[0].status == 403)
+        #expect(replies[0].headers["x-request-audit-rule"] == "shop/admin")
+        #expect(replies[0].body.contains(#""error":"blocked""#))
+        #expect(replies[1].grpc == 0)
+        #expect(replies[1].headers["x-request-audit-verdict"] == "pass")
+        #expect(records.map(\.request.url) == ["https://shop.test/admin/users?page=2", "https://shop.test/cart?add=7"])
+        #expect(records.map(\.request.method) == ["GET", "POST"])
+        #expect(records[0].request.gateway == "envoy-grpc")
+        #expect(records[0].request.gatewayRequestID == "7f1c4e9a-3c55-4ab0-9f8e-0d6b2f1c9a11")
+        #expect(records[1].request.bodyBytes == 10)
+        #expect(records[0].request.headers.contains { $0.name == "user-agent" && $0.value == "curl/8.5.0" })
+        #expect(!records[0].request.headers.contains { $0.name.hasPrefix(":") })
+        #expect(records.map(\.outcome.kind) == [.authz, .authz])
+    }
+
+    @Test("blocked spellings of one resource are denied over gRPC as the policy decides their canonical URL")
+    func spellings() throws {
+        let paths = [
+            "/admin", "/%61dmin", "/x/../admin", "/./admin/", "/%2e/admin", "/ok", "/adminx", "/administration",
+        ]
+        let (replies, records) = try check(paths.map { ["method": "GET", "host": "SHOP.test.", "path": $0] })
+        #expect(replies.map(\.allowed) == [false, false, false, false, false, true, false, false])
+        #expect(records.map(\.request.host) == Array(repeating: "shop.test", count: paths.count))
+    }
+
+    @Test(
+        "redirect, respond and warn over gRPC: 302 with Location, the rule's response, 403 then an acknowledged retry")
+    func actions() throws {
+        let (replies, _) = try check(
+            [
+                ["method": "GET", "host": "shop.test", "path": "/old/a?b=1"],
+                ["method": "GET", "host": "shop.test", "path": "/teapot"],
+                ["method": "GET", "host": "shop.test", "path": "/export"],
+                [
+                    "method": "GET", "host": "shop.test", "path": "/export",
+                    "headers": ["audit-acknowledge": "shop/export"],
+                ],
+            ], extra: "\n[respond 418] body=\"short and stout\"\nteapot ^https?://shop\\.test/teapot\n")
+        #expect(replies[0].status == 302)
+        #expect(replies[0].headers["location"] == "https://shop.test/new/a?b=1")
+        #expect(replies[1].status == 418)
+        #expect(replies[1].body == "short and stout")
+        #expect(replies[2].status == 403)
+        #expect(replies[2].body.contains(#""acknowledge":{"header":"Audit-Acknowledge","value":"shop/export"}"#))
+        #expect(replies[3].allowed)
+        #expect(replies[3].remove == ["audit-acknowledge"])
+    }
+
+    @Test("a malformed CheckRequest (no method, no path) is denied 400 with a clear error, and recorded")
+    func malformed() throws {
+        let (replies, records) = try check([
+            ["method": "", "host": "shop.test", "path": "/x"],
+            ["method": "GET", "host": "shop.test", "path": ""],
+            ["method": "GET", "host": "", "path": "/x"],
+        ])
+        #expect(replies.map(\.status) == [400, 400, 400])
+        #expect(replies[0].body.contains("the check names no method"))
+        #expect(replies[1].body.contains("is not a path"))
+        #expect(replies[2].body.contains("the check names no host"))
+        #expect(records.count == 3)
+        #expect(records.map(\.outcome.status) == [400, 400, 400])
+    }
+}
