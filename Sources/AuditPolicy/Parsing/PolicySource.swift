@@ -30,7 +30,10 @@ public struct PolicySource: Sendable, Hashable {
         return isDirectory.boolValue ? .directory : .file
     }
 
-    /// Every file ending in `.suffix` under `directory`, searched recursively and sorted by path.
+    /// Every file ending in `.suffix` under `directory`, searched recursively and sorted by path; hidden
+    /// files and folders (a name starting with `.`) are left out, such as the `..data` and `..2026_…`
+    /// folders the kubelet keeps beside the files of a mounted Kubernetes ConfigMap, which hold a second
+    /// copy of each.
     ///
     /// - Throws: ``PolicyError/cannotRead(path:reason:)`` when the directory or a file cannot be read.
     public static func files(in directory: String, withExtension suffix: String) throws(PolicyError) -> [PolicySource] {
@@ -44,6 +47,10 @@ public struct PolicySource: Sendable, Hashable {
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         var paths: [String] = []
         while let relative = enumerator.nextObject() as? String {
+            if relative.hasPrefix(".") || relative.contains("/.") {
+                enumerator.skipDescendants()
+                continue
+            }
             let path = prefix + relative
             if relative.hasSuffix("." + suffix), itemKind(atPath: path) == .file {
                 paths.append(path)
