@@ -15,17 +15,20 @@ public struct AuthzAnswer: Sendable, Equatable {
     public var headersToRemove: [String]
     /// The body of a denied check's answer.
     public var body: [UInt8]
+    /// Why a check was denied, in words (what its record says), or nil.
+    public var reason: String?
 
     /// Creates an answer.
     public init(
         isAllowed: Bool, status: Int, headers: [RequestSnapshot.Header], headersToRemove: [String] = [],
-        body: [UInt8] = []
+        body: [UInt8] = [], reason: String? = nil
     ) {
         self.isAllowed = isAllowed
         self.status = status
         self.headers = headers
         self.headersToRemove = headersToRemove
         self.body = body
+        self.reason = reason
     }
 
     /// The value of the header `name` (any case), if it has one.

@@ -12,8 +12,6 @@ public struct AuthzConfiguration: Sendable {
     public var threads = ProcessInfo.processInfo.activeProcessorCount
     /// The longest a graceful stop waits for the checks in flight.
     public var drainTimeout: Duration = .seconds(10)
-    /// The largest check request head, in bytes (a gateway's check is a request head and no body).
-    public var maximumBodyBytes = 64 << 10
 
     /// Default settings: 127.0.0.1:9191, contracts told apart by their headers.
     public init() {}

@@ -55,6 +55,12 @@ public final class AuthzDecider: Sendable {
         body: Array(
             Denial.problem("busy", "audit authz has as many checks in flight as it takes; try again later").json.utf8))
 
+    /// The answer to a check that comes once the listener is stopping.
+    public static let stopping = AuthzAnswer(
+        isAllowed: false, status: 503,
+        headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "Retry-After", value: "1")],
+        body: Array(Denial.problem("stopping", "audit authz is stopping; ask another replica").json.utf8))
+
     private func decideAdmitted(_ check: AuthzCheck) -> AuthzAnswer {
         let request = check.request
         let audited = pipeline.admit(
@@ -132,7 +138,9 @@ public final class AuthzDecider: Sendable {
             if let rule = decision.decision.rule { headers.append(.init(name: Denial.ruleHeader, value: rule)) }
         }
         let body = denial.map { Array($0.json.utf8) } ?? []
-        return AuthzAnswer(isAllowed: false, status: status, headers: headers, body: body)
+        return AuthzAnswer(
+            isAllowed: false, status: status, headers: headers, body: body,
+            reason: denial.map { $0.hint ?? $0.message ?? $0.error })
     }
 
     /// A rule's local response (its body or file), given to the client by the gateway.
@@ -151,11 +159,7 @@ public final class AuthzDecider: Sendable {
     /// can pass on.
     private func finish(_ audited: AuditedRequest, _ answer: AuthzAnswer, contract: AuthzCheck.Contract) -> AuthzAnswer
     {
-        var failure: Outcome.Failure?
-        if !answer.isAllowed, answer.status >= 400 {
-            failure = .init(
-                domain: "AuditAuthz", code: answer.status, description: String(decoding: answer.body, as: UTF8.self))
-        }
+        let failure = answer.reason.map { Outcome.Failure(domain: "AuditAuthz", code: answer.status, description: $0) }
         audited.finish(
             Outcome(
                 .authz, status: answer.status, bytes: answer.body.count,

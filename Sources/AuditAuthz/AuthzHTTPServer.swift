@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The HTTP listener of `audit authz`: answers the checks of Envoy's HTTP `ext_authz` service,
 /// nginx `auth_request`, Caddy `forward_auth` and Traefik ForwardAuth, each decided by an
@@ -22,6 +23,8 @@ public final class AuthzHTTPServer: Sendable {
 
     private let group: MultiThreadedEventLoopGroup
     private let state = Locked(State())
+    /// Set when a stop begins: checks that come after it are answered 503 and not decided.
+    private let isStopping = Atomic<Bool>(false)
 
     private struct State {
         var server: Channel?
@@ -55,7 +58,7 @@ public final class AuthzHTTPServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
-                        AuthzHTTPHandler(decider: decider, contracts: contracts))
+                        AuthzHTTPHandler(decider: decider, contracts: contracts, server: self))
                 }
             }
             .bind(host: configuration.host, port: configuration.port)
@@ -71,10 +74,15 @@ public final class AuthzHTTPServer: Sendable {
         }
     }
 
-    /// Stops gracefully: stops accepting, waits for the checks in flight (at most
-    /// ``AuthzConfiguration/drainTimeout``), closes every connection. The pipeline is its owner's
-    /// to shut down (a gRPC listener may share it).
+    /// Whether a stop has begun.
+    var stopping: Bool { isStopping.load(ordering: .acquiring) }
+
+    /// Stops gracefully: stops accepting connections and checks (a check that comes on an open
+    /// connection now is answered 503 with `Connection: close`, not decided), waits for the checks
+    /// in flight (at most ``AuthzConfiguration/drainTimeout``), and closes every connection. The
+    /// pipeline is its owner's to shut down (a gRPC listener may share it).
     public func stop() async {
+        isStopping.store(true, ordering: .releasing)
         let server = state.withLock { state -> Channel? in
             state.isStopping = true
             return state.server
@@ -98,11 +106,13 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
 
     private let decider: AuthzDecider
     private let contracts: HTTPContracts
+    private let server: AuthzHTTPServer
     private var head: HTTPRequestHead?
 
-    init(decider: AuthzDecider, contracts: HTTPContracts) {
+    init(decider: AuthzDecider, contracts: HTTPContracts, server: AuthzHTTPServer) {
         self.decider = decider
         self.contracts = contracts
+        self.server = server
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -114,6 +124,9 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
+            guard !server.stopping else {
+                return answer(AuthzDecider.stopping, keepAlive: false, context: context)
+            }
             answer(decider.decide(contracts.check(head)), keepAlive: head.isKeepAlive, context: context)
         }
     }

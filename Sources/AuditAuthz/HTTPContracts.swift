@@ -45,10 +45,11 @@ public struct HTTPContracts: Sendable {
                 headers.contains(name: "x-original-uri")
                     ? .nginx : headers.contains(name: "x-forwarded-uri") ? .forwardAuth : .envoyHTTP
             }
+        // The contract's own headers (not the request's), and the one naming the request's host.
         let own: Set<String>
         let method: String?
         let target: String?
-        let authority: String?
+        let hostField: String
         switch contract {
         case .nginx:
             own = [
@@ -56,27 +57,25 @@ public struct HTTPContracts: Sendable {
                 "host",
             ]
             (method, target) = (Self.single(headers, "x-original-method"), Self.single(headers, "x-original-uri"))
-            authority = Self.single(headers, "x-forwarded-host") ?? Self.single(headers, "host")
+            // nginx's recipe sets X-Forwarded-Host; without it, `proxy_set_header Host $host` does.
+            hostField = headers.contains(name: "x-forwarded-host") ? "x-forwarded-host" : "host"
         case .forwardAuth:
             own = [
                 "x-forwarded-method", "x-forwarded-uri", "x-forwarded-proto", "x-forwarded-host", "content-length",
                 "host",
             ]
             (method, target) = (Self.single(headers, "x-forwarded-method"), Self.single(headers, "x-forwarded-uri"))
-            authority = Self.single(headers, "x-forwarded-host")
+            hostField = "x-forwarded-host"
         case .envoyHTTP, .envoyGRPC:
             own = []
             method = head.method.rawValue
             target = head.uri.hasPrefix(pathPrefix) ? String(head.uri.dropFirst(pathPrefix.count)) : nil
-            authority = Self.single(headers, "host")
+            hostField = "host"
         }
+        let hosts = headers[canonicalForm: hostField]
+        let authority = hosts.first.map(String.init)
         var problem: String?
-        if let authority,
-            headers[canonicalForm: own.contains("x-forwarded-host") ? "x-forwarded-host" : "host"]
-                .count > 1
-        {
-            problem = "the check names more than one host (\(authority), …)"
-        }
+        if hosts.count > 1 { problem = "the check names more than one host (\(hosts.joined(separator: ", ")))" }
         if target == nil, contract == .envoyHTTP {
             problem = "the check's path '\(head.uri)' does not start with the path prefix '\(pathPrefix)'"
         }

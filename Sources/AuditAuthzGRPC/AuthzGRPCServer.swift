@@ -14,6 +14,8 @@ import GRPCNIOTransportHTTP2
 public final class AuthzGRPCServer: Sendable {
     /// Decides every check.
     public let decider: AuthzDecider
+    /// The address it listens on.
+    public let host: String
     private let server: GRPCServer<HTTP2ServerTransport.Posix>
     private let transport: HTTP2ServerTransport.Posix
     private let serving = Locked<Task<Void, Never>?>(nil)
@@ -22,6 +24,7 @@ public final class AuthzGRPCServer: Sendable {
     /// A listener (not yet listening) on `host`:`port` whose checks `decider` decides.
     public init(host: String, port: Int, decider: AuthzDecider) {
         self.decider = decider
+        self.host = host
         let address: GRPCNIOTransportCore.SocketAddress =
             host.contains(":") ? .ipv6(host: host, port: port) : .ipv4(host: host, port: port)
         transport = .http2NIOPosix(address: address, transportSecurity: .plaintext)

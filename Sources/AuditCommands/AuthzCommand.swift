@@ -36,33 +36,7 @@ struct AuthzCommand: AsyncParsableCommand {
     @Option(name: .customLong("grpc-listen"), help: "The address of Envoy's gRPC Authorization service, HOST:PORT.")
     var grpcListen: String?
 
-    @Option(name: .long, help: "The folder of .rules files.")
-    var policies = "policies"
-
-    @Option(name: .long, help: "The JSON Lines audit log to append to.")
-    var log = "audit.jsonl"
-
-    @Option(
-        name: .customLong("log-keep"),
-        help:
-            "Rotated log files to keep (rotation at 10 MiB); older ones are deleted, each deletion noted in the log. Default: keep all."
-    )
-    var logKeep: Int?
-
-    @OptionGroup var logKey: LogKeyOptions
-
-    @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
-    var onError = MatchErrorHandling.block
-
-    @Option(name: .long, help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
-    var warn = ProxyConfiguration.WarningMode.deny
-
-    @Option(
-        name: .long, help: "A shadow policy folder: decided beside the live one, never enforced, differences recorded.")
-    var shadow: String?
-
-    @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
-    var watch = false
+    @OptionGroup var service: ServiceOptions
 
     @Option(name: .long, help: "The HTTP contract: auto (told apart by headers), envoy, nginx or forward-auth.")
     var contract = HTTPContracts.Selection.auto
@@ -92,13 +66,9 @@ struct AuthzCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let policy = try loadPolicy(directory: policies)
+        let policy = try service.policy()
         var pipelineConfiguration = PipelineConfiguration()
-        pipelineConfiguration.logPath = log
-        pipelineConfiguration.logRotation = LogRotation(maxBytes: 10 << 20, keep: logKeep ?? LogRotation.keepEverything)
-        pipelineConfiguration.logChainKey = try logKey.key()
-        pipelineConfiguration.onMatchError = onError
-        if let shadow { pipelineConfiguration.shadowPolicy = try loadPolicy(directory: shadow) }
+        try service.configure(&pipelineConfiguration)
         let exporting = try await exports.start(into: &pipelineConfiguration, command: "audit authz")
         let pipeline: AuditPipeline
         do {
@@ -108,7 +78,7 @@ struct AuthzCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let decider = AuthzDecider(
-            pipeline: pipeline, warnings: warn == .allow ? .proceed : .cancel,
+            pipeline: pipeline, warnings: service.warn == .allow ? .proceed : .cancel,
             maximumConcurrentChecks: maximumConcurrentChecks)
         var configuration = AuthzConfiguration()
         (configuration.host, configuration.port) = try ProxyCommand.hostAndPort(listen)
@@ -120,37 +90,30 @@ struct AuthzCommand: AsyncParsableCommand {
             CommandOutput.errorLine("audit authz: cannot listen on \(listen): \(error)")
             throw ExitCode.failure
         }
-        var grpcNote = ""
         #if EnvoyGRPC
-            var grpc: AuthzGRPCServer?
-            if let grpcListen {
-                let (host, port) = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen")
-                let started = AuthzGRPCServer(host: host, port: port, decider: decider)
-                do {
-                    try await started.start()
-                } catch {
-                    CommandOutput.errorLine("audit authz: cannot listen on \(grpcListen): \(error)")
-                    await server.stop()
-                    throw ExitCode.failure
-                }
-                grpc = started
-                grpcNote = " (gRPC \(host):\(started.port ?? port))"
+            let grpc: AuthzGRPCServer?
+            do {
+                grpc = try await startGRPC(decider)
+            } catch {
+                await server.stop()
+                throw error
             }
+            let grpcNote = grpc.map { " (gRPC \($0.host):\($0.port ?? 0))" } ?? ""
         #else
             if grpcListen != nil {
                 CommandOutput.errorLine(
                     "audit authz: --grpc-listen needs the EnvoyGRPC package trait, which this build of audit was made without"
                 )
+                await server.stop()
                 throw ExitCode.failure
             }
+            let grpcNote = ""
         #endif
-        if watch { SignalWatch.watch(pipeline, policies: policies, command: "audit authz") }
         let signals = SignalWatch()
-        signals.onReload(of: pipeline, policies: policies, shadow: shadow, command: "audit authz")
+        service.reload(pipeline, on: signals, command: "audit authz")
         CommandOutput.line(
             "audit authz listening on \(configuration.host):\(server.port ?? configuration.port)\(grpcNote) — "
-                + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), contract \(contract.rawValue), "
-                + "warnings \(warn.rawValue)" + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : ""))
+                + "\(plural(policy.rules.count, "rule")) \(service.note), contract \(contract.rawValue)")
         await signals.waitForStop()
         CommandOutput.errorLine("audit authz: stopping (answering \(decider.gate.count) in flight)")
         #if EnvoyGRPC
@@ -165,4 +128,20 @@ struct AuthzCommand: AsyncParsableCommand {
                 + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
                     separator: " · "))
     }
+
+    #if EnvoyGRPC
+        /// The gRPC listener of `--grpc-listen`, started, or nil without the option.
+        private func startGRPC(_ decider: AuthzDecider) async throws -> AuthzGRPCServer? {
+            guard let grpcListen else { return nil }
+            let (host, port) = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen")
+            let server = AuthzGRPCServer(host: host, port: port, decider: decider)
+            do {
+                try await server.start()
+            } catch {
+                CommandOutput.errorLine("audit authz: cannot listen on \(grpcListen): \(error)")
+                throw ExitCode.failure
+            }
+            return server
+        }
+    #endif
 }

@@ -8,8 +8,6 @@ import AuditReport
 import Dispatch
 import Foundation
 
-extension ProxyConfiguration.WarningMode: ExpressibleByArgument {}
-
 /// `audit proxy`: a forward HTTP proxy that audits every request of any client (curl, git, npm,
 /// pip, browsers, SDKs) against the policy.
 struct ProxyCommand: AsyncParsableCommand {
@@ -29,38 +27,12 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The address to listen on, HOST:PORT.")
     var listen = "127.0.0.1:8080"
 
-    @Option(name: .long, help: "The folder of .rules files.")
-    var policies = "policies"
-
-    @Option(name: .long, help: "The JSON Lines audit log to append to.")
-    var log = "audit.jsonl"
-
-    @Option(
-        name: .customLong("log-keep"),
-        help:
-            "Rotated log files to keep (rotation at 10 MiB); older ones are deleted, each deletion noted in the log. Default: keep all."
-    )
-    var logKeep: Int?
-
-    @OptionGroup var logKey: LogKeyOptions
-
-    @Option(name: .customLong("on-error"), help: "When a match fails: block (fail closed) or pass (ignore the rule).")
-    var onError = MatchErrorHandling.block
-
-    @Option(name: .long, help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
-    var warn = ProxyConfiguration.WarningMode.deny
-
-    @Option(
-        name: .long, help: "A shadow policy folder: decided beside the live one, never enforced, differences recorded.")
-    var shadow: String?
+    @OptionGroup var service: ServiceOptions
 
     @Option(
         name: .customLong("connect-port"),
         help: "A port CONNECT may open a tunnel to (repeatable; default 443; 'any' for every port).")
     var connectPorts: [String] = []
-
-    @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
-    var watch = false
 
     @Option(name: .customLong("max-connections"), help: "Most client connections open at once.")
     var maximumConnections = 4_096
@@ -106,18 +78,13 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let policy = try loadPolicy(directory: policies)
+        let policy = try service.policy()
         var configuration = ProxyConfiguration()
         (configuration.host, configuration.port) = try Self.hostAndPort(listen)
-        configuration.warnings = warn
+        configuration.warnings = service.warn
         configuration.connectPorts = try allowedConnectPorts()
         configuration.maximumConnections = maximumConnections
-        configuration.pipeline.logPath = log
-        configuration.pipeline.logRotation = LogRotation(
-            maxBytes: 10 << 20, keep: logKeep ?? LogRotation.keepEverything)
-        configuration.pipeline.logChainKey = try logKey.key()
-        configuration.pipeline.onMatchError = onError
-        if let shadow { configuration.pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
+        try service.configure(&configuration.pipeline)
         let cache = try cacheOptions.open(for: policy, command: "audit proxy")
         defer { cache?.removeTemporary() }
         configuration.cache = cache?.cache
@@ -148,13 +115,11 @@ struct ProxyCommand: AsyncParsableCommand {
             CommandOutput.errorLine("audit proxy: cannot listen on \(listen): \(error)")
             throw ExitCode.failure
         }
-        if watch { SignalWatch.watch(pipeline, policies: policies, command: "audit proxy") }
         let signals = SignalWatch()
-        signals.onReload(of: pipeline, policies: policies, shadow: shadow, command: "audit proxy")
+        service.reload(pipeline, on: signals, command: "audit proxy")
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
-                + "\(plural(policy.rules.count, "rule")) from \(policies), log \(log), warnings \(warn.rawValue)"
-                + (shadow.map { ", shadow \($0)" } ?? "") + (watch ? ", watching" : "") + interceptionNote
+                + "\(plural(policy.rules.count, "rule")) \(service.note)" + interceptionNote
                 + (cache?.note ?? ""))
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")

@@ -2,6 +2,13 @@ import AuditReport
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `audit authz --grpc-listen` asked by an Envoy-shaped client: Python grpcio with Envoy's own API
 /// messages (the xds-protos package), filling CheckRequests as Envoy's ext_authz filter does.
 @Suite(.serialized) struct AuthzGRPCTests {
@@ -129,5 +136,51 @@ import Testing
         #expect(replies[2].body.contains("the check names no host"))
         #expect(records.count == 3)
         #expect(records.map(\.outcome.status) == [400, 400, 400])
+    }
+}
+
+/// Stopping `audit authz` while checks flow.
+@Suite(.serialized) struct AuthzStopTests {
+    @Test(
+        "SIGTERM while checks flow: it stops accepting, answers what is in flight, and every answered check has its record"
+    )
+    func drains() async throws {
+        let folder = try TemporaryFolder([:])
+        let policies = folder.url.appendingPathComponent("policies")
+        try FileManager.default.createDirectory(at: policies, withIntermediateDirectories: true)
+        try Data(AuthzGatewayTests.rules.utf8).write(to: policies.appendingPathComponent("shop.rules"))
+        let authz = try ProxyProcess(command: "authz", arguments: ["--log", "audit.jsonl"], in: folder)
+        // Four curl loops, each asking until the listener is gone.
+        let loop = """
+            i=0; while code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Forwarded-Method: GET' \\
+              -H 'X-Forwarded-Host: shop.test' -H "X-Forwarded-Uri: /item/$i" -H 'X-Forwarded-Proto: https' \\
+              http://127.0.0.1:\(authz.port)/forward-auth); do echo "$code"; i=$((i+1)); done
+            """
+        let clients = try (0..<4).map { _ in
+            let client = Process()
+            client.executableURL = URL(fileURLWithPath: "/bin/sh")
+            client.arguments = ["-c", loop]
+            let output = Pipe()
+            client.standardOutput = output
+            try client.run()
+            return (client, output)
+        }
+        try await Task.sleep(for: .seconds(1))
+        authz.signal(SIGTERM)
+        authz.process.waitUntilExit()
+        var statuses: [Int] = []
+        for (client, output) in clients {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            client.waitUntilExit()
+            statuses += text.split(separator: "\n").compactMap { Int($0) }
+        }
+        #expect(authz.process.terminationStatus == 0)
+        // A check that comes once the stop began gets 503 (not decided); every other answer was decided.
+        let decided = statuses.filter { $0 != 503 }
+        #expect(decided.count > 5)
+        #expect(Set(statuses).isSubset(of: [200, 403, 503]))
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.count == decided.count, "\(records.count) records for \(decided.count) decided answers")
+        #expect(authz.standardError.contains("audit authz: stopped after \(decided.count) checks"))
     }
 }

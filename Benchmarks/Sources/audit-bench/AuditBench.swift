@@ -10,7 +10,7 @@ struct AuditBench: AsyncParsableCommand {
         subcommands: [
             All.self, Decisions.self, LoadOne.self, ReportOne.self, WriteLog.self, Interception.self, EncodeOne.self,
             Stream.self, StreamOne.self, Proxies.self, Diff.self, Redactions.self, Hyperscan.self, Reports.self,
-            Canonicalization.self, TLSProxies.self, CacheHits.self,
+            Canonicalization.self, TLSProxies.self, CacheHits.self, Authz.self,
         ], defaultSubcommand: All.self)
 }
 
@@ -409,6 +409,9 @@ struct All: AsyncParsableCommand {
 
         print("\n## 8. Reports over generated logs\n")
         try ReportBenchmark(auditBinary: audit).printTable()
+
+        print(Authz.heading)
+        try await Authz.report(data: data, audit: audit)
     }
 }
 
