@@ -83,8 +83,9 @@ public struct HTTPContracts: Sendable {
         // The request's Host is the host the check names (the check's own Host names audit authz).
         var decided: [AuditRequest.Header] =
             own.contains("host") && authority != nil ? [.init(name: "Host", value: authority ?? "")] : []
-        for (name, value) in headers
-        where !own.contains(name.lowercased()) && !Self.hopByHop.contains(name.lowercased()) {
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            guard !own.contains(lowered), !Self.hopByHop.contains(lowered) else { continue }
             decided.append(AuditRequest.Header(name: name, value: value))
         }
         let bodyBytes = contract == .envoyHTTP ? Self.single(headers, "content-length").flatMap { Int($0) } : nil

@@ -70,13 +70,8 @@ struct AuthzCommand: AsyncParsableCommand {
         var pipelineConfiguration = PipelineConfiguration()
         try service.configure(&pipelineConfiguration)
         let exporting = try await exports.start(into: &pipelineConfiguration, command: "audit authz")
-        let pipeline: AuditPipeline
-        do {
-            pipeline = try AuditPipeline(policy: policy, configuration: pipelineConfiguration)
-        } catch {
-            CommandOutput.errorLine(error.description)
-            throw ExitCode.failure
-        }
+        let pipeline = try ServiceOptions.pipeline(
+            policy: policy, configuration: pipelineConfiguration, command: "audit authz")
         let decider = AuthzDecider(
             pipeline: pipeline, warnings: service.warn == .allow ? .proceed : .cancel,
             maximumConcurrentChecks: maximumConcurrentChecks)

@@ -101,13 +101,8 @@ struct ProxyCommand: AsyncParsableCommand {
             }
         #endif
         let exporting = try await exports.start(into: &configuration.pipeline, command: "audit proxy")
-        let pipeline: AuditPipeline
-        do {
-            pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
-        } catch {
-            CommandOutput.errorLine(error.description)
-            throw ExitCode.failure
-        }
+        let pipeline = try ServiceOptions.pipeline(
+            policy: policy, configuration: configuration.pipeline, command: "audit proxy")
         let proxy = ProxyServer(configuration: configuration, pipeline: pipeline)
         do {
             try await proxy.start()

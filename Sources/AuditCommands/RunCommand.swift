@@ -58,13 +58,8 @@
             defer { cache?.removeTemporary() }
             configuration.cache = cache?.cache
             try recording.configure(&configuration, command: "audit run")
-            let pipeline: AuditPipeline
-            do {
-                pipeline = try AuditPipeline(policy: policy, configuration: configuration.pipeline)
-            } catch {
-                CommandOutput.errorLine("audit run: \(error.description)")
-                throw ExitCode.failure
-            }
+            let pipeline = try ServiceOptions.pipeline(
+                policy: policy, configuration: configuration.pipeline, command: "audit run")
             let proxy = ProxyServer(
                 configuration: configuration, pipeline: pipeline,
                 report: { line in FileHandle.standardError.write(Data("audit: \(line)\n".utf8)) })

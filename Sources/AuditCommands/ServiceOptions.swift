@@ -49,6 +49,19 @@ struct ServiceOptions: ParsableArguments {
         if let shadow { pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
     }
 
+    /// The pipeline of `policy` and `configuration`, or the error printed (prefixed with `command`)
+    /// and a failure exit.
+    static func pipeline(policy: Policy, configuration: PipelineConfiguration, command: String) throws
+        -> AuditPipeline
+    {
+        do {
+            return try AuditPipeline(policy: policy, configuration: configuration)
+        } catch {
+            CommandOutput.errorLine("\(command): \(error.description)")
+            throw ExitCode.failure
+        }
+    }
+
     /// Reloads `pipeline`'s policies on SIGHUP through `signals`, and on change with `--watch`.
     func reload(_ pipeline: AuditPipeline, on signals: SignalWatch, command: String) {
         if watch { SignalWatch.watch(pipeline, policies: policies, command: command) }
