@@ -27,7 +27,12 @@ public final class AuthzGRPCServer: Sendable {
         self.host = host
         let address: GRPCNIOTransportCore.SocketAddress =
             host.contains(":") ? .ipv6(host: host, port: port) : .ipv4(host: host, port: port)
-        transport = .http2NIOPosix(address: address, transportSecurity: .plaintext)
+        // Flush coalescing off: a check is one small answer, and delaying its flush to batch it with
+        // others cost a grpcio client half its round trip (0.95 against 0.51 ms p50, one call at a time)
+        // and the listener about 0.3 ms of CPU a call.
+        transport = .http2NIOPosix(
+            address: address, transportSecurity: .plaintext,
+            config: .defaults { $0.connection.flushCoalescing = nil })
         server = GRPCServer(transport: transport, services: [EnvoyAuthorizationService(decider: decider)])
     }
 

@@ -166,7 +166,9 @@ struct AuthzBenchmark {
     private static func paced(port: Int, callers: Int, urls: [String]) async throws -> (Double, [Double]) {
         let requests = urls.prefix(4_096).map(Self.checkRequest)
         return try await withGRPCClient(
-            transport: .http2NIOPosix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+            transport: .http2NIOPosix(
+                target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext,
+                config: .defaults { $0.connection.flushCoalescing = nil })
         ) { client in
             let authorization = Envoy_Service_Auth_V3_Authorization.Client(wrapping: client)
             // Warm up: connection, and the first decisions.
