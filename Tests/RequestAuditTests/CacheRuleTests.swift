@@ -148,11 +148,14 @@ extension InterceptionTests.CacheRules {
             $0.cacheDirectory = folder + "/cache"
         }
         let request = URLRequest(url: HTTPBin.url("http://127.0.0.1:\(port)/doc.txt"))
+        // Python's server may take seconds to listen on a loaded machine: wait for it (at most 30 s).
         var first = await style.run(request, on: audited.direct)
-        for _ in 0..<100 where first.status != 200 {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while first.status != 200, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
             first = await style.run(request, on: audited.direct)
         }
+        try #require(first.status == 200, "the test server did not start on port \(port)")
         _ = await style.run(request, on: audited.session)
         // SIGKILL: a child of Foundation's Process may start with SIGTERM blocked (docs/platform-notes.md).
         kill(server.processIdentifier, SIGKILL)
