@@ -49,110 +49,96 @@ public final class AuthzDecider: Sendable {
     }
 
     /// The answer to a check shed by the gate.
-    public static let busy = AuthzAnswer(
-        isAllowed: false, status: 503,
-        headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "Retry-After", value: "1")],
-        body: Array(
-            Denial.problem("busy", "audit authz has as many checks in flight as it takes; try again later").json.utf8))
+    public static let busy = unavailable(
+        "busy", "audit authz has as many checks in flight as it takes; try again later")
 
     /// The answer to a check that comes once the listener is stopping.
-    public static let stopping = AuthzAnswer(
-        isAllowed: false, status: 503,
-        headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "Retry-After", value: "1")],
-        body: Array(Denial.problem("stopping", "audit authz is stopping; ask another replica").json.utf8))
+    public static let stopping = unavailable("stopping", "audit authz is stopping; ask another replica")
+
+    /// A 503 answer, not decided, naming the problem `error`.
+    private static func unavailable(_ error: String, _ message: String) -> AuthzAnswer {
+        AuthzAnswer(
+            isAllowed: false, status: 503,
+            headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "Retry-After", value: "1")],
+            body: Array(Denial.problem(error, message).json.utf8))
+    }
+
+    /// The acknowledgement header's name, lower-cased once.
+    private static let acknowledgeField = Denial.acknowledgeHeader.lowercased()
 
     private func decideAdmitted(_ check: AuthzCheck) -> AuthzAnswer {
         let request = check.request
         let audited = pipeline.admit(
             request, bodyBytes: check.bodyBytes, gateway: (check.contract.rawValue, check.requestID))
+        return finish(audited, answer(to: audited, check: check), contract: check.contract)
+    }
+
+    /// What the gateway is told about `check`, admitted as `audited`.
+    private func answer(to audited: AuditedRequest, check: AuthzCheck) -> AuthzAnswer {
         let decision = audited.decision
         if let problem = check.problem {
-            return finish(
-                audited, deny(400, .problem("bad-request", "malformed \(check.contract.rawValue) check: \(problem)")),
-                contract: check.contract)
+            return deny(400, .problem("bad-request", "malformed \(check.contract.rawValue) check: \(problem)"))
         }
         var admission = audited.admission
         if admission == .warn {
-            let acknowledgements = request.headers.lazy
-                .filter { $0.name.lowercased() == Denial.acknowledgeHeader.lowercased() }.map(\.value)
+            let acknowledgements = check.headers.lazy.filter { $0.name.lowercased() == Self.acknowledgeField }
+                .map(\.value)
             admission = audited.resolveWarning(acknowledgements: acknowledgements, fallback: warnings)
         }
         switch admission {
         case .send(nil):
-            return finish(
-                audited, allow(decision, acknowledged: audited.warning?.decidedBy == .acknowledged),
-                contract: check.contract)
+            return AuthzAnswer(
+                isAllowed: true, status: 200, headers: Self.decisionHeaders(decision),
+                headersToRemove: audited.warning?.decidedBy == .acknowledged ? [Self.acknowledgeField] : [])
         case .send(let target?):
             var answer = deny(302, nil, decision)
             answer.headers.append(.init(name: "Location", value: target))
-            return finish(audited, answer, contract: check.contract)
+            return answer
         case .respond(let local):
             guard let response = HandlerResponse(local) else {
-                let because =
-                    "comes from the Swift handler '\(local.handler ?? "-")', which only an app that registers it "
-                    + "can run; audit authz serves body= and file= responses"
-                return finish(
-                    audited, deny(403, .responseUnavailable(decision, because: because), decision),
-                    contract: check.contract)
+                let because = Denial.handlerOnly(decision, frontEnd: "audit authz")
+                return deny(403, .responseUnavailable(decision, because: because), decision)
             }
             // A gateway's HTTP contract reads any 2xx answer as "allow": such a response cannot be given.
-            if (200..<300).contains(response.status), check.contract != .envoyGRPC {
+            guard !(200..<300).contains(response.status) || check.contract == .envoyGRPC else {
                 let because =
                     "a gateway's HTTP authorization contract cannot give: it reads the status \(response.status) as "
                     + "'allow' (Envoy's gRPC contract can give it)"
-                return finish(
-                    audited, deny(403, .responseUnavailable(decision, because: because), decision),
-                    contract: check.contract)
+                return deny(403, .responseUnavailable(decision, because: because), decision)
             }
-            return finish(audited, localAnswer(response, decision), contract: check.contract)
+            let headers = response.headers.sorted { $0.key < $1.key }.map {
+                RequestSnapshot.Header(name: $0.key, value: $0.value)
+            }
+            let body: [UInt8] = if case .data(let data) = response.body { Array(data) } else { [] }
+            return AuthzAnswer(
+                isAllowed: false, status: response.status, headers: headers + Self.decisionHeaders(decision),
+                body: body)
         case .refuse(let refusal):
-            let because = "a gateway cannot carry out"
-            return finish(
-                audited, deny(403, .refusal(refusal.reason, decision, unavailable: because), decision),
-                contract: check.contract)
+            return deny(403, .refusal(refusal.reason, decision, unavailable: "a gateway cannot carry out"), decision)
         case .warn:
-            return finish(audited, deny(403, .warning(decision), decision), contract: check.contract)
+            return deny(403, .warning(decision), decision)
         }
     }
 
-    /// The answer that lets the request through, with the verdict for the upstream.
-    private func allow(_ decision: AuditPipeline.Decision, acknowledged: Bool) -> AuthzAnswer {
+    /// The headers naming `decision` for the upstream or the client: the verdict, the request's id,
+    /// and the deciding rule.
+    private static func decisionHeaders(_ decision: AuditPipeline.Decision) -> [RequestSnapshot.Header] {
         var headers: [RequestSnapshot.Header] = [
-            .init(name: Self.verdictHeader, value: decision.verdict.action.rawValue),
-            .init(name: Self.idHeader, value: decision.id.uuidString),
+            .init(name: verdictHeader, value: decision.verdict.action.rawValue),
+            .init(name: idHeader, value: decision.id.uuidString),
         ]
         if let rule = decision.decision.rule { headers.append(.init(name: Denial.ruleHeader, value: rule)) }
-        return AuthzAnswer(
-            isAllowed: true, status: 200, headers: headers,
-            headersToRemove: acknowledged ? [Denial.acknowledgeHeader.lowercased()] : [])
+        return headers
     }
 
-    /// A denial with `status` and `denial`'s JSON body (none for nil), naming the deciding rule.
+    /// A denial with `status` and `denial`'s JSON body (none for nil), naming `decision` when given.
     private func deny(_ status: Int, _ denial: Denial?, _ decision: AuditPipeline.Decision? = nil) -> AuthzAnswer {
-        var headers: [RequestSnapshot.Header] = [
+        let headers: [RequestSnapshot.Header] = [
             .init(name: "Content-Type", value: "application/json"), .init(name: "Cache-Control", value: "no-store"),
         ]
-        if let decision {
-            headers.append(.init(name: Self.verdictHeader, value: decision.verdict.action.rawValue))
-            headers.append(.init(name: Self.idHeader, value: decision.id.uuidString))
-            if let rule = decision.decision.rule { headers.append(.init(name: Denial.ruleHeader, value: rule)) }
-        }
-        let body = denial.map { Array($0.json.utf8) } ?? []
         return AuthzAnswer(
-            isAllowed: false, status: status, headers: headers, body: body,
-            reason: denial.map { $0.hint ?? $0.message ?? $0.error })
-    }
-
-    /// A rule's local response (its body or file), given to the client by the gateway.
-    private func localAnswer(_ response: HandlerResponse, _ decision: AuditPipeline.Decision) -> AuthzAnswer {
-        var headers = response.headers.sorted { $0.key < $1.key }.map {
-            RequestSnapshot.Header(name: $0.key, value: $0.value)
-        }
-        headers.append(.init(name: Self.verdictHeader, value: decision.verdict.action.rawValue))
-        headers.append(.init(name: Self.idHeader, value: decision.id.uuidString))
-        if let rule = decision.decision.rule { headers.append(.init(name: Denial.ruleHeader, value: rule)) }
-        let body: [UInt8] = if case .data(let data) = response.body { Array(data) } else { [] }
-        return AuthzAnswer(isAllowed: false, status: response.status, headers: headers, body: body)
+            isAllowed: false, status: status, headers: headers + (decision.map(Self.decisionHeaders) ?? []),
+            body: denial.map { Array($0.json.utf8) } ?? [], reason: denial.map { $0.hint ?? $0.message ?? $0.error })
     }
 
     /// Finishes `audited` with what the gateway is told, and gives `answer` in the form `contract`

@@ -29,7 +29,6 @@ public final class AuthzHTTPServer: Sendable {
     private struct State {
         var server: Channel?
         var connections: [ObjectIdentifier: Channel] = [:]
-        var isStopping = false
     }
 
     /// A listener (not yet listening) whose checks `decider` decides.
@@ -83,11 +82,7 @@ public final class AuthzHTTPServer: Sendable {
     /// pipeline is its owner's to shut down (a gRPC listener may share it).
     public func stop() async {
         isStopping.store(true, ordering: .releasing)
-        let server = state.withLock { state -> Channel? in
-            state.isStopping = true
-            return state.server
-        }
-        try? await server?.close()
+        try? await state.withLock { $0.server }?.close()
         let deadline = ContinuousClock.now + configuration.drainTimeout
         while decider.gate.count > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))

@@ -28,6 +28,15 @@ public struct HTTPContracts: Sendable {
         self.pathPrefix = pathPrefix
     }
 
+    /// The headers of nginx's check that describe the check, not the request: they are not decided.
+    private static let nginxFields: Set<String> = [
+        "x-original-uri", "x-original-method", "x-forwarded-proto", "x-forwarded-host", "content-length", "host",
+    ]
+    /// The same for Caddy's and Traefik's forward auth.
+    private static let forwardAuthFields: Set<String> = [
+        "x-forwarded-method", "x-forwarded-uri", "x-forwarded-proto", "x-forwarded-host", "content-length", "host",
+    ]
+
     /// Headers that concern the check's own connection, never the request it describes.
     private static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
@@ -52,19 +61,13 @@ public struct HTTPContracts: Sendable {
         let hostField: String
         switch contract {
         case .nginx:
-            own = [
-                "x-original-uri", "x-original-method", "x-forwarded-proto", "x-forwarded-host", "content-length",
-                "host",
-            ]
-            (method, target) = (Self.single(headers, "x-original-method"), Self.single(headers, "x-original-uri"))
+            own = Self.nginxFields
+            (method, target) = (headers.first(name: "x-original-method"), headers.first(name: "x-original-uri"))
             // nginx's recipe sets X-Forwarded-Host; without it, `proxy_set_header Host $host` does.
             hostField = headers.contains(name: "x-forwarded-host") ? "x-forwarded-host" : "host"
         case .forwardAuth:
-            own = [
-                "x-forwarded-method", "x-forwarded-uri", "x-forwarded-proto", "x-forwarded-host", "content-length",
-                "host",
-            ]
-            (method, target) = (Self.single(headers, "x-forwarded-method"), Self.single(headers, "x-forwarded-uri"))
+            own = Self.forwardAuthFields
+            (method, target) = (headers.first(name: "x-forwarded-method"), headers.first(name: "x-forwarded-uri"))
             hostField = "x-forwarded-host"
         case .envoyHTTP, .envoyGRPC:
             own = []
@@ -79,24 +82,19 @@ public struct HTTPContracts: Sendable {
         if target == nil, contract == .envoyHTTP {
             problem = "the check's path '\(head.uri)' does not start with the path prefix '\(pathPrefix)'"
         }
-        let scheme = Self.single(headers, "x-forwarded-proto")?.lowercased() ?? "http"
+        let scheme = headers.first(name: "x-forwarded-proto")?.lowercased() ?? "http"
         // The request's Host is the host the check names (the check's own Host names audit authz).
-        var decided: [AuditRequest.Header] =
-            own.contains("host") && authority != nil ? [.init(name: "Host", value: authority ?? "")] : []
+        var decided: [AuditRequest.Header] = []
+        if own.contains("host"), let authority { decided.append(.init(name: "Host", value: authority)) }
         for (name, value) in headers {
             let lowered = name.lowercased()
             guard !own.contains(lowered), !Self.hopByHop.contains(lowered) else { continue }
             decided.append(AuditRequest.Header(name: name, value: value))
         }
-        let bodyBytes = contract == .envoyHTTP ? Self.single(headers, "content-length").flatMap { Int($0) } : nil
+        let bodyBytes = contract == .envoyHTTP ? headers.first(name: "content-length").flatMap { Int($0) } : nil
         return AuthzCheck(
             contract: contract, method: method ?? "", scheme: scheme, authority: authority ?? "",
             target: target ?? "", headers: decided,
-            bodyBytes: bodyBytes, requestID: Self.single(headers, "x-request-id"), problem: problem)
-    }
-
-    /// The first value of header `name`, if it has one.
-    private static func single(_ headers: HTTPHeaders, _ name: String) -> String? {
-        headers.first(name: name)
+            bodyBytes: bodyBytes, requestID: headers.first(name: "x-request-id"), problem: problem)
     }
 }

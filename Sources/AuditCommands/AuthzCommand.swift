@@ -55,7 +55,14 @@ struct AuthzCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try ProxyCommand.hostAndPort(listen)
-        if let grpcListen { _ = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen") }
+        if let grpcListen {
+            #if EnvoyGRPC
+                _ = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen")
+            #else
+                throw ValidationError(
+                    "--grpc-listen needs the EnvoyGRPC package trait, which this build of audit was made without")
+            #endif
+        }
         if !pathPrefix.isEmpty, !pathPrefix.hasPrefix("/") || pathPrefix.hasSuffix("/") {
             throw ValidationError(
                 "--path-prefix: expected a path starting with '/' and not ending with one, got '\(pathPrefix)'")
@@ -79,12 +86,7 @@ struct AuthzCommand: AsyncParsableCommand {
         (configuration.host, configuration.port) = try ProxyCommand.hostAndPort(listen)
         configuration.contracts = HTTPContracts(selection: contract, pathPrefix: pathPrefix)
         let server = AuthzHTTPServer(configuration: configuration, decider: decider)
-        do {
-            try await server.start()
-        } catch {
-            CommandOutput.errorLine("audit authz: cannot listen on \(listen): \(error)")
-            throw ExitCode.failure
-        }
+        try await ServiceOptions.listen("audit authz", on: listen) { try await server.start() }
         #if EnvoyGRPC
             let grpc: AuthzGRPCServer?
             do {
@@ -95,13 +97,6 @@ struct AuthzCommand: AsyncParsableCommand {
             }
             let grpcNote = grpc.map { " (gRPC \($0.host):\($0.port ?? 0))" } ?? ""
         #else
-            if grpcListen != nil {
-                CommandOutput.errorLine(
-                    "audit authz: --grpc-listen needs the EnvoyGRPC package trait, which this build of audit was made without"
-                )
-                await server.stop()
-                throw ExitCode.failure
-            }
             let grpcNote = ""
         #endif
         let signals = SignalWatch()
@@ -130,12 +125,7 @@ struct AuthzCommand: AsyncParsableCommand {
             guard let grpcListen else { return nil }
             let (host, port) = try ProxyCommand.hostAndPort(grpcListen, option: "--grpc-listen")
             let server = AuthzGRPCServer(host: host, port: port, decider: decider)
-            do {
-                try await server.start()
-            } catch {
-                CommandOutput.errorLine("audit authz: cannot listen on \(grpcListen): \(error)")
-                throw ExitCode.failure
-            }
+            try await ServiceOptions.listen("audit authz", on: grpcListen) { try await server.start() }
             return server
         }
     #endif

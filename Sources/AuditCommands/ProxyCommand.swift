@@ -104,12 +104,7 @@ struct ProxyCommand: AsyncParsableCommand {
         let pipeline = try ServiceOptions.pipeline(
             policy: policy, configuration: configuration.pipeline, command: "audit proxy")
         let proxy = ProxyServer(configuration: configuration, pipeline: pipeline)
-        do {
-            try await proxy.start()
-        } catch {
-            CommandOutput.errorLine("audit proxy: cannot listen on \(listen): \(error)")
-            throw ExitCode.failure
-        }
+        try await ServiceOptions.listen("audit proxy", on: listen) { try await proxy.start() }
         let signals = SignalWatch()
         service.reload(pipeline, on: signals, command: "audit proxy")
         CommandOutput.line(

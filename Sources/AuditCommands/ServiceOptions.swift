@@ -62,10 +62,40 @@ struct ServiceOptions: ParsableArguments {
         }
     }
 
-    /// Reloads `pipeline`'s policies on SIGHUP through `signals`, and on change with `--watch`.
+    /// Runs `start` (a listener's), or prints that `command` cannot listen on `address` and fails.
+    static func listen(_ command: String, on address: String, _ start: () async throws -> Void) async throws {
+        do {
+            try await start()
+        } catch {
+            CommandOutput.errorLine("\(command): cannot listen on \(address): \(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    /// Reloads `pipeline`'s policies on SIGHUP through `signals` (and the shadow policy), and on a
+    /// rule file's change with `--watch`; each reload is printed, and an error, which keeps the
+    /// policy in force.
     func reload(_ pipeline: AuditPipeline, on signals: SignalWatch, command: String) {
-        if watch { SignalWatch.watch(pipeline, policies: policies, command: command) }
-        signals.onReload(of: pipeline, policies: policies, shadow: shadow, command: command)
+        let (policies, shadow) = (self.policies, self.shadow)
+        @Sendable func report(_ result: Result<Policy, PipelineError>, isShadow: Bool = false, from folder: String) {
+            switch result {
+            case .success(let policy):
+                let rules = plural(policy.rules.count, "rule")
+                CommandOutput.errorLine(
+                    "\(command): reloaded " + (isShadow ? "the shadow policy, \(rules)," : rules) + " from \(folder)")
+            case .failure(let error):
+                CommandOutput.errorLine("\(command): \(error.description)")
+            }
+        }
+        if watch { pipeline.watchPolicies(in: policies) { report($0, from: policies) } }
+        signals.onReload {
+            let loaded = Result { () throws(PipelineError) in try pipeline.reloadPolicy(from: policies) }
+            report(loaded, from: policies)
+            guard case .success = loaded, let shadow else { return }
+            report(
+                Result { () throws(PipelineError) in try pipeline.reloadShadowPolicy(from: shadow) },
+                isShadow: true, from: shadow)
+        }
     }
 
     /// What the start line says of these options.

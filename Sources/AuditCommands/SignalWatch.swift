@@ -1,4 +1,3 @@
-import AuditPipeline
 import Dispatch
 import Foundation
 
@@ -26,38 +25,6 @@ final class SignalWatch: @unchecked Sendable {
     func onReload(_ reload: @escaping @Sendable () -> Void) {
         sources[2].setEventHandler(handler: reload)
         sources[2].resume()
-    }
-
-    /// With `--watch`: reloads `pipeline`'s policy when a rule file in `policies` changes, and prints
-    /// each reload (an error keeps the policy in force).
-    static func watch(_ pipeline: AuditPipeline, policies: String, command: String) {
-        pipeline.watchPolicies(in: policies) { result in
-            switch result {
-            case .success(let policy):
-                CommandOutput.errorLine("\(command): reloaded \(plural(policy.rules.count, "rule")) from \(policies)")
-            case .failure(let error):
-                CommandOutput.errorLine("\(command): \(error.description)")
-            }
-        }
-    }
-
-    /// On SIGHUP, reloads `pipeline`'s policy from `policies` (and its shadow policy from `shadow`);
-    /// the old ones stay in force on error, which is printed.
-    func onReload(of pipeline: AuditPipeline, policies: String, shadow: String?, command: String) {
-        onReload {
-            do throws(PipelineError) {
-                let loaded = try pipeline.reloadPolicy(from: policies)
-                CommandOutput.errorLine("\(command): reloaded \(plural(loaded.rules.count, "rule")) from \(policies)")
-                if let shadow {
-                    let reloaded = try pipeline.reloadShadowPolicy(from: shadow)
-                    CommandOutput.errorLine(
-                        "\(command): reloaded the shadow policy, \(plural(reloaded.rules.count, "rule")), from \(shadow)"
-                    )
-                }
-            } catch {
-                CommandOutput.errorLine("\(command): \(error.description)")
-            }
-        }
     }
 
     /// Returns once SIGINT or SIGTERM arrives.

@@ -23,7 +23,6 @@ extension Denial {
     static func proxyUnavailable(_ decision: AuditPipeline.Decision, isTunnel: Bool) -> String {
         if isTunnel { return "a CONNECT tunnel cannot carry (the proxy does not see inside TLS); it was not opened" }
         if decision.verdict.action == .redirect { return "the proxy cannot reach; it was not sent" }
-        return "comes from the Swift handler '\(decision.verdict.response?.handler ?? "-")', which only an app that "
-            + "registers it can run; audit proxy serves body= and file= responses. It was not sent"
+        return handlerOnly(decision, frontEnd: "audit proxy")
     }
 }

@@ -37,8 +37,7 @@ extension ProxyHandler {
         }
         if configuration.replayMiss == .pass { return pending.send() }
         let message =
-            "no recorded response matches \(pending.method) \(pending.url) in the recording \(replay.path) "
-            + "(--on-miss pass sends such requests on)"
+            replay.missMessage(method: pending.method, url: pending.url) + " (--on-miss pass sends such requests on)"
         answerWithoutUpstream(
             id, .gatewayTimeout, { _ in .problem("recording-miss", message) }, kind: .failure, reason: message)
     }

@@ -68,6 +68,22 @@ func runBinary(
     )
 }
 
+/// Runs curl with `arguments`, ignoring the proxy variables of the environment: what it printed on
+/// standard output, and its exit status.
+func runCurl(_ arguments: [String]) throws -> (output: Data, status: Int32) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["curl"] + arguments
+    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (data, process.terminationStatus)
+}
+
 /// The `audit` binary built beside the test bundle.
 func auditExecutable() throws -> URL {
     let candidates = [

@@ -286,18 +286,10 @@ final class GatewaySetup: @unchecked Sendable {
 
     /// GET `path` from the gateway as `Host: shop.test`, with `headers`.
     func get(_ path: String, headers: [String] = []) throws -> Answer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments =
+        let (data, exitCode) = try runCurl(
             ["-sS", "--path-as-is", "-D", "-", "-H", "Host: shop.test", "--max-time", "10"]
-            + headers.flatMap { ["-H", $0] } + ["http://127.0.0.1:\(port)\(path)"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+                + headers.flatMap { ["-H", $0] } + ["http://127.0.0.1:\(port)\(path)"])
+        guard exitCode == 0 else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "curl \(path) failed"])
         }
         let text = String(decoding: data, as: UTF8.self)

@@ -76,16 +76,7 @@ final class ProxyProcess {
 
 /// Runs curl through `proxy` and returns what it printed.
 func curl(_ arguments: [String], through proxy: ProxyProcess) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["curl", "-sS", "-x", proxy.address] + arguments
-    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.lowercased().hasSuffix("_proxy") }
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    String(decoding: try runCurl(["-sS", "-x", proxy.address] + arguments).output, as: UTF8.self)
 }
 
 /// A folder with `policies/p.rules` recording every request; returns the folder and the rule file.
@@ -240,16 +231,7 @@ func freePort() throws -> Int {
 
 /// What `curl URL` prints (no proxy).
 private func fetch(_ url: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["curl", "-sS", "--noproxy", "*", url]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    String(decoding: try runCurl(["-sS", "--noproxy", "*", url]).output, as: UTF8.self)
 }
 
 @Suite struct ProxyMetricsTests {

@@ -72,6 +72,14 @@ public struct Denial: Encodable, Sendable {
             hint: "the audit policy answers this request locally, which " + because, acknowledge: nil)
     }
 
+    /// Why a front-end outside the app cannot give `decision`'s local response when it comes from a
+    /// Swift handler (completing "which …"): only an app that registers the handler can run it;
+    /// `frontEnd` (`audit proxy`, `audit authz`) serves `body=` and `file=` responses.
+    public static func handlerOnly(_ decision: AuditPipeline.Decision, frontEnd: String) -> String {
+        "comes from the Swift handler '\(decision.verdict.response?.handler ?? "-")', which only an app that registers "
+            + "it can run; \(frontEnd) serves body= and file= responses. It was not sent"
+    }
+
     /// The denial of a blocked request (or of an invalid URL, which the policy refuses).
     public static func blocked(_ decision: AuditPipeline.Decision) -> Denial {
         if let rejection = decision.verdict.urlRejection {

@@ -95,6 +95,12 @@ public final class HARReplay: Sendable {
     /// The number of recorded responses.
     public var count: Int { queues.withLock { $0.values.reduce(0) { $0 + $1.responses.count } } }
 
+    /// What a miss says, for the request of `method` and `url`: no response of this recording
+    /// matches it.
+    public func missMessage(method: String, url: String) -> String {
+        "no recorded response matches \(method) \(url) in the recording \(path)"
+    }
+
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
     public func response(method: String, url: String, body: [UInt8]?) -> Response? {
         let canonical = (try? CanonicalURL(url))?.string ?? url

@@ -72,13 +72,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         self.cache = cache
         recorder = auditor.recorder
         if recorder != nil {
-            let headers = (outgoing.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
-                RequestSnapshot.Header(name: $0.key, value: $0.value)
-            }
             state.withLock {
                 $0.recorded = RecordedExchange(
                     started: Date(), method: outgoing.httpMethod?.uppercased() ?? "GET",
-                    url: outgoing.url?.absoluteString ?? "", requestHeaders: headers,
+                    url: outgoing.url?.absoluteString ?? "", requestHeaders: outgoing.sortedHeaders,
                     requestBody: outgoing.httpBody.map { [UInt8]($0) }, status: 0, statusText: "", responseHeaders: [],
                     chunks: [], waitMilliseconds: 0)
             }
@@ -123,10 +120,11 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         guard isRelayed else { return }
         if let http = response as? HTTPURLResponse {
             cookies?.store(from: http)
-            recordHead(http)
-        }
-        if case .filling(let fill) = cache, let http = response as? HTTPURLResponse {
-            return fillCache(fill, from: http)
+            let fill: CacheFill? = if case .filling(let fill) = cache { fill } else { nil }
+            // Listed once for both the recording and the cache.
+            let headers = recorder != nil || fill != nil ? http.headerList : []
+            if recorder != nil { recordHead(http, headers: headers) }
+            if let fill { return fillCache(fill, from: http, headers: headers) }
         }
         relay(response)
     }
@@ -140,10 +138,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     /// Hands the response to the cache: a 304 to the cache's own condition puts the stored response
     /// (its headers refreshed) in its place; any other is stored while it is relayed, when it may be.
-    private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse) {
-        let headers = http.allHeaderFields.compactMap { name, value in
-            (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
-        }
+    private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse, headers: [RequestSnapshot.Header]) {
         guard http.statusCode == 304, let refreshed = fill.revalidated(by: headers), let url = http.url,
             let served = refreshed.httpResponse(url: url)
         else {
@@ -396,12 +391,8 @@ extension RelayedLoad {
         }
     }
 
-    /// Notes the response head for the recording.
-    private func recordHead(_ http: HTTPURLResponse) {
-        guard recorder != nil else { return }
-        let headers = http.allHeaderFields.compactMap { name, value in
-            (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
-        }
+    /// Notes the response head (its `headers` listed) for the recording.
+    private func recordHead(_ http: HTTPURLResponse, headers: [RequestSnapshot.Header]) {
         let wait = (ContinuousClock.now - started).milliseconds
         state.withLock { state in
             state.responseStart = .now

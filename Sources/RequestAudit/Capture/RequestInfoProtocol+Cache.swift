@@ -19,12 +19,9 @@ extension RequestInfoProtocol {
         guard cache != nil, let rule = audited.verdict.cacheRule, let settings = rule.cacheSettings,
             let url = request.url?.absoluteString
         else { return nil }
-        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
-            RequestSnapshot.Header(name: $0.key, value: $0.value)
-        }
         return CacheRequest(
             method: request.httpMethod?.uppercased() ?? "GET", url: (try? CanonicalURL(url))?.string ?? url,
-            headers: headers, rule: rule.id, settings: settings)
+            headers: request.sortedHeaders, rule: rule.id, settings: settings)
     }
 
     /// Relays the request through the cache: served from it when fresh; sent with its conditions

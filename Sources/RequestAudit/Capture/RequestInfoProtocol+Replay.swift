@@ -27,13 +27,10 @@ extension RequestInfoProtocol {
             return true
         }
         guard replay.onMiss == .fail else { return false }
-        let problem: [String: String] = [
-            "error": "recording-miss",
-            "message": "no recorded response matches \(method) \(url) in the recording \(replay.recording.path)",
-        ]
-        let json = (try? JSONSerialization.data(withJSONObject: problem, options: [.sortedKeys])) ?? Data()
+        let miss = Denial.problem("recording-miss", replay.recording.missMessage(method: method, url: url))
         let response = HandlerResponse(
-            status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: .data(json))
+            status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: .data(Data(miss.json.utf8)))
         Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .failure) }
         return true
     }

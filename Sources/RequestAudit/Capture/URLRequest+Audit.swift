@@ -17,6 +17,13 @@ extension URLRequest {
         )
     }
 
+    /// The request's headers by name, as the cache and a recording keep them.
+    var sortedHeaders: [RequestSnapshot.Header] {
+        (allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
+            RequestSnapshot.Header(name: $0.key, value: $0.value)
+        }
+    }
+
     /// Methods that never carry a body, so a missing body is not a hidden one.
     private static let bodilessMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "DELETE", "CONNECT"]
 
@@ -28,4 +35,13 @@ extension URLRequest {
 
     /// Whether the request carries a body this protocol sees (`httpBody` or a body stream).
     var hasBody: Bool { httpBody != nil || httpBodyStream != nil }
+}
+
+extension HTTPURLResponse {
+    /// The response's headers, as the cache and a recording keep them.
+    var headerList: [RequestSnapshot.Header] {
+        allHeaderFields.compactMap { name, value in
+            (name as? String).map { RequestSnapshot.Header(name: $0, value: "\(value)") }
+        }
+    }
 }
