@@ -115,8 +115,7 @@ struct AuthzCommand: AsyncParsableCommand {
         let statistics = pipeline.statistics
         CommandOutput.errorLine(
             "audit authz: stopped after \(plural(statistics.requests, "check")) (\(decider.gate.shed) shed); "
-                + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
-                    separator: " · "))
+                + ServiceOptions.verdictCounts(statistics))
     }
 
     #if EnvoyGRPC

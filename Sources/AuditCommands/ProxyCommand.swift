@@ -118,7 +118,6 @@ struct ProxyCommand: AsyncParsableCommand {
         let statistics = pipeline.statistics
         CommandOutput.errorLine(
             "audit proxy: stopped after \(plural(statistics.requests, "request")); "
-                + Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(
-                    separator: " · "))
+                + ServiceOptions.verdictCounts(statistics))
     }
 }

@@ -98,6 +98,11 @@ struct ServiceOptions: ParsableArguments {
         }
     }
 
+    /// The stop line's count of each verdict: `pass 3 · allow 0 · block 1 · …`.
+    static func verdictCounts(_ statistics: AuditStatistics) -> String {
+        Verdict.Action.allCases.map { "\($0.rawValue) \(statistics.verdicts[$0] ?? 0)" }.joined(separator: " · ")
+    }
+
     /// What the start line says of these options.
     var note: String {
         "from \(policies), log \(log), warnings \(warn.rawValue)" + (shadow.map { ", shadow \($0)" } ?? "")

@@ -41,8 +41,17 @@ func runBinary(
     _ arguments: [String], in directory: URL = repositoryRoot, input: String = "",
     environment: [String: String?] = [:]
 ) throws -> AuditRun {
+    try runProgram(try auditExecutable(), arguments, in: directory, input: input, environment: environment)
+}
+
+/// Runs `executable` with `arguments` in `directory`, feeding `input` on standard input, with this
+/// process's environment changed by `environment` (a nil value removes a variable).
+func runProgram(
+    _ executable: URL, _ arguments: [String], in directory: URL = repositoryRoot, input: String = "",
+    environment: [String: String?] = [:]
+) throws -> AuditRun {
     let process = Process()
-    process.executableURL = try auditExecutable()
+    process.executableURL = executable
     process.arguments = arguments
     process.currentDirectoryURL = directory
     if !environment.isEmpty {

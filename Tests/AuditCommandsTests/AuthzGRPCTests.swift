@@ -33,25 +33,13 @@ import Testing
         // "… (gRPC 127.0.0.1:PORT) — …"
         let grpc = try #require(
             authz.firstLine.components(separatedBy: "(gRPC ").dropFirst().first?.split(separator: ")").first)
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        client.arguments = ["python3", try clientScript(), String(grpc)]
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        client.standardInput = input
-        client.standardOutput = output
-        client.standardError = errors
-        try client.run()
         let lines = try cases.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
-        input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        client.waitUntilExit()
-        #expect(client.terminationStatus == 0, "\(problems)")
+        let client = try runProgram(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", try clientScript(), String(grpc)],
+            input: lines.joined(separator: "\n") + "\n")
+        #expect(client.exitCode == 0, "\(client.standardError)")
         #expect(authz.stop() == 0)
-        let replies = try data.split(separator: UInt8(ascii: "\n")).map {
+        let replies = try Data(client.standardOutput.utf8).split(separator: UInt8(ascii: "\n")).map {
             try JSONDecoder().decode(Reply.self, from: Data($0))
         }
         let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
