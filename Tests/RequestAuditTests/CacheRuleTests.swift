@@ -131,6 +131,16 @@ extension InterceptionTests.CallerSessionSettings {
 }
 
 extension InterceptionTests.CacheRules {
+    /// The port of Python's `http.server` from its first line ("Serving HTTP on 127.0.0.1 port N …").
+    static func listeningPort(_ output: FileHandle) -> Int? {
+        var line = Data()
+        while let byte = try? output.read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
+            line.append(first)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+        return words.firstIndex(of: "port").flatMap { $0 + 1 < words.count ? Int(words[$0 + 1]) : nil }
+    }
+
     @Test(
         "with the server gone, an offline rule serves the stale response to every caller style, recorded as stale",
         arguments: CallerStyle.allCases)
@@ -138,31 +148,28 @@ extension InterceptionTests.CacheRules {
         let folder = NSTemporaryDirectory() + "offline-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "kept for offline use".write(toFile: folder + "/doc.txt", atomically: true, encoding: .utf8)
+        // Port 0: the server picks a free port and names it on its first line, once it listens.
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let port = Int.random(in: 20_000...60_000)
-        server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", folder, "\(port)"]
+        server.arguments = ["python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder]
+        let output = Pipe()
+        server.standardOutput = output
         server.standardError = FileHandle.nullDevice
         try server.run()
+        // SIGKILL: a child of Foundation's Process may start with SIGTERM blocked (docs/platform-notes.md).
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let port = try #require(Self.listeningPort(output.fileHandleForReading), "the test server did not start")
         let audited = try AuditedSession(rules: "[cache] ttl=1s offline\ndocs ^http://127\\.0\\.0\\.1:\(port)/\n") {
             $0.cacheDirectory = folder + "/cache"
         }
         let request = URLRequest(url: HTTPBin.url("http://127.0.0.1:\(port)/doc.txt"))
-        // Python's server may take seconds to listen on a loaded machine: wait for it (at most 30 s).
-        var first = await style.run(request, on: audited.direct)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while first.status != 200, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            first = await style.run(request, on: audited.direct)
-        }
-        try #require(first.status == 200, "the test server did not start on port \(port)")
-        _ = await style.run(request, on: audited.session)
-        // SIGKILL: a child of Foundation's Process may start with SIGTERM blocked (docs/platform-notes.md).
+        let first = await style.run(request, on: audited.session)
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
         try await Task.sleep(for: .milliseconds(1_100))
         let offline = await style.run(request, on: audited.session)
         let records = try await audited.finish()
+        #expect(first.status == 200)
         #expect(offline.status == 200)
         #expect(offline.body == Data("kept for offline use".utf8))
         #expect(records.map(\.outcome.kind) == [.stored, .stale])

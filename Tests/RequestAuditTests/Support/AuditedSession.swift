@@ -9,7 +9,10 @@ import Testing
 #endif
 
 /// An auditor installed into a fresh session, with a log in a temporary folder.
-struct AuditedSession {
+///
+/// Only one auditor is active in a process: a test that stops early (a failed `#require`)
+/// uninstalls its auditor as the session goes, so that the tests after it can install theirs.
+final class AuditedSession: Sendable {
     let auditor: Auditor
     let session: URLSession
     let direct: URLSession
@@ -29,6 +32,8 @@ struct AuditedSession {
         session = URLSession(configuration: sessionConfiguration)
         direct = URLSession(configuration: .ephemeral)
     }
+
+    deinit { auditor.uninstall() }
 
     /// Shuts the auditor down and returns every record of the log.
     func finish() async throws -> [AuditRecord] {
