@@ -44,8 +44,9 @@ public final class CacheFill: Sendable {
         return headers
     }
 
-    /// The stored response to serve when the server cannot be reached: any stored one with the
-    /// rule's `offline`, else one still within `stale-if-error`; nil otherwise.
+    /// The stored response to serve when the server cannot be reached (or answers an error, see
+    /// ``fallback(replacing:)``): any stored one with the rule's `offline`, else one still within
+    /// `stale-if-error`; nil otherwise.
     public var fallback: StoredResponse? {
         guard let stored else { return nil }
         let now = cache.clock()
@@ -57,6 +58,32 @@ public final class CacheFill: Sendable {
                 settings: request.settings)
         else { return nil }
         return StoredResponse(head: stored.head, body: stored.body, exactAge: age)
+    }
+
+    /// The stored response to serve in place of the server's answer of `status`, when that answer
+    /// is an error as RFC 5861 §4 counts them (500, 502, 503, 504) and ``fallback`` allows one; nil
+    /// otherwise (the server's answer is passed on).
+    public func fallback(replacing status: Int) -> StoredResponse? {
+        Self.errorStatuses.contains(status) ? fallback : nil
+    }
+
+    /// The server's answers a cache takes for the server failing.
+    static let errorStatuses: Set<Int> = [500, 502, 503, 504]
+
+    /// The server's answer to the request sent in the background for a response served stale
+    /// (``CacheLookup/staleWhileRevalidating(_:_:)``): a 304 refreshes the stored response, an error
+    /// (500, 502, 503, 504) leaves it as it is, and any other answer replaces it. Returns the writer
+    /// to stream that answer's body into when it may be stored.
+    public func answeredInBackground(status: Int, headers: [RequestSnapshot.Header]) -> CacheEntryWriter? {
+        if status == 304 {
+            _ = revalidated(by: headers)
+            return nil
+        }
+        if Self.errorStatuses.contains(status) {
+            end(isStored: false)
+            return nil
+        }
+        return store(status: status, headers: headers)
     }
 
     /// The server answered 304 to the conditional request: the stored response, its headers

@@ -83,11 +83,15 @@ struct Freshness {
     ) -> Bool {
         if settings.servesOffline { return true }
         let control = head.cacheControl
-        if control.has("must-revalidate") || control.has("no-cache") || (isShared && control.has("proxy-revalidate")) {
-            return false
-        }
+        if forbidsServingStale(control) { return false }
         let window = control.seconds("stale-if-error") ?? requestControl.seconds("stale-if-error") ?? -1
         return age <= lifetime + Double(window)
+    }
+
+    /// Whether a response's `control` forbids serving it stale (RFC 9111 §4.2.4): `must-revalidate`,
+    /// `no-cache`, or `proxy-revalidate` to a shared cache.
+    func forbidsServingStale(_ control: CacheControl) -> Bool {
+        control.has("must-revalidate") || control.has("no-cache") || (isShared && control.has("proxy-revalidate"))
     }
 
     /// The headers a 304 brings in place of the stored ones (RFC 9111 §3.2): all but the framing.

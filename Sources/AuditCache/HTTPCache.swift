@@ -54,6 +54,10 @@ public enum CacheLookup: Sendable {
     /// Send the request (with ``CacheFill/conditionalHeaders`` added, when the fill revalidates a
     /// stored response), then hand the response to the fill.
     case send(CacheFill)
+    /// A stale stored response still within its `stale-while-revalidate`: serve it now (recorded
+    /// `stale`). With a fill, also send the request with its conditional headers in the background
+    /// and hand the response to the fill; without one, another request is revalidating it already.
+    case staleWhileRevalidating(StoredResponse, CacheFill?)
 }
 
 /// RFC 9111 caching of responses, on disk: what a `cache` rule asks every front-end to do.
@@ -109,6 +113,17 @@ public final class HTTPCache: Sendable {
         let key = CacheStore.key(for: request.url)
         let stored = usable(key: key, for: request)
         if let stored, isFresh(stored, for: request) { return then(.fresh(stored)) }
+        if let stored, servesWhileRevalidating(stored, for: request) {
+            // Served at once; one request at a time revalidates it, none waits for it.
+            let isFirst = waiting.withLock { waiting -> Bool in
+                guard waiting[key] == nil else { return false }
+                waiting[key] = []
+                return true
+            }
+            let fill =
+                isFirst ? CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock()) : nil
+            return then(.staleWhileRevalidating(stored, fill))
+        }
         // HEAD is answered from a stored GET, never stored itself.
         if request.method == "HEAD" { return then(.bypass) }
         let isFirst = waiting.withLock { waiting -> Bool in
@@ -141,6 +156,18 @@ public final class HTTPCache: Sendable {
         let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
         if let limit = request.control.seconds("max-age"), age > Double(limit) { return false }
         return age < lifetime
+    }
+
+    /// Whether a stale `stored` response may answer `request` while it is revalidated
+    /// (`stale-while-revalidate`, RFC 5861 §3): within that many seconds past its freshness, unless
+    /// it or the request asks to be validated first.
+    private func servesWhileRevalidating(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
+        let control = stored.head.cacheControl
+        guard let window = control.seconds("stale-while-revalidate"), !request.asksForValidation,
+            !freshness.forbidsServingStale(control), request.control.seconds("max-age") == nil
+        else { return false }
+        let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
+        return stored.exactAge < lifetime + Double(window)
     }
 
     /// Ends the fill of `key`: the requests that waited look up again (when something was stored)

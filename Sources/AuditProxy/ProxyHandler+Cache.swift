@@ -18,8 +18,11 @@ extension ProxyHandler {
         var writer: CacheEntryWriter?
         /// How the exchange is recorded when the server's response ends.
         var kind = OutcomeSnapshot.Kind.response
-        /// Bytes served from the cache (a revalidated response's body).
+        /// Bytes served from the cache (a revalidated response's body, or a stale one's in place
+        /// of an error).
         var bytesFromCache = 0
+        /// Whether the server's body is read and dropped: a stored response answers in its place.
+        var dropsServerBody = false
     }
 
     /// The cache request of `head` to `url`, when a cache rule of `verdict` applies to it and the
@@ -42,52 +45,77 @@ extension ProxyHandler {
         method == .POST || method == .PUT || method == .DELETE || method == .PATCH
     }
 
+    /// How a looked-up exchange goes to the server: `send` it (given the headers to add), or
+    /// `revalidate` a response served stale with a request of the proxy's own (given the fill and
+    /// the headers to add).
+    struct CacheSending {
+        let send: ([RequestSnapshot.Header]) -> Void
+        let revalidate: (CacheFill, [RequestSnapshot.Header]) -> Void
+    }
+
     /// Looks the exchange up in the cache while it waits as if connecting, then serves what the
-    /// cache has or sends it on with `send` (given the headers to add).
+    /// cache has or sends it on (``CacheSending``).
     func lookUp(
         _ request: CacheRequest, in cache: HTTPCache, exchange: Exchange, head: HTTPRequestHead,
-        context: ChannelHandlerContext, send: @escaping ([RequestSnapshot.Header]) -> Void
+        context: ChannelHandlerContext, sending: CacheSending
     ) {
         _ = connection.forward(exchange, onKeptUpstream: false)
         let id = exchange.decision.id
         let loop = context.eventLoop
-        let bound = NIOLoopBound((self, send), eventLoop: loop)
+        let bound = NIOLoopBound((self, sending), eventLoop: loop)
         let isHead = head.method == .HEAD
         cache.lookup(request) { lookup in
             // Most lookups answer at once, on the loop; one that waited for another request's
             // response hops back to it.
             guard loop.inEventLoop else {
                 return loop.execute {
-                    let (handler, send) = bound.value
-                    handler.carryOut(lookup, request: request, id: id, isHead: isHead, send: send)
+                    let (handler, sending) = bound.value
+                    handler.carryOut(lookup, request: request, id: id, isHead: isHead, sending: sending)
                 }
             }
-            let (handler, send) = bound.value
-            handler.carryOut(lookup, request: request, id: id, isHead: isHead, send: send)
+            let (handler, sending) = bound.value
+            handler.carryOut(lookup, request: request, id: id, isHead: isHead, sending: sending)
         }
     }
 
     private func carryOut(
-        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, send: ([RequestSnapshot.Header]) -> Void
+        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, sending: CacheSending
     ) {
         guard connection.isConnecting(for: id) else {
-            if case .send(let fill) = lookup { fill.finishWithoutStoring() }
+            switch lookup {
+            case .send(let fill), .staleWhileRevalidating(_, let fill?): fill.finishWithoutStoring()
+            case .bypass, .fresh, .staleWhileRevalidating: break
+            }
             return
         }
         switch lookup {
         case .bypass:
-            send([])
+            sending.send([])
         case .fresh(let stored):
             serve(stored, kind: .cached, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
         case .send(let fill):
             cacheExchange = CacheExchange(fill: fill)
-            send(fill.conditionalHeaders)
+            sending.send(fill.conditionalHeaders)
+        case .staleWhileRevalidating(let stored, let fill):
+            serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+            if let fill { sending.revalidate(fill, fill.conditionalHeaders) }
         }
     }
 
+    /// The head of `stored`, served in place of the server's `head` (a 304 to the cache's condition,
+    /// or an error a stale response answers instead).
+    private static func servedHead(_ stored: StoredResponse, replacing head: HTTPResponseHead) -> HTTPClientResponsePart
+    {
+        var served = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
+        if !head.isKeepAlive { served.add(name: "Connection", value: "close") }
+        let status = HTTPResponseStatus(statusCode: stored.head.status)
+        return .head(HTTPResponseHead(version: head.version, status: status, headers: served))
+    }
+
     /// What the cache does with a part of the server's response: the part to pass on to the state
-    /// machine (a revalidated response in place of the 304), and the stored body to write after it.
-    func cacheResponsePart(_ part: HTTPClientResponsePart) -> (HTTPClientResponsePart, StoredBody?) {
+    /// machine (nil: none; a stored response's head in place of a 304 to the cache's condition, or
+    /// of an error a stale response answers instead), and the stored body to write after it.
+    func cacheResponsePart(_ part: HTTPClientResponsePart) -> (HTTPClientResponsePart?, StoredBody?) {
         guard var exchange = cacheExchange else { return (part, nil) }
         defer { cacheExchange = exchange }
         switch part {
@@ -98,18 +126,24 @@ extension ProxyHandler {
             if head.status == .notModified, let refreshed = exchange.fill.revalidated(by: headers) {
                 exchange.kind = .revalidated
                 exchange.bytesFromCache = refreshed.head.bodyLength
-                var served = HTTPHeaders(refreshed.servedHeaders.map { ($0.name, $0.value) })
-                if !head.isKeepAlive { served.add(name: "Connection", value: "close") }
-                let status = HTTPResponseStatus(statusCode: refreshed.head.status)
-                return (.head(HTTPResponseHead(version: head.version, status: status, headers: served)), refreshed.body)
+                return (Self.servedHead(refreshed, replacing: head), refreshed.body)
+            }
+            if let stale = exchange.fill.fallback(replacing: Int(head.status.code)) {
+                exchange.fill.finishWithoutStoring()
+                exchange.kind = .stale
+                exchange.bytesFromCache = stale.head.bodyLength
+                exchange.dropsServerBody = true
+                return (Self.servedHead(stale, replacing: head), stale.body)
             }
             exchange.writer = exchange.fill.store(status: Int(head.status.code), headers: headers)
             if exchange.writer != nil { exchange.kind = .stored }
             return (part, nil)
         case .body(let buffer):
+            if exchange.dropsServerBody { return (nil, nil) }
             exchange.writer?.append(buffer.readableBytesView)
             return (part, nil)
         case .end:
+            if exchange.dropsServerBody { return (.end(nil), nil) }
             if let writer = exchange.writer, !writer.commit() { exchange.kind = .response }
             return (part, nil)
         }
@@ -167,15 +201,36 @@ extension ProxyHandler {
     /// The largest body written at once with its head; larger ones go a chunk at a time.
     static let wholeBodyLimit = 256 * 1024
 
-    /// Writes the stored body of a revalidated response after its head; the 304's end follows it.
-    func writeStored(_ body: StoredBody, context: ChannelHandlerContext) {
-        var offset = 0
-        while offset < body.length {
-            let chunk = body.chunk(at: offset, maximum: 256 * 1024)
-            guard !chunk.isEmpty else { break }
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: chunk)))), promise: nil)
-            offset += chunk.count
+    /// Writes the stored body of a response served in place of the server's (revalidated, or
+    /// stale in place of an error) after its head: a small one at once, a larger one a chunk at a
+    /// time (``writeBody(_:from:upTo:context:then:)``), what the server connection does meanwhile
+    /// held (``HeldUpstreamEvent``), then handled when it is written. The client going away drops them.
+    func writeStored(_ body: StoredBody, then handler: UpstreamHandler, context: ChannelHandlerContext) {
+        guard body.length > Self.wholeBodyLimit else {
+            if body.length > 0 {
+                let bytes = body.chunk(at: 0, maximum: body.length)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
+            }
+            return
         }
+        heldUpstreamEvents = []
+        writeBody(body, from: 0, upTo: body.length, context: context) { [self] isWritten in
+            let held = heldUpstreamEvents ?? []
+            heldUpstreamEvents = nil
+            guard isWritten else { return }
+            for event in held {
+                switch event {
+                case .read(let part): upstreamRead(part, from: handler)
+                case .closed(let error): upstreamClosed(handler, error: error)
+                }
+            }
+        }
+    }
+
+    /// What the server connection did while a stored body was being written.
+    enum HeldUpstreamEvent {
+        case read(HTTPClientResponsePart)
+        case closed(Error?)
     }
 
     /// Writes `body` from `offset` to `end` in chunks, then calls `then` with whether it was written.

@@ -65,6 +65,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     var tunnel: InterceptedTunnel?
     /// What the cache does for the exchange under way, when a cache rule matched it.
     var cacheExchange: CacheExchange?
+    /// What the server connection did while a stored body, served in place of the server's
+    /// response, was being written (the response's end, at least): handled in order once it is.
+    /// Nil when none is being written.
+    var heldUpstreamEvents: [HeldUpstreamEvent]?
     /// What the recording keeps of the exchange under way (`--record`).
     var recording: RecordingCapture?
     /// The request waiting for its body to be matched against the replayed recording.
@@ -326,11 +330,20 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if Self.changesResource(head.method) {
                 invalidation = (cache, request.url)
             } else if head.method == .GET || head.method == .HEAD {
-                return lookUp(request, in: cache, exchange: exchange, head: head, context: context) { [self] added in
+                let withAdded = { (added: [RequestSnapshot.Header]) -> HTTPRequestHead in
                     var upstreamHead = upstreamHead
                     for header in added { upstreamHead.headers.replaceOrAdd(name: header.name, value: header.value) }
-                    sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+                    return upstreamHead
                 }
+                let sending = CacheSending(
+                    send: { [self] added in
+                        sendAfterLookup(
+                            exchange.decision.id, withAdded(added), to: target, sent: sent, policy: decision.policy)
+                    },
+                    revalidate: { [self] fill, added in
+                        revalidateInBackground(fill, withAdded(added), to: target, sent: sent, policy: decision.policy)
+                    })
+                return lookUp(request, in: cache, exchange: exchange, head: head, context: context, sending: sending)
             }
         }
         let kept = keptUpstream(for: target, sent: sent, policy: decision.policy)
@@ -417,15 +430,18 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
         guard let context, let upstream, upstream.handler === handler else { return }
+        if heldUpstreamEvents != nil { return heldUpstreamEvents?.append(.read(part)) ?? () }
         recording?.response(part)
-        let (part, storedBody) = cacheResponsePart(part)
+        let (passed, storedBody) = cacheResponsePart(part)
+        guard let part = passed else { return }
         switch connection.responsePart(part) {
         case .none:
             break
         case .write(let part):
             context.write(wrapOutboundOut(part), promise: nil)
-            // A revalidated response: the stored body follows its head.
-            if let storedBody { writeStored(storedBody, context: context) }
+            // A stored response in place of the server's: its body follows its head, and the
+            // server's parts after it wait until it is written.
+            if let storedBody { writeStored(storedBody, then: handler, context: context) }
         case .writeInterim(let head):
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         case .writeUpgrade(let head):
@@ -462,6 +478,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamClosed(_ handler: UpstreamHandler, error: Error?) {
         guard let closed = upstream, closed.handler === handler else { return }
+        if heldUpstreamEvents != nil { return heldUpstreamEvents?.append(.closed(error)) ?? () }
         upstream = nil
         let reason =
             error.map { Self.upstreamFailure($0, target: closed.target) } ?? "the server closed the connection"
@@ -569,7 +586,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // The end of the exchange the cache waited for: a body not stored whole is dropped.
             cached.writer?.abandon()
             cached.fill.finishWithoutStoring()
-            if kind == .revalidated { outcome.bytes = cached.bytesFromCache }
+            if kind == .revalidated || kind == .stale { outcome.bytes = cached.bytesFromCache }
             cacheExchange = nil
         }
         exchange.audited.finish(outcome)

@@ -208,8 +208,10 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         case revalidated
         /// The response came from the server and was stored for the requests to come.
         case stored
-        /// The server could not be reached, and a stale stored response answered (the rule's
-        /// `offline`, or `stale-if-error`); `bytes` were served from the cache.
+        /// A stale stored response answered: the server could not be reached or answered an error
+        /// (500, 502, 503, 504) and the rule's `offline` or `stale-if-error` allowed it, or it was
+        /// within `stale-while-revalidate` (revalidated in the background); `bytes` were served
+        /// from the cache.
         case stale
         /// A gateway's authorization check (`audit authz`): `status` is what the gateway was told
         /// (200: send the request on; otherwise the answer the gateway gives its client). The

@@ -294,6 +294,7 @@ extension StoredResponse {
                 case .send(let fill): sends.withLock { $0.append(fill) }
                 case .fresh(let stored): served.withLock { $0.append(stored.text) }
                 case .bypass: served.withLock { $0.append("bypass") }
+                case .staleWhileRevalidating: served.withLock { $0.append("stale") }
                 }
             }
         }
@@ -349,5 +350,105 @@ enum HTTPDateText {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.string(from: date)
+    }
+}
+
+extension HTTPCacheTests {
+    /// Fetches `request` with `control` and an ETag, then lets `seconds` pass.
+    static func stored(_ fixture: CacheFixture, _ request: CacheRequest, control: String, after seconds: Double) {
+        fixture.fetch(request, headers: [("Cache-Control", control), ("ETag", "\"v1\"")])
+        fixture.clock.advance(seconds)
+    }
+
+    @Test("within stale-while-revalidate a stale response is served at once, and one lookup at a time revalidates it")
+    func staleWhileRevalidate() throws {
+        let fixture = try CacheFixture()
+        let request = fixture.request()
+        Self.stored(fixture, request, control: "max-age=10, stale-while-revalidate=30", after: 20)
+        guard case .staleWhileRevalidating(let stored, let fill?) = fixture.lookup(request) else {
+            Issue.record("expected a stale response and a fill")
+            return
+        }
+        #expect(stored.text == "hello")
+        #expect(stored.header("Age") == "20")
+        #expect(fill.conditionalHeaders == [RequestSnapshot.Header(name: "If-None-Match", value: "\"v1\"")])
+        guard case .staleWhileRevalidating(_, nil) = fixture.lookup(request) else {
+            Issue.record("a second lookup while the first revalidates: expected the stale response alone")
+            return
+        }
+        #expect(
+            fill.answeredInBackground(
+                status: 304, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=100")]) == nil)
+        #expect(fixture.served(request)?.text == "hello")
+    }
+
+    @Test("a background answer other than 304 replaces the stored response; an error answer leaves it")
+    func backgroundAnswers() throws {
+        let fixture = try CacheFixture()
+        let request = fixture.request()
+        Self.stored(fixture, request, control: "max-age=10, stale-while-revalidate=30", after: 20)
+        guard case .staleWhileRevalidating(_, let failing?) = fixture.lookup(request) else {
+            Issue.record("expected a fill")
+            return
+        }
+        #expect(failing.answeredInBackground(status: 503, headers: []) == nil)
+        guard case .staleWhileRevalidating(let kept, let fill?) = fixture.lookup(request) else {
+            Issue.record("after the error: expected the stale response again, and a new fill")
+            return
+        }
+        #expect(kept.text == "hello")
+        let writer = try #require(
+            fill.answeredInBackground(
+                status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=60")]))
+        writer.append(Array("new".utf8))
+        #expect(writer.commit())
+        #expect(fixture.served(request)?.text == "new")
+    }
+
+    @Test(
+        "past stale-while-revalidate, under must-revalidate, or when the request asks for validation, the request goes to the server",
+        arguments: [
+            ("max-age=10, stale-while-revalidate=5", [(String, String)]()),
+            ("max-age=10, stale-while-revalidate=30, must-revalidate", []),
+            ("max-age=10, stale-while-revalidate=30", [("Cache-Control", "no-cache")]),
+            ("max-age=10, stale-while-revalidate=30", [("Cache-Control", "max-age=0")]),
+        ])
+    func notServedWhileRevalidating(control: String, requestHeaders: [(String, String)]) throws {
+        let fixture = try CacheFixture()
+        Self.stored(fixture, fixture.request(), control: control, after: 20)
+        guard case .send(let fill) = fixture.lookup(fixture.request(headers: requestHeaders)) else {
+            Issue.record("expected a send")
+            return
+        }
+        #expect(fill.stored != nil)
+    }
+
+    @Test("within stale-if-error a 500, 502, 503 or 504 is answered with the stored response; other statuses are not")
+    func staleIfErrorStatuses() throws {
+        let fixture = try CacheFixture()
+        let request = fixture.request()
+        Self.stored(fixture, request, control: "max-age=10, stale-if-error=30", after: 20)
+        guard case .send(let fill) = fixture.lookup(request) else {
+            Issue.record("expected a send")
+            return
+        }
+        for status in [500, 502, 503, 504] { #expect(fill.fallback(replacing: status)?.text == "hello") }
+        for status in [200, 404, 501, 505] { #expect(fill.fallback(replacing: status) == nil) }
+    }
+
+    @Test("past stale-if-error, or under must-revalidate, a server's error is passed on")
+    func staleIfErrorLimits() throws {
+        for (control, seconds) in [
+            ("max-age=10, stale-if-error=30", 50.0), ("max-age=10, stale-if-error=30, must-revalidate", 20),
+        ] {
+            let fixture = try CacheFixture()
+            let request = fixture.request()
+            Self.stored(fixture, request, control: control, after: seconds)
+            guard case .send(let fill) = fixture.lookup(request) else {
+                Issue.record("expected a send")
+                return
+            }
+            #expect(fill.fallback(replacing: 503) == nil, "\(control) after \(seconds) s")
+        }
     }
 }

@@ -60,6 +60,23 @@ import Testing
         #expect(records.suffix(2).map(\.outcome.kind) == [.stored, .cached])
     }
 
+    @Test("a stored 300 MB body that a 304 revalidates is served whole, in bounded memory")
+    func largeRevalidation() async throws {
+        let folder = try Self.cachingFolder()
+        let proxy = try ProxyProcess(
+            arguments: ["--cache-dir", folder.path + "/cache", "--cache-size", "4G"], in: folder)
+        let url = try nginx() + "/no-cache/big.bin"
+        let stored = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}", url], through: proxy)
+        let revalidated = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}", url], through: proxy)
+        let peak = proxy.peakResidentBytes
+        #expect(proxy.stop() == 0)
+        #expect(stored == "200 300000000")
+        #expect(revalidated == "200 300000000")
+        #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
+    }
+
     @Test("audit cache ls lists entries, stats counts them per host, purge removes those a pattern matches")
     func listStatsPurge() async throws {
         let folder = try Self.cachingFolder()

@@ -208,6 +208,73 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.stored, .failure])
     }
 
+    /// A URL of the raw server's path that answers by how often it was asked (`/counted/KEY`,
+    /// `/then-fails/KEY`, `Tests/Servers/raw_responses.py`), with a fresh key and `control` as the
+    /// answers' Cache-Control.
+    static func countedURL(_ path: String, control: String) throws -> String {
+        let query = control.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? control
+        return try Servers.variable("RAW_URL") + "/\(path)/\(UUID().uuidString)?cc=\(query)"
+    }
+
+    @Test("a server's 500 within stale-if-error is answered with the stored response, recorded as stale")
+    func staleIfError() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let url = try Self.countedURL("then-fails", control: "max-age=1, stale-if-error=600")
+        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let direct = try runClient("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", url])
+        let records = try await proxy.finish()
+        #expect(first.output == "first answer")
+        let (head, body) = try #require(split(second.output))
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(head.contains("Age: "))
+        #expect(body == "first answer")
+        #expect(direct.output == "500")  // what the server said, kept from the client
+        #expect(records.map(\.outcome.kind) == [.stored, .stale])
+        #expect(records.map(\.outcome.status) == [200, 200])
+        #expect(records.last?.outcome.bytes == 12)
+    }
+
+    @Test("without stale-if-error, a server's 500 after the stored response went stale reaches the client")
+    func errorPassedOn() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let url = try Self.countedURL("then-fails", control: "max-age=1")
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        let (head, body) = try #require(split(second.output))
+        #expect(head.hasPrefix("HTTP/1.1 500 "))
+        #expect(body == "server error")
+        #expect(records.map(\.outcome.kind) == [.stored, .response])
+    }
+
+    @Test("within stale-while-revalidate the stale response answers at once and is revalidated in the background")
+    func staleWhileRevalidate() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let url = try Self.countedURL("counted", control: "max-age=1, stale-while-revalidate=600")
+        let first = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        try await Task.sleep(for: .milliseconds(1_100))
+        let stale = try runClient("curl", ["-sS", "-i", "-x", proxy.address, url])
+        // The background request's answer replaces the stored one: later requests get it.
+        var later = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while later.output != "answer 2", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            later = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        }
+        let records = try await proxy.finish()
+        #expect(first.output == "answer 1")
+        let (head, body) = try #require(split(stale.output))
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(head.contains("Cache-Control: max-age=1, stale-while-revalidate=600\r\n"))
+        #expect(body == "answer 1")
+        #expect(later.output == "answer 2")
+        #expect(records.prefix(2).map(\.outcome.kind) == [.stored, .stale])
+        #expect(records.dropFirst(2).allSatisfy { [.stale, .cached].contains($0.outcome.kind) })
+    }
+
     @Test("HEAD is answered from a stored GET; POST goes to the server and drops the stored response")
     func otherMethods() async throws {
         let (proxy, cache) = try await Self.proxy(rules: Self.everything)

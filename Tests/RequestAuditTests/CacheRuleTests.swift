@@ -175,3 +175,73 @@ extension InterceptionTests.CacheRules {
         #expect(records.map(\.outcome.kind) == [.stored, .stale])
     }
 }
+
+extension InterceptionTests.CacheRules {
+    /// A URL of the raw server's path that answers by how often it was asked (`/counted/KEY`,
+    /// `/then-fails/KEY`), with a fresh key and `control` as the answers' Cache-Control.
+    static func countedURL(_ path: String, control: String) -> URL {
+        let query = control.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? control
+        return HTTPBin.url(InterceptionTests.RawResponses.base() + "/\(path)/\(UUID().uuidString)?cc=\(query)")
+    }
+
+    @Test(
+        "a server's 500 within stale-if-error is answered with the stored response in every caller style, recorded as stale",
+        arguments: CallerStyle.allCases)
+    func staleIfError(_ style: CallerStyle) async throws {
+        let audited = try Self.session()
+        let request = URLRequest(url: Self.countedURL("then-fails", control: "max-age=1, stale-if-error=600"))
+        let first = await style.run(request, on: audited.session)
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = await style.run(request, on: audited.session)
+        let direct = await style.run(request, on: audited.direct)
+        let records = try await audited.finish()
+        #expect(first.status == 200)
+        #expect(second.status == 200)
+        #expect(second.body == Data("first answer".utf8))
+        #expect(second.headers["age"] != nil)
+        #expect(direct.status == 500)  // what the server said, kept from the caller
+        #expect(records.map(\.outcome.kind) == [.stored, .stale])
+        #expect(records.map(\.outcome.status) == [200, 200])
+        #expect(records.last?.outcome.bytes == 12)
+    }
+
+    @Test(
+        "without stale-if-error, a server's 500 after the stored response went stale reaches the caller",
+        arguments: CallerStyle.allCases)
+    func errorPassedOn(_ style: CallerStyle) async throws {
+        let audited = try Self.session()
+        let request = URLRequest(url: Self.countedURL("then-fails", control: "max-age=1"))
+        _ = await style.run(request, on: audited.session)
+        try await Task.sleep(for: .milliseconds(1_100))
+        let second = await style.run(request, on: audited.session)
+        let records = try await audited.finish()
+        #expect(second.status == 500)
+        #expect(second.body == Data("server error".utf8))
+        #expect(records.map(\.outcome.kind) == [.stored, .response])
+    }
+
+    @Test(
+        "within stale-while-revalidate the stale response answers at once and is revalidated in the background",
+        arguments: CallerStyle.allCases)
+    func staleWhileRevalidate(_ style: CallerStyle) async throws {
+        let audited = try Self.session()
+        let request = URLRequest(url: Self.countedURL("counted", control: "max-age=1, stale-while-revalidate=600"))
+        let first = await style.run(request, on: audited.session)
+        try await Task.sleep(for: .milliseconds(1_100))
+        let stale = await style.run(request, on: audited.session)
+        // The background request's answer replaces the stored one: later requests get it.
+        var later = await style.run(request, on: audited.session)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while later.body != Data("answer 2".utf8), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            later = await style.run(request, on: audited.session)
+        }
+        let records = try await audited.finish()
+        #expect(first.body == Data("answer 1".utf8))
+        #expect(stale.status == 200)
+        #expect(stale.body == Data("answer 1".utf8))
+        #expect(later.body == Data("answer 2".utf8))
+        #expect(records.prefix(2).map(\.outcome.kind) == [.stored, .stale])
+        #expect(records.dropFirst(2).allSatisfy { [.stale, .cached].contains($0.outcome.kind) })
+    }
+}

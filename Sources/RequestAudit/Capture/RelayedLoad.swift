@@ -34,8 +34,9 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         var storedCredentialUsed: URLCredential?
         /// Where the body is stored, when the response is being stored.
         var writer: CacheEntryWriter?
-        /// The stored response a 304 revalidated, served in its place.
-        var revalidated: StoredResponse?
+        /// The stored response served in place of the server's: one a 304 revalidated
+        /// (`revalidated`), or a stale one in place of an error (`stale`).
+        var servedFromCache: (response: StoredResponse, kind: OutcomeSnapshot.Kind)?
         /// What the recording keeps of this exchange (`AuditorConfiguration.recording`).
         var recorded: RecordedExchange?
         var responseStart: ContinuousClock.Instant?
@@ -137,24 +138,32 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     }
 
     /// Hands the response to the cache: a 304 to the cache's own condition puts the stored response
-    /// (its headers refreshed) in its place; any other is stored while it is relayed, when it may be.
+    /// (its headers refreshed) in its place, and so does an error the cache answers with a stale
+    /// response instead (``CacheFill/fallback(replacing:)``); any other is stored while it is
+    /// relayed, when it may be.
     private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse, headers: [RequestSnapshot.Header]) {
-        guard http.statusCode == 304, let refreshed = fill.revalidated(by: headers), let url = http.url,
-            let served = refreshed.httpResponse(url: url)
-        else {
+        let replacement: (StoredResponse, OutcomeSnapshot.Kind)? =
+            if http.statusCode == 304, let refreshed = fill.revalidated(by: headers) {
+                (refreshed, .revalidated)
+            } else if let stale = fill.fallback(replacing: http.statusCode) {
+                (stale, .stale)
+            } else {
+                nil
+            }
+        guard let (stored, kind) = replacement, let url = http.url, let served = stored.httpResponse(url: url) else {
             let writer = fill.store(status: http.statusCode, headers: headers)
             state.withLock { $0.writer = writer }
             return relay(http)
         }
         state.withLock {
-            $0.revalidated = refreshed
+            $0.servedFromCache = (stored, kind)
             $0.response = served
         }
         relay(served)
         // The stored body, as the server's would have come.
         var offset = 0
-        while offset < refreshed.body.length {
-            let chunk = refreshed.body.chunk(at: offset)
+        while offset < stored.body.length {
+            let chunk = stored.body.chunk(at: offset)
             guard !chunk.isEmpty else { break }
             offset += chunk.count
             forwarded(data: Data(chunk), isStored: true)
@@ -170,7 +179,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private func forwarded(data: Data, isStored: Bool) {
         let receivesChunks = behaviour.receivesChunks
         let isRelayed = state.withLock { state -> Bool in
-            guard state.refusedHop == nil, isStored || state.revalidated == nil else { return false }
+            guard state.refusedHop == nil, isStored || state.servedFromCache == nil else { return false }
             state.writer?.append(data)
             if let start = state.responseStart, state.recorded != nil {
                 state.recorded?.chunks.append(
@@ -311,7 +320,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         audited.finish(
             Outcome(
                 kind, status: (ended.response as? HTTPURLResponse)?.statusCode,
-                bytes: [.response, .stored, .revalidated].contains(kind) ? ended.bodyBytes : nil,
+                bytes: [.response, .stored, .revalidated, .stale].contains(kind) ? ended.bodyBytes : nil,
                 destination: outgoing.url.map { .url($0.absoluteString) } ?? .none,
                 finalURL: ended.response?.url?.absoluteString, redirects: ended.redirects.map(\.absoluteString),
                 failure: failure.map(Outcome.Failure.init)))
@@ -369,12 +378,12 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 extension RelayedLoad {
     /// Ends what the cache does with this load: a stored body is put in place (or dropped on a
     /// failure), a changing request drops its URL's stored response. Returns how the load is then
-    /// recorded when it got a response (`stored`, `revalidated`), and the bytes the caller got.
+    /// recorded when it got a response (`stored`, `revalidated`, `stale`), and the bytes the caller got.
     private func finishCache(_ ended: State, failure: Error?) -> (kind: OutcomeSnapshot.Kind?, bytes: Int?) {
         switch cache {
         case .filling(let fill):
             defer { fill.finishWithoutStoring() }
-            if let revalidated = ended.revalidated { return (.revalidated, revalidated.head.bodyLength) }
+            if let served = ended.servedFromCache { return (served.kind, served.response.head.bodyLength) }
             guard let writer = ended.writer else { return (nil, nil) }
             guard failure == nil else {
                 writer.abandon()

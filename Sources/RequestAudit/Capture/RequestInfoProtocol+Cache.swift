@@ -25,10 +25,11 @@ extension RequestInfoProtocol {
     }
 
     /// Relays the request through the cache: served from it when fresh; sent with its conditions
-    /// when it revalidates; sent and stored otherwise. Concurrent lookups of one URL wait for the
-    /// first one's response.
+    /// when it revalidates; sent and stored otherwise; served stale within `stale-while-revalidate`
+    /// while the forwarding session of `forwarder` revalidates it in the background. Concurrent
+    /// lookups of one URL wait for the first one's response.
     func relayThroughCache(
-        _ cache: HTTPCache, _ lookup: CacheRequest, behaviour: CallerSession.Behaviour,
+        _ cache: HTTPCache, _ lookup: CacheRequest, behaviour: CallerSession.Behaviour, forwarder: Forwarder,
         send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void, audited: AuditedRequest
     ) {
         if ["POST", "PUT", "PATCH", "DELETE"].contains(lookup.method) {
@@ -45,13 +46,24 @@ extension RequestInfoProtocol {
                     stored, kind: .cached, behaviour: behaviour, audited: audited,
                     isNotModified: stored.isNotModified(for: lookup))
             case .send(let fill):
-                var conditional = request
-                for header in fill.conditionalHeaders {
-                    conditional.setValue(header.value, forHTTPHeaderField: header.name)
-                }
-                send(conditional, .filling(fill))
+                send(Self.adding(fill.conditionalHeaders, to: request), .filling(fill))
+            case .staleWhileRevalidating(let stored, let fill):
+                this.value.serveStored(
+                    stored, kind: .stale, behaviour: behaviour, audited: audited,
+                    isNotModified: stored.isNotModified(for: lookup))
+                guard let fill else { return }
+                var revalidation = Self.adding(fill.conditionalHeaders, to: request)
+                revalidation.httpMethod = "GET"
+                BackgroundRevalidation.start(revalidation, fill: fill, on: forwarder)
             }
         }
+    }
+
+    /// `request` with `headers` set on it.
+    private static func adding(_ headers: [RequestSnapshot.Header], to request: URLRequest) -> URLRequest {
+        var request = request
+        for header in headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        return request
     }
 
     /// Answers the caller with a stored response, as the server's would have come: the head, then

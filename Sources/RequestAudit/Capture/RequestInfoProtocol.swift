@@ -260,7 +260,7 @@ public final class RequestInfoProtocol: URLProtocol {
             }
             let this = Reference(self)
             relayThroughCache(
-                cache, lookup, behaviour: behaviour,
+                cache, lookup, behaviour: behaviour, forwarder: caller.forwarder,
                 send: { request, use in this.value.forward(request, auditor, audited, caller, route, cache: use) },
                 audited: audited)
         case .system: startSystemLoad(audited, caller: caller)

@@ -1,0 +1,91 @@
+import AuditCache
+import AuditPolicy
+import AuditReport
+import NIOCore
+import NIOHTTP1
+
+/// Reads the server's answer to a request the proxy sent on its own, in the background, for a
+/// response it served stale (`stale-while-revalidate`), and hands it to the cache's fill: a 304
+/// refreshes the stored response, another answer replaces it. Its connection closes after the one
+/// answer, or after ``CacheRevalidation/timeLimit``.
+final class CacheRevalidationHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private let fill: CacheFill
+    private var writer: CacheEntryWriter?
+
+    init(fill: CacheFill) {
+        self.fill = fill
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head) where head.status.code / 100 == 1:
+            break
+        case .head(let head):
+            let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+            writer = fill.answeredInBackground(status: Int(head.status.code), headers: headers)
+        case .body(let buffer):
+            writer?.append(buffer.readableBytesView)
+        case .end:
+            writer?.commit()
+            writer = nil
+            fill.finishWithoutStoring()
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // An answer cut short is not stored.
+        writer?.abandon()
+        fill.finishWithoutStoring()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// How long a background revalidation may take, its answer's body included.
+enum CacheRevalidation {
+    static let timeLimit = TimeAmount.seconds(30)
+}
+
+extension ProxyHandler {
+    /// Sends `upstreamHead` (as a GET, with the cache's conditions added) to `target` on a
+    /// connection of its own, for a response served stale, and hands the answer to `fill`. Its
+    /// addresses are checked as the exchange's would be; when it cannot be sent, the stored
+    /// response stays as it is. It is not recorded: the request it revalidates was, as `stale`.
+    func revalidateInBackground(
+        _ fill: CacheFill, _ upstreamHead: HTTPRequestHead, to target: ProxyTarget, sent: AuditRequest, policy: Policy
+    ) {
+        guard let context else { return fill.finishWithoutStoring() }
+        var head = upstreamHead
+        head.method = .GET
+        for name in ["content-length", "transfer-encoding", "expect"] { head.headers.remove(name: name) }
+        head.headers.replaceOrAdd(name: "Connection", value: "close")
+        let services = self.services
+        let loop = context.eventLoop
+        resolveChecked(target, request: sent, policy: policy, context: context) { resolved in
+            guard case .success(let addresses) = resolved else { return fill.finishWithoutStoring() }
+            services.value.upstreams.connect(target, addresses, loop) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if target.isSecure { try Self.addUpstreamTLS(to: sync, target: target, services: services) }
+                    var encoding = HTTPRequestEncoder.Configuration()
+                    encoding.automaticallySetFramingHeaders = false
+                    try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
+                    try sync.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+                    try sync.addHandler(CacheRevalidationHandler(fill: fill))
+                }
+            }
+            .whenComplete { result in
+                guard case .success(let channel) = result else { return fill.finishWithoutStoring() }
+                channel.write(HTTPClientRequestPart.head(head), promise: nil)
+                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                channel.eventLoop.scheduleTask(in: CacheRevalidation.timeLimit) { channel.close(promise: nil) }
+            }
+        }
+    }
+}
