@@ -64,6 +64,8 @@ public enum RecordingMode: Sendable, Equatable {
     /// Write every exchange a server answers to the HAR file at this path (secrets redacted).
     case record(String)
     /// Answer the requests the HAR file at this path has responses for; a miss fails with 504 or
-    /// goes to the server.
-    case replay(String, onMiss: HARReplay.OnMiss)
+    /// goes to the server. Requests match without the query parameters named in `ignoring`
+    /// (volatile ones: timestamps, nonces); a stream's pieces come as far apart as recorded divided
+    /// by `speed` (0: at once; 0 or more).
+    case replay(String, onMiss: HARReplay.OnMiss, ignoring: Set<String> = [], speed: Double = 1)
 }

@@ -42,7 +42,7 @@ public final class Auditor: Sendable {
     /// Where exchanges are recorded (``AuditorConfiguration/recording`` `.record`), if anywhere.
     let recorder: HARRecorder?
     /// The recording that answers requests (``AuditorConfiguration/recording`` `.replay`), if any.
-    let replay: (recording: HARReplay, onMiss: HARReplay.OnMiss)?
+    let replay: AppReplay?
 
     /// Creates an auditor (not yet installed), opening the audit log and the cache folder if they
     /// are configured.
@@ -59,12 +59,16 @@ public final class Auditor: Sendable {
         } catch {
             throw .cache(error.description)
         }
+        if case .replay(_, _, _, let speed) = configuration.recording, !(speed >= 0 && speed.isFinite) {
+            throw .recording("replay speed: expected 0 or more, got \(speed)")
+        }
         do throws(RecordingError) {
             switch configuration.recording {
             case .record(let path):
                 (recorder, replay) = (try HARRecorder(path: path, redaction: configuration.redaction), nil)
-            case .replay(let path, let onMiss):
-                (recorder, replay) = (nil, (try HARReplay(path: path), onMiss))
+            case .replay(let path, let onMiss, let ignoring, let speed):
+                let recording = try HARReplay(path: path, ignoring: ignoring)
+                (recorder, replay) = (nil, AppReplay(recording: recording, onMiss: onMiss, speed: speed))
             case nil:
                 (recorder, replay) = (nil, nil)
             }

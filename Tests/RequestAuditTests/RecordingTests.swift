@@ -85,6 +85,52 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.failure])
         }
 
+        @Test("a query parameter named in ignoring does not stop a match; without it the request is a miss")
+        func ignoredParameters() async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let recording = try Self.session(.record(har))
+            let recorded = await CallerStyle.async.run(
+                URLRequest(url: HTTPBin.url(.get(query: "a=1&t=100"))), on: recording.session)
+            _ = try await recording.finish()
+            let later = URLRequest(url: HTTPBin.url(.get(query: "t=200&a=1")))
+            let ignoring = try Self.session(.replay(har, onMiss: .fail, ignoring: ["t"]))
+            let matched = await CallerStyle.async.run(later, on: ignoring.session)
+            let ignoringRecords = try await ignoring.finish()
+            let strict = try Self.session(.replay(har, onMiss: .fail))
+            let missed = await CallerStyle.async.run(later, on: strict.session)
+            _ = try await strict.finish()
+            #expect(matched.status == 200)
+            #expect(matched.body == recorded.body)
+            #expect(ignoringRecords.map(\.outcome.kind) == [.replayed])
+            #expect(missed.status == 504)
+        }
+
+        @Test("at speed 0 a recorded stream replays at once", arguments: CallerStyle.allCases)
+        func speedZero(_ style: CallerStyle) async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let events = try #require(ProcessInfo.processInfo.environment["EVENTS_URL"])
+            let request = URLRequest(url: HTTPBin.url(events + "?count=5&interval=300"))
+            let recording = try Self.session(.record(har))
+            let recorded = await style.run(request, on: recording.session)
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail, speed: 0))
+            let start = ContinuousClock.now
+            let replayed = await style.run(request, on: replaying.session)
+            let elapsed = ContinuousClock.now - start
+            _ = try await replaying.finish()
+            #expect(replayed.body == recorded.body)
+            #expect(elapsed < .milliseconds(1_200), "replayed in \(elapsed), recorded over 1.2 s")
+        }
+
+        @Test("a negative replay speed is a clear error when the auditor is made")
+        func negativeSpeed() throws {
+            var configuration = AuditorConfiguration()
+            configuration.recording = .replay("/nonexistent/x.har", onMiss: .fail, speed: -1)
+            #expect(throws: RequestAuditError.recording("replay speed: expected 0 or more, got -1.0")) {
+                try Auditor(policy: Policy(parsing: "", file: "p.rules"), configuration: configuration)
+            }
+        }
+
         @Test("a recording that cannot be read is a clear error when the auditor is made")
         func unreadable() throws {
             var configuration = AuditorConfiguration()

@@ -6,15 +6,21 @@ import Foundation
     import FoundationNetworking
 #endif
 
+/// An app's replayed recording (`AuditorConfiguration.recording = .replay(…)`): the responses, what
+/// a miss gets, and the pace of streams.
+struct AppReplay: Sendable {
+    let recording: HARReplay
+    let onMiss: HARReplay.OnMiss
+    /// Recorded times are divided by it; 0: at once.
+    let speed: Double
+}
+
 /// `AuditorConfiguration.recording = .replay(path, onMiss:)`: a data task the recording has a
 /// response for is answered with it, as the server's would have come, its body paced as recorded.
 extension RequestInfoProtocol {
     /// Answers this load from `replay` when it has a response for the request, or with a 504 miss
     /// under `.fail`; false when the request is to go to the server (a miss under `.pass`).
-    func answerFromRecording(
-        _ replay: (recording: HARReplay, onMiss: HARReplay.OnMiss), behaviour: CallerSession.Behaviour,
-        audited: AuditedRequest
-    ) -> Bool {
+    func answerFromRecording(_ replay: AppReplay, behaviour: CallerSession.Behaviour, audited: AuditedRequest) -> Bool {
         guard let url = request.url?.absoluteString else { return false }
         let method = request.httpMethod?.uppercased() ?? "GET"
         let body = request.httpBody.map { [UInt8]($0) }
@@ -22,7 +28,7 @@ extension RequestInfoProtocol {
         if let recorded = replay.recording.response(method: method, url: url, body: body) {
             let response = HandlerResponse(
                 status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
-                body: .stream(Self.paced(recorded)))
+                body: .stream(Self.paced(recorded, speed: replay.speed)))
             Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .replayed) }
             return true
         }
@@ -35,13 +41,16 @@ extension RequestInfoProtocol {
         return true
     }
 
-    /// The recorded body, piece by piece, each when its time after the head comes.
-    private static func paced(_ recorded: HARReplay.Response) -> AsyncThrowingStream<Data, Error> {
+    /// The recorded body, piece by piece, each when its time after the head comes (divided by
+    /// `speed`; at once when it is 0).
+    private static func paced(_ recorded: HARReplay.Response, speed: Double) -> AsyncThrowingStream<Data, Error> {
         AsyncThrowingStream { continuation in
             let producer = Task {
                 let start = ContinuousClock.now
                 var offset = 0
-                let chunks = recorded.chunks.count > 1 ? recorded.chunks : [(0, recorded.body.count)]
+                let chunks =
+                    recorded.chunks.count > 1 && speed > 0
+                    ? recorded.chunks.map { ($0.milliseconds / speed, $0.size) } : [(0, recorded.body.count)]
                 for (milliseconds, size) in chunks where offset < recorded.body.count {
                     try? await Task.sleep(until: start + .microseconds(Int64(milliseconds * 1_000)), clock: .continuous)
                     let end = min(recorded.body.count, offset + size)
