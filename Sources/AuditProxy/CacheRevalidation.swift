@@ -72,11 +72,7 @@ extension ProxyHandler {
             services.value.upstreams.connect(target, addresses, loop) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    if target.isSecure { try Self.addUpstreamTLS(to: sync, target: target, services: services) }
-                    var encoding = HTTPRequestEncoder.Configuration()
-                    encoding.automaticallySetFramingHeaders = false
-                    try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
-                    try sync.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+                    try Self.addUpstreamHTTP(to: sync, target: target, services: services)
                     try sync.addHandler(CacheRevalidationHandler(fill: fill))
                 }
             }

@@ -46,11 +46,10 @@ extension ProxyHandler {
     }
 
     /// How a looked-up exchange goes to the server: `send` it (given the headers to add), or
-    /// `revalidate` a response served stale with a request of the proxy's own (given the fill and
-    /// the headers to add).
+    /// `revalidate` a response served stale with a request of the proxy's own, for the fill.
     struct CacheSending {
         let send: ([RequestSnapshot.Header]) -> Void
-        let revalidate: (CacheFill, [RequestSnapshot.Header]) -> Void
+        let revalidate: (CacheFill) -> Void
     }
 
     /// Looks the exchange up in the cache while it waits as if connecting, then serves what the
@@ -98,7 +97,7 @@ extension ProxyHandler {
             sending.send(fill.conditionalHeaders)
         case .staleWhileRevalidating(let stored, let fill):
             serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
-            if let fill { sending.revalidate(fill, fill.conditionalHeaders) }
+            if let fill { sending.revalidate(fill) }
         }
     }
 

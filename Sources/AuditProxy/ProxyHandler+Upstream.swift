@@ -30,16 +30,7 @@ extension ProxyHandler {
         services.value.upstreams.connect(target, addresses, context.eventLoop) { channel in
             channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                if target.isSecure { try Self.addUpstreamTLS(to: sync, target: target, services: services) }
-                // The proxy sets the framing headers itself (transfer codings as the client sent
-                // them), and frames chunks itself when `chunked` follows other codings.
-                var encoding = HTTPRequestEncoder.Configuration()
-                encoding.automaticallySetFramingHeaders = false
-                try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
-                try sync.addHandler(
-                    ByteToMessageHandler(
-                        HTTPResponseDecoder(
-                            leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
+                try Self.addUpstreamHTTP(to: sync, target: target, services: services)
                 try sync.addHandler(NIOHTTPRequestHeadersValidator())
                 try sync.addHandler(UpstreamHandler())
             }
@@ -55,5 +46,21 @@ extension ProxyHandler {
                     }
                 })
         }
+    }
+
+    /// Adds what a server connection speaks: TLS to a secure target, the request encoder and the
+    /// response decoder (informational responses passed on).
+    static func addUpstreamHTTP(
+        to sync: ChannelPipeline.SynchronousOperations, target: ProxyTarget, services: ServicesBox
+    ) throws {
+        if target.isSecure { try addUpstreamTLS(to: sync, target: target, services: services) }
+        // The proxy sets the framing headers itself (transfer codings as the client sent them), and
+        // frames chunks itself when `chunked` follows other codings.
+        var encoding = HTTPRequestEncoder.Configuration()
+        encoding.automaticallySetFramingHeaders = false
+        try sync.addHandler(HTTPRequestEncoder(configuration: encoding))
+        try sync.addHandler(
+            ByteToMessageHandler(
+                HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)))
     }
 }

@@ -340,8 +340,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                         sendAfterLookup(
                             exchange.decision.id, withAdded(added), to: target, sent: sent, policy: decision.policy)
                     },
-                    revalidate: { [self] fill, added in
-                        revalidateInBackground(fill, withAdded(added), to: target, sent: sent, policy: decision.policy)
+                    revalidate: { [self] fill in
+                        revalidateInBackground(
+                            fill, withAdded(fill.conditionalHeaders), to: target, sent: sent, policy: decision.policy)
                     })
                 return lookUp(request, in: cache, exchange: exchange, head: head, context: context, sending: sending)
             }
@@ -430,7 +431,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamRead(_ part: HTTPClientResponsePart, from handler: UpstreamHandler) {
         guard let context, let upstream, upstream.handler === handler else { return }
-        if heldUpstreamEvents != nil { return heldUpstreamEvents?.append(.read(part)) ?? () }
+        if heldUpstreamEvents != nil {
+            heldUpstreamEvents?.append(.read(part))
+            return
+        }
         recording?.response(part)
         let (passed, storedBody) = cacheResponsePart(part)
         guard let part = passed else { return }
@@ -478,7 +482,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func upstreamClosed(_ handler: UpstreamHandler, error: Error?) {
         guard let closed = upstream, closed.handler === handler else { return }
-        if heldUpstreamEvents != nil { return heldUpstreamEvents?.append(.closed(error)) ?? () }
+        if heldUpstreamEvents != nil {
+            heldUpstreamEvents?.append(.closed(error))
+            return
+        }
         upstream = nil
         let reason =
             error.map { Self.upstreamFailure($0, target: closed.target) } ?? "the server closed the connection"

@@ -56,6 +56,36 @@ import Testing
         deletes ^/delete
         """
 
+    @Test(
+        "inside an intercepted tunnel a response within stale-while-revalidate is served stale and revalidated over TLS in the background"
+    )
+    func staleWhileRevalidateInsideTLS() async throws {
+        let cache = try HTTPCache(
+            directory: NSTemporaryDirectory() + "tls-swr-" + UUID().uuidString, maximumBytes: 8 << 20, isShared: true)
+        let proxy = try await InterceptingProxy(
+            rules: "[cache]\nall ^https://\n", scope: .selective, connectPorts: nil, cache: cache)
+        let marker = "tls-swr-\(UUID().uuidString)"
+        let url = try Servers.nginxTLS + "/swr/small.txt?\(marker)"
+        _ = try proxy.curl([url])
+        try await Task.sleep(for: .milliseconds(1_100))
+        let stale = try proxy.curl([url])
+        // nginx answers the background request's If-None-Match with 304: the entry is fresh again.
+        let nginxLog = try Servers.variable("NGINX_ACCESS_LOG")
+        let deadline = ContinuousClock.now + .seconds(20)
+        var lines: [String] = []
+        while lines.count < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            lines = try String(contentsOfFile: nginxLog, encoding: .utf8).components(separatedBy: "\n")
+                .filter { $0.contains(marker) }
+        }
+        let records = try await proxy.finish()
+        #expect(stale.output == String(repeating: "x", count: 1_024))
+        #expect(lines.count == 2)
+        #expect(lines.last?.contains("\" 304 ") == true)
+        let gets = records.filter { $0.request.method == "GET" }
+        #expect(gets.map(\.outcome.kind) == [.stored, .stale])
+    }
+
     @Test("inside an intercepted tunnel a cache rule stores nginx's HTTPS response and serves it again")
     func cacheInsideTLS() async throws {
         let cache = try HTTPCache(
