@@ -61,10 +61,11 @@ extension ProxyHandler {
         _ fill: CacheFill, _ upstreamHead: HTTPRequestHead, to target: ProxyTarget, sent: AuditRequest, policy: Policy
     ) {
         guard let context else { return fill.finishWithoutStoring() }
-        var head = upstreamHead
-        head.method = .GET
-        for name in ["content-length", "transfer-encoding", "expect"] { head.headers.remove(name: name) }
-        head.headers.replaceOrAdd(name: "Connection", value: "close")
+        var get = upstreamHead
+        get.method = .GET
+        for name in ["content-length", "transfer-encoding", "expect"] { get.headers.remove(name: name) }
+        get.headers.replaceOrAdd(name: "Connection", value: "close")
+        let head = get
         let services = self.services
         let loop = context.eventLoop
         resolveChecked(target, request: sent, policy: policy, context: context) { resolved in
