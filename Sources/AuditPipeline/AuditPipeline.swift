@@ -82,7 +82,10 @@ public final class AuditPipeline: Sendable {
     // MARK: Deciding
 
     /// A decided request: its id, time, redacted snapshot, decision, and the policy that decided it.
-    public struct Decision: Sendable {
+    ///
+    /// A class: every front-end hands it around for the request's whole life (its exchange, its
+    /// record, its events), and a reference is one count where a copy of its fields was a dozen.
+    public final class Decision: Sendable {
         /// Where request ids come from: one counter for the process.
         private static let identifiers = RequestIdentifiers()
 
@@ -100,6 +103,18 @@ public final class AuditPipeline: Sendable {
         public let snapshot: RequestSnapshot
         /// The decision as recorded (redacted).
         public let decision: DecisionSnapshot
+
+        init(
+            time: Date, started: ContinuousClock.Instant, policy: Policy, verdict: Verdict, snapshot: RequestSnapshot,
+            decision: DecisionSnapshot
+        ) {
+            self.time = time
+            self.started = started
+            self.policy = policy
+            self.verdict = verdict
+            self.snapshot = snapshot
+            self.decision = decision
+        }
 
         /// Milliseconds since the request was decided.
         public var elapsedMilliseconds: Double { Self.milliseconds(since: started) }

@@ -25,12 +25,11 @@ extension ProxyHandler {
         var dropsServerBody = false
     }
 
-    /// The cache request of `head` to `url`, when a cache rule of `verdict` applies to it and the
-    /// proxy keeps a cache.
-    func cacheRequest(_ head: HTTPRequestHead, url: String, verdict: Verdict) -> (HTTPCache, CacheRequest)? {
+    /// The cache request of `head` to `url` (canonical), when a cache rule of `verdict` applies to it
+    /// and the proxy keeps a cache.
+    func cacheRequest(_ head: HTTPRequestHead, url canonical: String, verdict: Verdict) -> (HTTPCache, CacheRequest)? {
         guard let cache = configuration.cache, let rule = verdict.cacheRule, let settings = rule.cacheSettings
         else { return nil }
-        let canonical = (try? CanonicalURL(url))?.string ?? url
         let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
         return (
             cache,

@@ -283,7 +283,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // The request the server acts on is the canonical one, sent to the URI's host: a Host header
         // that names another server, or two of them, would have the server act on a request
         // nobody decided.
-        let requested = ProxyTarget(url: url, allowsTLS: tunnel != nil)
+        let canonical = try? CanonicalURL(url)
+        let requested = canonical.flatMap { ProxyTarget(canonical: $0, allowsTLS: tunnel != nil) }
         let hosts = head.headers["host"]
         // Inside a tunnel, a Host header found to name its origin once is not parsed again.
         let isKnownHost = hosts.count == 1 && tunnel?.namingHost == hosts.first
@@ -313,7 +314,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let target = redirected ?? requested
         let exchange = Exchange(audited, target: target, destination: .asDecided, head: head)
         startRecording(head, url: redirected == nil ? url : decision.verdict.redirectTarget ?? url)
-        let upstreamHead = Self.upstreamHead(head, target: target)
+        // Made when the request goes to the server: a cache hit never needs it.
+        let upstreamHead = { Self.upstreamHead(head, target: target) }
         // What is sent, for the check of the addresses it goes to: the redirect target, if any.
         let sent =
             redirected == nil
@@ -323,15 +325,17 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         invalidation = nil
         if configuration.replay != nil {
             return awaitReplay(exchange, head: head, url: url) { [self] in
-                sendAfterLookup(exchange.decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy)
+                sendAfterLookup(exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
             }
         }
-        if redirected == nil, let (cache, request) = cacheRequest(head, url: url, verdict: decision.verdict) {
+        if redirected == nil,
+            let (cache, request) = cacheRequest(head, url: canonical?.string ?? url, verdict: decision.verdict)
+        {
             if Self.changesResource(head.method) {
                 invalidation = (cache, request.url)
             } else if head.method == .GET || head.method == .HEAD {
                 let withAdded = { (added: [RequestSnapshot.Header]) -> HTTPRequestHead in
-                    var upstreamHead = upstreamHead
+                    var upstreamHead = upstreamHead()
                     for header in added { upstreamHead.headers.replaceOrAdd(name: header.name, value: header.value) }
                     return upstreamHead
                 }
@@ -352,10 +356,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .sendHead:
             guard let kept else { return }
             kept.handler.owner = self
-            kept.handler.send(.head(upstreamHead))
+            kept.handler.send(.head(upstreamHead()))
             if context.channel.isWritable { kept.handler.resumeReading() }
         case .connect:
-            connectAndSend(decision.id, upstreamHead, to: target, sent: sent, policy: decision.policy, context: context)
+            connectAndSend(
+                decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy, context: context)
         }
     }
 

@@ -181,7 +181,9 @@ extension Redaction {
             }
         return RequestSnapshot(
             method: request.method, url: redact(url: canonical), host: host,
-            headers: redact(headers: request.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }),
+            headers: request.headers.map {
+                RequestSnapshot.Header(name: $0.name, value: redact(headerValue: $0.value, name: $0.name))
+            },
             bodyBytes: bodyBytes, receivedURL: canonical == request.url ? nil : redact(url: request.url)
         )
     }
