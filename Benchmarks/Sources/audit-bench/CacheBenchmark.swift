@@ -23,7 +23,7 @@ struct CacheBenchmark {
         try Data("[cache] ttl=1h\nall ^http://127\\.0\\.0\\.1:[0-9]+/\n".utf8)
             .write(to: URL(fileURLWithPath: folder + "/policies/cache.rules"))
         var contenders = [ProxyBenchmark.Contender(name: "nginx", port: nil, process: nil)]
-        defer { for contender in contenders { contender.process?.terminate() } }
+        defer { for contender in contenders { contender.stop() } }
         contenders.append(
             try ProxyBenchmark.start(
                 "audit proxy", auditBinary,

@@ -31,6 +31,14 @@ struct ProxyBenchmark {
         let name: String
         let port: Int?
         let process: Process?
+
+        /// Kills the proxy: a process started from a dispatch thread inherits its blocked signals, so
+        /// `terminate()` (SIGTERM) may not reach it (Squid then outlived every run).
+        func stop() {
+            guard let process, process.isRunning else { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     let auditBinary: String
@@ -53,7 +61,7 @@ struct ProxyBenchmark {
                 ]
             }, folder: folder)
         contenders.append(audit)
-        defer { for contender in contenders { contender.process?.terminate() } }
+        defer { for contender in contenders { contender.stop() } }
         for (name, binary, configure) in Self.others(folder: folder)
         where FileManager.default.isExecutableFile(atPath: binary) {
             contenders.append(try Self.start(name, binary, configure, folder: folder))

@@ -48,7 +48,13 @@ struct TLSProxyBenchmark {
         defer { nginx.process.terminate() }
 
         var contenders: [(name: String, port: Int, process: Process, ca: String)] = []
-        defer { for contender in contenders { contender.process.terminate() } }
+        defer {
+            // SIGKILL: a process started from a dispatch thread may have SIGTERM blocked.
+            for contender in contenders where contender.process.isRunning {
+                kill(contender.process.processIdentifier, SIGKILL)
+                contender.process.waitUntilExit()
+            }
+        }
         let auditPort = try freePort()
         contenders.append(
             (
