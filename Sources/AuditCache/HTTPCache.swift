@@ -115,29 +115,18 @@ public final class HTTPCache: Sendable {
         if let stored, isFresh(stored, for: request) { return then(.fresh(stored)) }
         if let stored, servesWhileRevalidating(stored, for: request) {
             // Served at once; one request at a time revalidates it, none waits for it.
-            let isFirst = waiting.withLock { waiting -> Bool in
-                guard waiting[key] == nil else { return false }
-                waiting[key] = []
-                return true
-            }
             let fill =
-                isFirst ? CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock()) : nil
+                claimFill(of: key, orWait: nil)
+                ? CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock()) : nil
             return then(.staleWhileRevalidating(stored, fill))
         }
         // HEAD is answered from a stored GET, never stored itself.
         if request.method == "HEAD" { return then(.bypass) }
-        let isFirst = waiting.withLock { waiting -> Bool in
-            if waiting[key] != nil {
-                waiting[key]?.append { [self] isStored in
-                    guard isStored else { return then(.bypass) }
-                    lookup(request, then: then)
-                }
-                return false
-            }
-            waiting[key] = []
-            return true
+        let waiter: Waiter = { [self] isStored in
+            guard isStored else { return then(.bypass) }
+            lookup(request, then: then)
         }
-        guard isFirst else { return }
+        guard claimFill(of: key, orWait: waiter) else { return }
         then(.send(CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock())))
     }
 
@@ -156,6 +145,19 @@ public final class HTTPCache: Sendable {
         let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
         if let limit = request.control.seconds("max-age"), age > Double(limit) { return false }
         return age < lifetime
+    }
+
+    /// Claims the fill of `key` for the caller: true when no other request is filling it; otherwise
+    /// `waiter`, when given, is called when that fill ends.
+    private func claimFill(of key: String, orWait waiter: Waiter?) -> Bool {
+        waiting.withLock { waiting in
+            guard waiting[key] == nil else {
+                if let waiter { waiting[key]?.append(waiter) }
+                return false
+            }
+            waiting[key] = []
+            return true
+        }
     }
 
     /// Whether a stale `stored` response may answer `request` while it is revalidated

@@ -21,8 +21,9 @@ extension ProxyHandler {
         /// Bytes served from the cache (a revalidated response's body, or a stale one's in place
         /// of an error).
         var bytesFromCache = 0
-        /// Whether the server's body is read and dropped: a stored response answers in its place.
-        var dropsServerBody = false
+        /// Whether the server's body is read and dropped: a stale stored response answers in place
+        /// of its error (the only way an exchange the cache waited on ends `stale`).
+        var dropsServerBody: Bool { kind == .stale }
     }
 
     /// The cache request of `head` to `url` (canonical), when a cache rule of `verdict` applies to it
@@ -130,7 +131,6 @@ extension ProxyHandler {
                 exchange.fill.finishWithoutStoring()
                 exchange.kind = .stale
                 exchange.bytesFromCache = stale.head.bodyLength
-                exchange.dropsServerBody = true
                 return (Self.servedHead(stale, replacing: head), stale.body)
             }
             exchange.writer = exchange.fill.store(status: Int(head.status.code), headers: headers)
