@@ -52,17 +52,11 @@ extension ProxyHandler {
         let revalidate: (CacheFill) -> Void
     }
 
-    /// Looks the exchange up in the cache while it waits as if connecting, then serves what the
-    /// cache has or sends it on (``CacheSending``).
-    func lookUp(
-        _ request: CacheRequest, in cache: HTTPCache, exchange: Exchange, head: HTTPRequestHead,
-        context: ChannelHandlerContext, sending: CacheSending
-    ) {
-        _ = connection.forward(exchange, onKeptUpstream: false)
-        let id = exchange.decision.id
-        let loop = context.eventLoop
+    /// Looks the exchange of decision `id` up in the cache while it waits as if connecting, then
+    /// serves what the cache has or sends it on (``CacheSending``).
+    func lookUp(_ request: CacheRequest, in cache: HTTPCache, id: UUID, isHead: Bool, sending: CacheSending) {
+        guard let loop = context?.eventLoop else { return }
         let bound = NIOLoopBound((self, sending), eventLoop: loop)
-        let isHead = head.method == .HEAD
         cache.lookup(request) { lookup in
             // Most lookups answer at once, on the loop; one that waited for another request's
             // response hops back to it.

@@ -5,7 +5,8 @@ import NIOCore
 import NIOHTTP1
 
 /// `--replay FILE.har`: a request the recording has a response for is answered with it, its body
-/// paced as it came; a miss answers 504 (`--on-miss fail`) or goes to the server (`pass`).
+/// paced as it came; a miss answers 504 (`--on-miss fail`) or goes on as it would without the
+/// recording (`pass`: through the cache first when a cache rule matches it).
 extension ProxyHandler {
     /// A request waiting for its body's end, to be matched against the recording.
     struct PendingReplay {
@@ -13,7 +14,7 @@ extension ProxyHandler {
         let method: String
         let url: String
         let isHead: Bool
-        /// Sends the request on (a miss under `--on-miss pass`).
+        /// Sends the request on, or looks it up in the cache first (a miss under `--on-miss pass`).
         let send: () -> Void
     }
 

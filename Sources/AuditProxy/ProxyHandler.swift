@@ -323,11 +323,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             : AuditRequest(
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         invalidation = nil
-        if configuration.replay != nil {
-            return awaitReplay(exchange, head: head, url: url) { [self] in
-                sendAfterLookup(exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
-            }
-        }
+        // A GET or HEAD a cache rule matches is looked up before it goes to the server: at once, or
+        // after a replayed recording missed it (`--on-miss pass`).
+        var lookUpFirst: (() -> Void)?
         if redirected == nil,
             let (cache, request) = cacheRequest(head, url: canonical?.string ?? url, verdict: decision.verdict)
         {
@@ -348,8 +346,23 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                         revalidateInBackground(
                             fill, withAdded(fill.conditionalHeaders), to: target, sent: sent, policy: decision.policy)
                     })
-                return lookUp(request, in: cache, exchange: exchange, head: head, context: context, sending: sending)
+                lookUpFirst = { [self] in
+                    lookUp(request, in: cache, id: exchange.decision.id, isHead: head.method == .HEAD, sending: sending)
+                }
             }
+        }
+        if configuration.replay != nil {
+            return awaitReplay(exchange, head: head, url: url) { [self] in
+                guard let lookUpFirst else {
+                    return sendAfterLookup(
+                        exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
+                }
+                lookUpFirst()
+            }
+        }
+        if let lookUpFirst {
+            _ = connection.forward(exchange, onKeptUpstream: false)
+            return lookUpFirst()
         }
         let kept = keptUpstream(for: target, sent: sent, policy: decision.policy)
         switch connection.forward(exchange, onKeptUpstream: kept != nil) {

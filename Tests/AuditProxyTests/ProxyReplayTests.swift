@@ -1,3 +1,4 @@
+import AuditCache
 import AuditPipeline
 import AuditPolicy
 import AuditProxy
@@ -114,6 +115,30 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.replayed, .response])
         let (entries, _) = try TrafficReader.read(path: har)
         #expect(entries.map { $0.request.url.hasSuffix("/page.html") } == [false, true])
+    }
+
+    @Test("--on-miss pass looks a miss up in the cache before the server: the second miss is a hit")
+    func passThroughCache() async throws {
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
+        }
+        let cache = try HTTPCache(
+            directory: NSTemporaryDirectory() + "replay-cache-" + UUID().uuidString, maximumBytes: 1 << 20,
+            isShared: true)
+        let replay = try HARReplay(path: har)
+        let proxy = try await RunningProxy(rules: "[cache]\nall ^http://\n") { configuration in
+            configuration.replay = replay
+            configuration.replayMiss = .pass
+            configuration.cache = cache
+        }
+        let marker = "replay-cache-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        let direct = try runClient("curl", ["-sS", url]).output
+        let misses = try (1...2).map { _ in try runClient("curl", ["-sS", "-x", proxy.address, url]).output }
+        let records = try await proxy.finish()
+        #expect(misses == [direct, direct])
+        #expect(records.map(\.outcome.kind) == [.stored, .cached])
+        #expect(try Self.log("NGINX_ACCESS_LOG", count: marker) == 2)  // direct, then the first miss
     }
 
     @Test("--match-ignore leaves volatile parameters out of the match; identical requests replay in recorded order")
