@@ -166,7 +166,7 @@ public final class Auditor: Sendable {
     }
 
     private func activate() throws(RequestAuditError) {
-        try PlatformInternals.check()
+        try PlatformInternals.check(recordsUploads: recorder != nil || replay != nil)
         try RequestInfoProtocol.active.withLock { active throws(RequestAuditError) in
             if let active, active !== self { throw .anotherAuditorInstalled }
             active = self

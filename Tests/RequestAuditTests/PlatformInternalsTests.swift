@@ -23,6 +23,26 @@ import Testing
             }
         }
 
+        @Test("an upload task's body reads as it was made: bytes, a file, or none for a streamed upload")
+        func uploadBodiesRead() throws {
+            let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            let file = URL(fileURLWithPath: NSTemporaryDirectory() + "upload-\(UUID().uuidString)")
+            try Data("from a file".utf8).write(to: file)
+            let fromData = session.uploadTask(with: request, from: Data("from bytes".utf8))
+            let fromFile = session.uploadTask(with: request, fromFile: file)
+            let streamed = session.uploadTask(withStreamedRequest: request)
+            defer { [fromData, fromFile, streamed].forEach { $0.cancel() } }
+            #expect(PlatformInternals.uploadBodyProblem == nil)
+            #expect(PlatformInternals.knownBody(of: fromData)?.bytes == Data("from bytes".utf8))
+            #expect(PlatformInternals.knownBody(of: fromFile)?.bytes == Data("from a file".utf8))
+            #expect(PlatformInternals.knownBody(of: streamed) == nil)
+            #expect(PlatformInternals.knownBody(of: session.dataTask(with: request)) == nil)
+        }
+
         @Test("every kind of task reads as it was made, the first time and again by its case's tag")
         func taskKindsRead() throws {
             let url = try #require(URL(string: "http://127.0.0.1:9/never-sent"))

@@ -122,6 +122,114 @@ extension InterceptionTests {
             #expect(elapsed < .milliseconds(1_200), "replayed in \(elapsed), recorded over 1.2 s")
         }
 
+        /// The ways an app sends a body that is not the request's `httpBody`.
+        enum BodyStyle: String, CaseIterable, Sendable, CustomTestStringConvertible {
+            case uploadFromData, uploadFromFile, bodyStream
+
+            var testDescription: String { rawValue }
+
+            /// Sends `request` with `body` on `session` in this style.
+            func run(_ request: URLRequest, body: Data, on session: URLSession) async throws -> Exchange {
+                switch self {
+                case .uploadFromData:
+                    do {
+                        let (data, response) = try await session.upload(for: request, from: body)
+                        return Exchange(data: data, response: response, error: nil)
+                    } catch {
+                        return Exchange(data: nil, response: nil, error: error)
+                    }
+                case .uploadFromFile:
+                    let file = URL(fileURLWithPath: NSTemporaryDirectory() + "upload-\(UUID().uuidString)")
+                    try body.write(to: file)
+                    return await withCheckedContinuation { continuation in
+                        session.uploadTask(with: request, fromFile: file) { data, response, error in
+                            continuation.resume(returning: Exchange(data: data, response: response, error: error))
+                        }.resume()
+                    }
+                case .bodyStream:
+                    var streamed = request
+                    streamed.httpBodyStream = InputStream(data: body)
+                    return await CallerStyle.completionHandler.run(streamed, on: session)
+                }
+            }
+        }
+
+        @Test(
+            "an upload or a body stream is recorded with its body and replayed matched on it; another body is a miss",
+            arguments: BodyStyle.allCases)
+        func bodiesBeyondHTTPBody(_ style: BodyStyle) async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let marker = "app-upload-\(UUID().uuidString)"
+            var post = URLRequest(url: HTTPBin.url(.anything(marker)))
+            post.httpMethod = "POST"
+            post.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+            let recording = try Self.session(.record(har))
+            let recorded = try await style.run(post, body: Data("body one".utf8), on: recording.session)
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let same = try await style.run(post, body: Data("body one".utf8), on: replaying.session)
+            let other = try await style.run(post, body: Data("body two".utf8), on: replaying.session)
+            let records = try await replaying.finish()
+            let echoed = try #require(
+                recorded.body.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] })
+            #expect(echoed["data"] as? String == "body one")
+            #expect(same.status == 200)
+            #expect(same.body == recorded.body)
+            #expect(other.status == 504)
+            #expect(records.map(\.outcome.kind) == [.replayed, .failure])
+            #expect(try accessLog("HTTPBIN_ACCESS_LOG", count: marker) == 1)
+            let log = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
+            let entries = try #require((log["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+            let request = try #require(entries.first?["request"] as? [String: Any])
+            #expect((request["postData"] as? [String: Any])?["text"] as? String == "body one")
+        }
+
+        @Test(
+            "an upload relayed for a recording reaches the server as the direct upload does",
+            arguments: [BodyStyle.uploadFromData, .uploadFromFile])
+        func uploadAsDirect(_ style: BodyStyle) async throws {
+            var post = URLRequest(url: HTTPBin.url(.anything("upload-as-direct")))
+            post.httpMethod = "POST"
+            let body = Data(#"{"prompt":"hello"}"#.utf8)
+            let direct = URLSession(configuration: .ephemeral)
+            defer { direct.finishTasksAndInvalidate() }
+            let echo = { (exchange: Exchange) throws -> NSDictionary in
+                let object = try #require(
+                    exchange.body.flatMap { try? JSONSerialization.jsonObject(with: $0) as? NSDictionary })
+                return NSDictionary(dictionary: [
+                    "method": object["method"] ?? "", "data": object["data"] ?? "", "form": object["form"] ?? "",
+                    "headers": object["headers"] ?? "",
+                ])
+            }
+            let expected = try echo(try await style.run(post, body: body, on: direct))
+            let recording = try Self.session(.record(NSTemporaryDirectory() + "app-\(UUID().uuidString).har"))
+            let audited = try echo(try await style.run(post, body: body, on: recording.session))
+            _ = try await recording.finish()
+            #expect(audited == expected)
+        }
+
+        @Test("a download task under replay with onMiss .fail fails with a recording error and is not sent")
+        func downloadUnderReplay() async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let recording = try Self.session(.record(har))
+            _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "a=1"))), on: recording.session)
+            _ = try await recording.finish()
+            let marker = "app-download-\(UUID().uuidString)"
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            var failure: URLError?
+            do {
+                _ = try await replaying.session.download(for: URLRequest(url: HTTPBin.url(.anything(marker))))
+            } catch let error as URLError {
+                failure = error
+            }
+            let records = try await replaying.finish()
+            #expect(
+                failure?.localizedDescription.contains("a download task cannot be answered from a recording") == true)
+            #expect(records.map(\.outcome.kind) == [.failure])
+            #expect(try accessLog("HTTPBIN_ACCESS_LOG", count: marker) == 0)
+        }
+
         @Test("a negative replay speed is a clear error when the auditor is made")
         func negativeSpeed() throws {
             var configuration = AuditorConfiguration()

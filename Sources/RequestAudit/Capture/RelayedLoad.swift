@@ -68,7 +68,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     init(
         owner: RequestInfoProtocol, caller: CallerSession.Details, behaviour: CallerSession.Behaviour,
-        outgoing: URLRequest, auditor: Auditor, audited: AuditedRequest, cache: CacheUse? = nil
+        outgoing: URLRequest, body: Data?, auditor: Auditor, audited: AuditedRequest, cache: CacheUse? = nil
     ) {
         self.cache = cache
         recorder = auditor.recorder
@@ -77,7 +77,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
                 $0.recorded = RecordedExchange(
                     started: Date(), method: outgoing.httpMethod?.uppercased() ?? "GET",
                     url: outgoing.url?.absoluteString ?? "", requestHeaders: outgoing.sortedHeaders,
-                    requestBody: outgoing.httpBody.map { [UInt8]($0) }, status: 0, statusText: "", responseHeaders: [],
+                    requestBody: body.map { [UInt8]($0) }, status: 0, statusText: "", responseHeaders: [],
                     chunks: [], waitMilliseconds: 0)
             }
         }

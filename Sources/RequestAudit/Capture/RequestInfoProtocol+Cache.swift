@@ -24,19 +24,19 @@ extension RequestInfoProtocol {
             headers: request.sortedHeaders, rule: rule.id, settings: settings)
     }
 
-    /// Relays the request through the cache: served from it when fresh; sent with its conditions
+    /// Relays `request` (this load's, its body readable) through the cache: served from it when fresh; sent with its conditions
     /// when it revalidates; sent and stored otherwise; served stale within `stale-while-revalidate`
     /// while the forwarding session of `forwarder` revalidates it in the background. Concurrent
     /// lookups of one URL wait for the first one's response.
     func relayThroughCache(
-        _ cache: HTTPCache, _ lookup: CacheRequest, behaviour: CallerSession.Behaviour, forwarder: Forwarder,
-        send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void, audited: AuditedRequest
+        _ cache: HTTPCache, _ lookup: CacheRequest, request: URLRequest, behaviour: CallerSession.Behaviour,
+        forwarder: Forwarder, send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void,
+        audited: AuditedRequest
     ) {
         if ["POST", "PUT", "PATCH", "DELETE"].contains(lookup.method) {
             return send(request, .invalidating(cache, url: lookup.url))
         }
         let this = Reference(self)
-        let request = self.request
         cache.lookup(lookup) { found in
             switch found {
             case .bypass:

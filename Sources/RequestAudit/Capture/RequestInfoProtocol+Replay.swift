@@ -18,18 +18,30 @@ struct AppReplay: Sendable {
 /// `AuditorConfiguration.recording = .replay(path, onMiss:)`: a data task the recording has a
 /// response for is answered with it, as the server's would have come, its body paced as recorded.
 extension RequestInfoProtocol {
-    /// Answers this load from `replay` when it has a response for the request, or with a 504 miss
-    /// under `.fail`; false when the request is to go to the server (a miss under `.pass`).
-    func answerFromRecording(_ replay: AppReplay, behaviour: CallerSession.Behaviour, audited: AuditedRequest) -> Bool {
+    /// Answers this load from `replay` when it has a response for the request (sent with `body`),
+    /// or with a 504 miss under `.fail`, delivered as `delivery` says; false when the request is to
+    /// go to the server (a miss under `.pass`). A download task (no `delivery`: FoundationNetworking
+    /// completes one only for its own protocol) cannot be answered from a recording: under `.fail`
+    /// it fails with ``RequestAuditError/recording(_:)`` rather than reach the network.
+    func answerFromRecording(
+        _ replay: AppReplay, body: Data?, delivery: CallerSession.Behaviour?, audited: AuditedRequest
+    ) -> Bool {
         guard let url = request.url?.absoluteString else { return false }
         let method = request.httpMethod?.uppercased() ?? "GET"
-        let body = request.httpBody.map { [UInt8]($0) }
+        guard let delivery else {
+            guard replay.onMiss == .fail else { return false }
+            let reason =
+                "a download task cannot be answered from a recording, and replaying with onMiss .fail keeps "
+                + "\(method) \(url) off the network"
+            fail(with: RequestAuditError.recording(reason).urlError, as: .failure, audited)
+            return true
+        }
         let this = Reference(self)
-        if let recorded = replay.recording.response(method: method, url: url, body: body) {
+        if let recorded = replay.recording.response(method: method, url: url, body: body.map { [UInt8]($0) }) {
             let response = HandlerResponse(
                 status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
                 body: .stream(Self.paced(recorded, speed: replay.speed)))
-            Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .replayed) }
+            Task { await this.value.deliverStreaming(response, delivery, audited, kind: .replayed) }
             return true
         }
         guard replay.onMiss == .fail else { return false }
@@ -37,8 +49,25 @@ extension RequestInfoProtocol {
         let response = HandlerResponse(
             status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
             body: .data(Data(miss.json.utf8)))
-        Task { await this.value.deliverStreaming(response, behaviour, audited, kind: .failure) }
+        Task { await this.value.deliverStreaming(response, delivery, audited, kind: .failure) }
         return true
+    }
+
+    /// `request` and its body, for a recording: an upload task's body (the task keeps it), or a
+    /// body stream read whole (then sent from a new stream of the same bytes); without a recording,
+    /// `request` as it is with its `httpBody`.
+    func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, Data?) {
+        guard auditor.recorder != nil || auditor.replay != nil, request.httpBody == nil else {
+            return (request, request.httpBody)
+        }
+        if let task = task as? URLSessionUploadTask {
+            return (request, PlatformInternals.knownBody(of: task)?.bytes)
+        }
+        guard request.httpBodyStream != nil else { return (request, nil) }
+        let body = request.bodyForHandler ?? Data()
+        var outgoing = request
+        outgoing.httpBodyStream = InputStream(data: body)
+        return (outgoing, body)
     }
 
     /// The recorded body, piece by piece, each when its time after the head comes (divided by

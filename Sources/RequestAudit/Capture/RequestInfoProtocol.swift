@@ -86,7 +86,7 @@ public final class RequestInfoProtocol: URLProtocol {
         /// Through the forwarding session, every event relayed to a caller of this behaviour.
         case relay(CallerSession.Behaviour)
         /// By Foundation's own HTTP protocol, loading the caller's task itself (see SystemLoad):
-        /// downloads and uploads, whose file or body lives in the task, out of a protocol's reach.
+        /// downloads and uploads, whose file or body lives in the task (read only for a recording).
         case system
     }
 
@@ -113,7 +113,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // with calls from another thread.
             guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
         #endif
-        let route = route(for: caller)
+        let route = route(for: caller, relaysUploads: auditor.recorder != nil || auditor.replay != nil)
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the
@@ -124,16 +124,22 @@ public final class RequestInfoProtocol: URLProtocol {
         }
     }
 
-    /// The route for this protocol's task (read on the caller session's work queue).
-    private func route(for caller: CallerSession.Details) -> Route {
-        guard let task, !(task is URLSessionDownloadTask), !(task is URLSessionUploadTask) else { return .system }
-        return relayRoute(for: task, caller: caller)
+    /// The route for this protocol's task (read on the caller session's work queue). With
+    /// `relaysUploads` (a recording is made or replayed, which must see the exchange whole), an
+    /// upload task made with its body's bytes or file is relayed as an upload of that body.
+    private func route(for caller: CallerSession.Details, relaysUploads: Bool) -> Route {
+        guard let task, !(task is URLSessionDownloadTask) else { return .system }
+        if task is URLSessionUploadTask {
+            guard relaysUploads, PlatformInternals.knownBody(of: task) != nil else { return .system }
+            return relayRoute(for: task, caller: caller, hasBody: true)
+        }
+        return relayRoute(for: task, caller: caller, hasBody: request.hasBody)
     }
 
     /// The relay of a data task, by how the caller made it (read on the session's work queue), or
     /// the system route when that cannot be read.
-    private func relayRoute(for task: URLSessionTask, caller: CallerSession.Details) -> Route {
-        guard let behaviour = caller.behaviour(of: task, readsTaskDelegate: request.hasBody),
+    private func relayRoute(for task: URLSessionTask, caller: CallerSession.Details, hasBody: Bool) -> Route {
+        guard let behaviour = caller.behaviour(of: task, readsTaskDelegate: hasBody),
             behaviour != .downloadCompletionHandler
         else { return .system }
         return .relay(behaviour)
@@ -232,11 +238,11 @@ public final class RequestInfoProtocol: URLProtocol {
                 this.value.act(on: resolved, audited, auditor, caller: caller, route: route, delivery: delivery)
             }
         case .send(let target?):
-            var redirected = request
+            var (redirected, body) = withRecordableBody(request, auditor)
             redirected.url = URL(string: target) ?? request.url
-            forward(redirected, auditor, audited, caller, route)
+            forward(redirected, auditor, audited, caller, route, body: body)
         case .send(nil):
-            proceed(auditor, audited, caller, route)
+            proceed(auditor, audited, caller, route, delivery: delivery)
         case .respond:
             respond(audited, delivery: delivery)
         }
@@ -245,25 +251,38 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Sends the request unchanged by the route it takes; a custom scheme's request fails as it
     /// would without RequestAudit.
     private func proceed(
-        _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details, _ route: Route
+        _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details, _ route: Route,
+        delivery: CallerSession.Behaviour?
     ) {
         guard request.url.map(Self.isHTTP) ?? false else {
             return failUnsupported(audited)
         }
         switch route {
         case .relay(let behaviour):
-            if let replay = auditor.replay, answerFromRecording(replay, behaviour: behaviour, audited: audited) {
+            let (outgoing, body) = withRecordableBody(request, auditor)
+            if let replay = auditor.replay,
+                answerFromRecording(replay, body: body, delivery: behaviour, audited: audited)
+            {
                 return
             }
             guard let cache = auditor.cache, let lookup = cacheRequest(audited, cache: cache) else {
-                return forward(request, auditor, audited, caller, route)
+                return forward(outgoing, auditor, audited, caller, route, body: body)
             }
             let this = Reference(self)
             relayThroughCache(
-                cache, lookup, behaviour: behaviour, forwarder: caller.forwarder,
-                send: { request, use in this.value.forward(request, auditor, audited, caller, route, cache: use) },
+                cache, lookup, request: outgoing, behaviour: behaviour, forwarder: caller.forwarder,
+                send: { request, use in
+                    this.value.forward(request, auditor, audited, caller, route, body: body, cache: use)
+                },
                 audited: audited)
-        case .system: startSystemLoad(audited, caller: caller)
+        case .system:
+            // A download, or an upload streamed from its delegate: a recording cannot see it whole.
+            if let replay = auditor.replay,
+                answerFromRecording(replay, body: request.httpBody, delivery: delivery, audited: audited)
+            {
+                return
+            }
+            startSystemLoad(audited, caller: caller)
         }
     }
 
@@ -275,7 +294,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Ends the load with `error` before anything was sent: records it as `kind` (or `cancelled`
     /// when the caller stopped the load), then tells the caller — on its work queue, or right here
     /// when `isOnWorkQueue`. The record is handed to the pipeline before the caller hears of it.
-    private func fail(
+    func fail(
         with error: URLError, as kind: OutcomeSnapshot.Kind, _ audited: AuditedRequest, isOnWorkQueue: Bool = false
     ) {
         let isDelivered = state.withLock { $0.finish() }
@@ -331,15 +350,18 @@ public final class RequestInfoProtocol: URLProtocol {
         state.withLock { $0.finish() }
     }
 
+    /// Relays `request` (whose body is `body`, for a recording) by `route`.
     private func forward(
         _ request: URLRequest, _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details,
-        _ route: Route, cache: RelayedLoad.CacheUse? = nil
+        _ route: Route, body: Data?, cache: RelayedLoad.CacheUse? = nil
     ) {
         guard case .relay(let behaviour) = route else { return }
         let load = RelayedLoad(
-            owner: self, caller: caller, behaviour: behaviour, outgoing: request, auditor: auditor, audited: audited,
-            cache: cache)
-        let task = caller.forwarder.task(for: request, observer: load)
+            owner: self, caller: caller, behaviour: behaviour, outgoing: request, body: body, auditor: auditor,
+            audited: audited, cache: cache)
+        // An upload task (relayed for a recording) goes on as an upload of the same body.
+        let upload = (self.task as? URLSessionUploadTask).flatMap(PlatformInternals.knownBody(of:))
+        let task = caller.forwarder.task(for: request, uploading: upload, observer: load)
         // Made off the work queue (this runs on a hop queue), so the task is touched right here. A
         // suspension decided meanwhile may reach the task first: URLSessionTask counts suspensions,
         // so its suspend and this resume leave it suspended in either order.

@@ -86,9 +86,18 @@ final class Forwarder: Sendable {
     }
 
     /// A task for `request` that reports its events to `observer` (held until the task completes),
-    /// not yet resumed: the load resumes it unless its caller suspended it meanwhile.
-    func task(for request: URLRequest, observer: any ForwardedLoadObserver) -> URLSessionDataTask {
-        let task = session.dataTask(with: request)
+    /// not yet resumed: the load resumes it unless its caller suspended it meanwhile. With
+    /// `uploading`, an upload task of that body, which Foundation sends as it sends the caller's.
+    func task(
+        for request: URLRequest, uploading upload: PlatformInternals.KnownBody? = nil,
+        observer: any ForwardedLoadObserver
+    ) -> URLSessionDataTask {
+        let task: URLSessionDataTask =
+            switch upload {
+            case .data(let body): session.uploadTask(with: request, from: body)
+            case .file(let file): session.uploadTask(with: request, fromFile: file)
+            case nil: session.dataTask(with: request)
+            }
         router.begin(task.taskIdentifier, observer: observer)
         return task
     }

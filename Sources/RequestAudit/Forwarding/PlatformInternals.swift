@@ -71,9 +71,48 @@ enum PlatformInternals {
         #endif
     }()
 
-    /// Throws when interception cannot run faithfully on this Foundation.
-    static func check() throws(RequestAuditError) {
+    /// Nil when the body of an upload task can be read (``knownBody(of:)``), which recordings need
+    /// to record and match uploads; otherwise what is missing. Probed once, with a task made and
+    /// read back.
+    static let uploadBodyProblem: String? = {
+        #if canImport(FoundationNetworking)
+            guard let url = URL(string: "http://127.0.0.1:9/") else { return "cannot make a probe URL" }
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            let probe = Data("RequestAudit upload probe".utf8)
+            let task = session.uploadTask(with: request, from: probe) { _, _, _ in }
+            defer { task.cancel() }
+            return knownBody(of: task)?.bytes == probe ? nil : "URLSessionTask.knownBody not readable"
+        #else
+            return problem
+        #endif
+    }()
+
+    /// Throws when interception cannot run faithfully on this Foundation; with `recordsUploads`,
+    /// also when upload bodies cannot be read for a recording.
+    static func check(recordsUploads: Bool = false) throws(RequestAuditError) {
         if let problem { throw .unsupportedPlatform(problem) }
+        if recordsUploads, let uploadBodyProblem { throw .unsupportedPlatform(uploadBodyProblem) }
+    }
+}
+
+extension PlatformInternals {
+    /// The body an upload task was made with (``knownBody(of:)``).
+    enum KnownBody {
+        /// `uploadTask(with:from:)`'s bytes.
+        case data(Data)
+        /// `uploadTask(with:fromFile:)`'s file.
+        case file(URL)
+
+        /// The bytes (a file read whole); nil when the file cannot be read.
+        var bytes: Data? {
+            switch self {
+            case .data(let data): data
+            case .file(let file): try? Data(contentsOf: file)
+            }
+        }
     }
 }
 
@@ -129,15 +168,32 @@ extension PlatformInternals {
             return String(describing: value)
         }
 
-        /// The session `task` belongs to: its stored `session`, found by label in the task's class or a
-        /// superclass.
+        /// The session `task` belongs to: its stored `session`.
         static func session(of task: URLSessionTask?) -> URLSession? {
-            guard let task else { return nil }
+            task.flatMap { storedValue(named: "session", in: $0) } as? URLSession
+        }
+
+        /// The body an upload task was made with, from its stored `knownBody` (a `_Body` enum):
+        /// `uploadTask(with:from:)`'s bytes, or `fromFile:`'s file; nil when the task knows none
+        /// (a streamed upload asks its delegate) or it cannot be read.
+        static func knownBody(of task: URLSessionTask) -> KnownBody? {
+            // An Optional's mirror has one child, `some`, when it holds a value.
+            guard let stored = storedValue(named: "knownBody", in: task),
+                let body = Mirror(reflecting: stored).children.first?.value,
+                enumCaseName(of: body) != nil, let payload = Mirror(reflecting: body).children.first
+            else { return nil }
+            switch (payload.label, payload.value) {
+            case ("data", let bytes as DispatchData): return .data(Data(bytes))
+            case ("file", let file as URL): return .file(file)
+            default: return nil
+            }
+        }
+
+        /// The stored property `name` of `task`, found by label in its class or a superclass.
+        private static func storedValue(named name: String, in task: URLSessionTask) -> Any? {
             var mirror: Mirror? = Mirror(reflecting: task)
             while let current = mirror {
-                for child in current.children where child.label == "session" {
-                    if let session = child.value as? URLSession { return session }
-                }
+                if let child = current.children.first(where: { $0.label == name }) { return child.value }
                 mirror = current.superclassMirror
             }
             return nil
@@ -149,6 +205,7 @@ extension PlatformInternals {
             of identifier: Int, in registry: AnyObject, sessionHasDelegate: Bool, readsTaskDelegate: Bool = true
         ) -> CallerSession.Behaviour? { nil }
         static func session(of task: URLSessionTask?) -> URLSession? { nil }
+        static func knownBody(of task: URLSessionTask) -> KnownBody? { nil }
     #endif
 }
 
