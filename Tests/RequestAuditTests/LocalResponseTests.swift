@@ -111,6 +111,27 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.responded])
         }
 
+        @Test("a response handler gets an upload task's body, made from bytes or from a file")
+        func uploadBodyToHandler() async throws {
+            let bodies = Mutex<[String]>([])
+            let audited = try AuditedSession(rules: "[respond handler:echo]\nq /anything/echo-upload$\n") {
+                $0.responseHandlers["echo"] = { request in
+                    bodies.withLock { $0.append(String(decoding: request.body ?? Data(), as: UTF8.self)) }
+                    return HandlerResponse(status: 200, body: .data(request.body ?? Data()))
+                }
+            }
+            var request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/echo-upload"))
+            request.httpMethod = "POST"
+            let file = URL(fileURLWithPath: NSTemporaryDirectory() + "upload-\(UUID().uuidString)")
+            try Data("from a file".utf8).write(to: file)
+            let (fromBytes, _) = try await audited.session.upload(for: request, from: Data("from bytes".utf8))
+            let (fromFile, _) = try await audited.session.upload(for: request, fromFile: file)
+            _ = try await audited.finish()
+            #expect(bodies.withLock { $0 } == ["from bytes", "from a file"])
+            #expect(
+                [fromBytes, fromFile].map { String(decoding: $0, as: UTF8.self) } == ["from bytes", "from a file"])
+        }
+
         @Test("a download task cannot take a local response on this platform: it fails closed, nothing sent")
         func downloadFailsClosed() async throws {
             let audited = try AuditedSession(rules: "[respond 200] body=x\nd /anything/dl-local$\n")

@@ -19,8 +19,8 @@ public typealias ResponseHandler = @Sendable (HandlerRequest) async throws -> Ha
 public struct HandlerRequest: Sendable {
     /// The request as the caller made it (not redacted).
     public let request: AuditRequest
-    /// The request's body, when the front-end can see it (`httpBody` or a body stream in an app;
-    /// nil for `uploadTask(with:from:)`, whose body stays in the task).
+    /// The request's body, when the front-end can see it (in an app `httpBody`, a body stream, or
+    /// an upload task's bytes or file; nil for an upload streamed from its delegate).
     public let body: Data?
     /// The full id of the rule that named the handler.
     public let rule: String

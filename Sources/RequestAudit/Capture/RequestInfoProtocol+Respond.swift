@@ -26,10 +26,13 @@ extension RequestInfoProtocol {
         }
         let this = Reference(self)
         let request = self.request
+        // An upload task's body is in the task (made with bytes or a file; nil when streamed).
+        let uploaded = (task as? URLSessionUploadTask).flatMap { PlatformInternals.knownBody(of: $0)?.bytes }
         let task = Task {
             let response: HandlerResponse
             do throws(PipelineError) {
-                response = try await audited.localResponse(for: request.auditRequest, body: request.bodyForHandler)
+                response = try await audited.localResponse(
+                    for: request.auditRequest, body: uploaded ?? request.bodyForHandler)
             } catch {
                 let refusal = RequestAuditError.responseFailed(
                     rule: rule, reason: error.description, url: decision.snapshot.url)
@@ -144,7 +147,7 @@ extension RequestInfoProtocol {
 
 extension URLRequest {
     /// The body a response handler gets: `httpBody`, or the body stream read to its end; nil when
-    /// the request has neither (or its body lives in an upload task).
+    /// the request has neither (an upload task's body is in the task).
     var bodyForHandler: Data? {
         if let httpBody { return httpBody }
         guard let stream = httpBodyStream else { return nil }
