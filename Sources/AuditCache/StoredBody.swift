@@ -36,6 +36,12 @@ public final class StoredBody: Sendable {
         return POSIXFile.read(descriptor, count: count, at: offset)
     }
 
+    /// The body as a recording keeps it: one piece at its start (none when it is empty).
+    public var recordedChunks: [RecordedExchange.Chunk] {
+        let bytes = readAll()
+        return bytes.isEmpty ? [] : [RecordedExchange.Chunk(milliseconds: 0, bytes: bytes)]
+    }
+
     /// The whole body (for small bodies and tests).
     public func readAll() -> [UInt8] {
         var bytes: [UInt8] = []

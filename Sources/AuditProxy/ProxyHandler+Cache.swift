@@ -147,15 +147,18 @@ extension ProxyHandler {
     func serve(_ stored: StoredResponse, kind: OutcomeSnapshot.Kind, id: UUID, isHead: Bool, isNotModified: Bool) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         cacheExchange = nil
-        recording = nil
         var headers = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
         if let rule = exchange.decision.verdict.cacheRule { headers.add(name: Denial.ruleHeader, value: rule.id) }
         if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         let status = isNotModified ? .notModified : HTTPResponseStatus(statusCode: stored.head.status)
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: exchange.version, status: status, headers: headers))),
-            promise: nil)
+        let head = HTTPResponseHead(version: exchange.version, status: status, headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
         let bodyLength = isHead || isNotModified ? 0 : stored.head.bodyLength
+        if recording != nil {
+            recording?.response(.head(head))
+            if bodyLength > 0 { recording?.stored(stored.body) }
+            finishRecording()
+        }
         let outcome = Outcome(kind, status: Int(status.code), bytes: bodyLength, destination: .none)
         if bodyLength <= Self.wholeBodyLimit {
             // A small body goes out with its head and end in one write.

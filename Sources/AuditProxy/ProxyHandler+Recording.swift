@@ -1,3 +1,4 @@
+import AuditCache
 import AuditPipeline
 import AuditPolicy
 import AuditReport
@@ -5,8 +6,9 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// `--record FILE.har`: every exchange the server answered is written to the recording as it
-/// ends, its body's pieces timed as they came.
+/// `--record FILE.har`: every exchange answered by the server or the cache is written to the
+/// recording as it ends, as the client got it: its body's pieces timed as they came, a stored
+/// response served in place of the server's (revalidated, stale) or from the cache as served.
 extension ProxyHandler {
     /// What is kept of the exchange under way for the recording.
     struct RecordingCapture {
@@ -48,6 +50,12 @@ extension ProxyHandler {
             case .end:
                 break
             }
+        }
+
+        /// The body of a stored response served after its head, as one piece.
+        mutating func stored(_ body: StoredBody) {
+            let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
+            exchange.chunks += body.recordedChunks.map { .init(milliseconds: offset, bytes: $0.bytes) }
         }
     }
 

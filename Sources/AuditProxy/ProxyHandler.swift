@@ -453,9 +453,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             heldUpstreamEvents?.append(.read(part))
             return
         }
-        recording?.response(part)
+        // Recorded as the client gets it: a stored response in place of the server's.
         let (passed, storedBody) = cacheResponsePart(part)
         guard let part = passed else { return }
+        recording?.response(part)
+        if let storedBody { recording?.stored(storedBody) }
         switch connection.responsePart(part) {
         case .none:
             break

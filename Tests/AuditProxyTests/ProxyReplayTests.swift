@@ -141,6 +141,39 @@ import Testing
         #expect(try Self.log("NGINX_ACCESS_LOG", count: marker) == 2)  // direct, then the first miss
     }
 
+    @Test(
+        "through a caching proxy the recording keeps what the client got: hits and revalidated responses replay whole")
+    func recordsCacheServed() async throws {
+        let har = NSTemporaryDirectory() + "replay-\(UUID().uuidString).har"
+        let cache = try HTTPCache(
+            directory: NSTemporaryDirectory() + "replay-cache-" + UUID().uuidString, maximumBytes: 1 << 20,
+            isShared: true)
+        let recorder = try HARRecorder(path: har)
+        let proxy = try await RunningProxy(rules: "[cache]\nall ^http://\n") { configuration in
+            configuration.cache = cache
+            configuration.recorder = recorder
+        }
+        let marker = UUID().uuidString
+        let urls = try ["/fresh/page.html", "/no-cache/page.html"].map { try Servers.nginx + $0 + "?\(marker)" }
+        let direct = try urls.map { try runClient("curl", ["-sS", $0]).output }
+        let proxied = try urls.flatMap { url in
+            try (1...2).map { _ in try runClient("curl", ["-sS", "-x", proxy.address, url]).output }
+        }
+        let records = try await proxy.finish()
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored, .revalidated])
+        #expect(proxied == [direct[0], direct[0], direct[1], direct[1]])
+        let (entries, _) = try TrafficReader.read(path: har)
+        #expect(entries.count == 4)
+        let replaying = try await Self.replaying(har)
+        let replayed = try urls.flatMap { url in
+            try (1...2).map { _ in
+                try runClient("curl", ["-sS", "-x", replaying.address, "-w", "%{http_code}", url]).output
+            }
+        }
+        _ = try await replaying.finish()
+        #expect(replayed == [direct[0], direct[0], direct[1], direct[1]].map { $0 + "200" })
+    }
+
     @Test("--match-ignore leaves volatile parameters out of the match; identical requests replay in recorded order")
     func matching() async throws {
         let base = try Servers.httpbin + "/uuid"

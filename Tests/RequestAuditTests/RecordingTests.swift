@@ -209,6 +209,39 @@ extension InterceptionTests {
             #expect(audited == expected)
         }
 
+        @Test(
+            "with a cache the recording keeps what the app got: hits and revalidated responses replay whole",
+            arguments: CallerStyle.allCases)
+        func recordsCacheServed(_ style: CallerStyle) async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let folder = NSTemporaryDirectory() + "app-cache-\(UUID().uuidString)"
+            let nginx = try #require(ProcessInfo.processInfo.environment["NGINX_URL"])
+            let marker = UUID().uuidString
+            let requests = ["/fresh/page.html", "/no-cache/page.html"].map {
+                URLRequest(url: HTTPBin.url(nginx + $0 + "?\(marker)"))
+            }
+            let recording = try AuditedSession(rules: "[cache]\nall ^http://\n") {
+                $0.cacheDirectory = folder
+                $0.recording = .record(har)
+            }
+            var recorded: [Exchange] = []
+            for request in requests {
+                for _ in 1...2 { recorded.append(await style.run(request, on: recording.session)) }
+            }
+            let records = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            var replayed: [Exchange] = []
+            for request in requests {
+                for _ in 1...2 { replayed.append(await style.run(request, on: replaying.session)) }
+            }
+            _ = try await replaying.finish()
+            #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored, .revalidated])
+            #expect(recorded.map(\.status) == [200, 200, 200, 200])
+            #expect(replayed.map(\.status) == [200, 200, 200, 200])
+            #expect(replayed.map(\.body) == recorded.map(\.body))
+            #expect(recorded.allSatisfy { ($0.body?.count ?? 0) > 0 })
+        }
+
         @Test("a download task under replay with onMiss .fail fails with a recording error and is not sent")
         func downloadUnderReplay() async throws {
             let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"

@@ -124,8 +124,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             let fill: CacheFill? = if case .filling(let fill) = cache { fill } else { nil }
             // Listed once for both the recording and the cache.
             let headers = recorder != nil || fill != nil ? http.headerList : []
-            if recorder != nil { recordHead(http, headers: headers) }
             if let fill { return fillCache(fill, from: http, headers: headers) }
+            if recorder != nil { recordHead(http, headers: headers) }
         }
         relay(response)
     }
@@ -140,7 +140,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     /// Hands the response to the cache: a 304 to the cache's own condition puts the stored response
     /// (its headers refreshed) in its place, and so does an error the cache answers with a stale
     /// response instead (``CacheFill/fallback(replacing:)``); any other is stored while it is
-    /// relayed, when it may be.
+    /// relayed, when it may be. The recording keeps what the caller gets.
     private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse, headers: [RequestSnapshot.Header]) {
         let replacement: (StoredResponse, OutcomeSnapshot.Kind)? =
             if http.statusCode == 304, let refreshed = fill.revalidated(by: headers) {
@@ -153,8 +153,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         guard let (stored, kind) = replacement, let url = http.url, let served = stored.httpResponse(url: url) else {
             let writer = fill.store(status: http.statusCode, headers: headers)
             state.withLock { $0.writer = writer }
+            if recorder != nil { recordHead(http, headers: headers) }
             return relay(http)
         }
+        if recorder != nil { recordHead(served, headers: served.headerList) }
         state.withLock {
             $0.servedFromCache = (stored, kind)
             $0.response = served
@@ -334,7 +336,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
                 let stale = fill.fallback
             {
                 fill.finishWithoutStoring()
-                return owner.serveStored(stale, kind: .stale, behaviour: behaviour, audited: audited)
+                return owner.serveStored(
+                    stale, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder)
             }
         }
         let isDelivered = owner.claimEnd()

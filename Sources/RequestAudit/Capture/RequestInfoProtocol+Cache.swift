@@ -31,7 +31,7 @@ extension RequestInfoProtocol {
     func relayThroughCache(
         _ cache: HTTPCache, _ lookup: CacheRequest, request: URLRequest, behaviour: CallerSession.Behaviour,
         forwarder: Forwarder, send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void,
-        audited: AuditedRequest
+        audited: AuditedRequest, recorder: HARRecorder?
     ) {
         if ["POST", "PUT", "PATCH", "DELETE"].contains(lookup.method) {
             return send(request, .invalidating(cache, url: lookup.url))
@@ -43,13 +43,13 @@ extension RequestInfoProtocol {
                 send(request, nil)
             case .fresh(let stored):
                 this.value.serveStored(
-                    stored, kind: .cached, behaviour: behaviour, audited: audited,
+                    stored, kind: .cached, behaviour: behaviour, audited: audited, recorder: recorder,
                     isNotModified: stored.isNotModified(for: lookup))
             case .send(let fill):
                 send(Self.adding(fill.conditionalHeaders, to: request), .filling(fill))
             case .staleWhileRevalidating(let stored, let fill):
                 this.value.serveStored(
-                    stored, kind: .stale, behaviour: behaviour, audited: audited,
+                    stored, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder,
                     isNotModified: stored.isNotModified(for: lookup))
                 guard let fill else { return }
                 var revalidation = Self.adding(fill.conditionalHeaders, to: request)
@@ -68,12 +68,24 @@ extension RequestInfoProtocol {
 
     /// Answers the caller with a stored response, as the server's would have come: the head, then
     /// the body read from the cache a chunk at a time (each on the caller's queue before the next
-    /// is read); recorded as `kind`. A satisfied condition of the caller's own gets 304 without a
-    /// body.
+    /// is read); recorded as `kind`, and into `recorder`'s recording as served. A satisfied
+    /// condition of the caller's own gets 304 without a body.
     func serveStored(
         _ stored: StoredResponse, kind: OutcomeSnapshot.Kind, behaviour: CallerSession.Behaviour,
-        audited: AuditedRequest, isNotModified: Bool = false
+        audited: AuditedRequest, recorder: HARRecorder?, isNotModified: Bool = false
     ) {
+        if let recorder {
+            let status = isNotModified ? 304 : stored.head.status
+            let isBodiless = isNotModified || request.httpMethod?.uppercased() == "HEAD"
+            recorder.add(
+                RecordedExchange(
+                    started: Date(), method: request.httpMethod?.uppercased() ?? "GET",
+                    url: request.url?.absoluteString ?? "", requestHeaders: request.sortedHeaders,
+                    requestBody: request.httpBody.map { [UInt8]($0) }, status: status,
+                    statusText: HTTPURLResponse.localizedString(forStatusCode: status),
+                    responseHeaders: stored.servedHeaders, chunks: isBodiless ? [] : stored.body.recordedChunks,
+                    waitMilliseconds: 0))
+        }
         let headers = stored.servedHeaders.joinedFields
         let body = stored.body
         let chunks = AsyncThrowingStream<Data, Error>(unfolding: Self.reader(of: body))

@@ -274,7 +274,7 @@ public final class RequestInfoProtocol: URLProtocol {
                 send: { request, use in
                     this.value.forward(request, auditor, audited, caller, route, body: body, cache: use)
                 },
-                audited: audited)
+                audited: audited, recorder: auditor.recorder)
         case .system:
             // A download, or an upload streamed from its delegate: a recording cannot see it whole.
             if let replay = auditor.replay,
