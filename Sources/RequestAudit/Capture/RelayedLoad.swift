@@ -72,15 +72,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     ) {
         self.cache = cache
         recorder = auditor.recorder
-        if recorder != nil {
-            state.withLock {
-                $0.recorded = RecordedExchange(
-                    started: Date(), method: outgoing.httpMethod?.uppercased() ?? "GET",
-                    url: outgoing.url?.absoluteString ?? "", requestHeaders: outgoing.sortedHeaders,
-                    requestBody: body.map { [UInt8]($0) }, status: 0, statusText: "", responseHeaders: [],
-                    chunks: [], waitMilliseconds: 0)
-            }
-        }
+        if recorder != nil { state.withLock { $0.recorded = RecordedExchange(request: outgoing, body: body) } }
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour

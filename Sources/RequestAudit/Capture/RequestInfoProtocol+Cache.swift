@@ -24,10 +24,11 @@ extension RequestInfoProtocol {
             headers: request.sortedHeaders, rule: rule.id, settings: settings)
     }
 
-    /// Relays `request` (this load's, its body readable) through the cache: served from it when fresh; sent with its conditions
-    /// when it revalidates; sent and stored otherwise; served stale within `stale-while-revalidate`
-    /// while the forwarding session of `forwarder` revalidates it in the background. Concurrent
-    /// lookups of one URL wait for the first one's response.
+    /// Relays `request` (this load's, its body readable) through the cache: served from it when
+    /// fresh; sent with its conditions when it revalidates; sent and stored otherwise; served stale
+    /// within `stale-while-revalidate` while the forwarding session of `forwarder` revalidates it in
+    /// the background. Concurrent lookups of one URL wait for the first one's response. What is
+    /// served from the cache goes into `recorder`'s recording, if any.
     func relayThroughCache(
         _ cache: HTTPCache, _ lookup: CacheRequest, request: URLRequest, behaviour: CallerSession.Behaviour,
         forwarder: Forwarder, send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void,
@@ -75,16 +76,12 @@ extension RequestInfoProtocol {
         audited: AuditedRequest, recorder: HARRecorder?, isNotModified: Bool = false
     ) {
         if let recorder {
-            let status = isNotModified ? 304 : stored.head.status
-            let isBodiless = isNotModified || request.httpMethod?.uppercased() == "HEAD"
-            recorder.add(
-                RecordedExchange(
-                    started: Date(), method: request.httpMethod?.uppercased() ?? "GET",
-                    url: request.url?.absoluteString ?? "", requestHeaders: request.sortedHeaders,
-                    requestBody: request.httpBody.map { [UInt8]($0) }, status: status,
-                    statusText: HTTPURLResponse.localizedString(forStatusCode: status),
-                    responseHeaders: stored.servedHeaders, chunks: isBodiless ? [] : stored.body.recordedChunks,
-                    waitMilliseconds: 0))
+            var exchange = RecordedExchange(request: request, body: request.httpBody)
+            exchange.status = isNotModified ? 304 : stored.head.status
+            exchange.statusText = HTTPURLResponse.localizedString(forStatusCode: exchange.status)
+            exchange.responseHeaders = stored.servedHeaders
+            if !isNotModified, exchange.method != "HEAD" { exchange.chunks = stored.body.recordedChunks }
+            recorder.add(exchange)
         }
         let headers = stored.servedHeaders.joinedFields
         let body = stored.body

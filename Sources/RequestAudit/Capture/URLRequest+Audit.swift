@@ -45,3 +45,14 @@ extension HTTPURLResponse {
         }
     }
 }
+
+extension RecordedExchange {
+    /// An exchange of `request` (sent with `body`) starting now, for a recording; its response is
+    /// filled in as it comes.
+    init(request: URLRequest, body: Data?) {
+        self.init(
+            started: Date(), method: request.httpMethod?.uppercased() ?? "GET", url: request.url?.absoluteString ?? "",
+            requestHeaders: request.sortedHeaders, requestBody: body.map { [UInt8]($0) }, status: 0, statusText: "",
+            responseHeaders: [], chunks: [], waitMilliseconds: 0)
+    }
+}
