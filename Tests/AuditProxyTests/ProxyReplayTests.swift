@@ -35,6 +35,18 @@ import Testing
         }
     }
 
+    /// A proxy with a fresh cache that a cache rule fills with every http response, set up further
+    /// by `adjust`.
+    static func caching(_ adjust: (inout ProxyConfiguration) -> Void) async throws -> RunningProxy {
+        let cache = try HTTPCache(
+            directory: NSTemporaryDirectory() + "replay-cache-" + UUID().uuidString, maximumBytes: 1 << 20,
+            isShared: true)
+        return try await RunningProxy(rules: "[cache]\nall ^http://\n") { configuration in
+            configuration.cache = cache
+            adjust(&configuration)
+        }
+    }
+
     static func log(_ variable: String, count marker: String) throws -> Int {
         try String(contentsOfFile: Servers.variable(variable), encoding: .utf8).components(separatedBy: "\n")
             .count { $0.contains(marker) }
@@ -122,14 +134,10 @@ import Testing
         let har = try await Self.record { proxy in
             _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
         }
-        let cache = try HTTPCache(
-            directory: NSTemporaryDirectory() + "replay-cache-" + UUID().uuidString, maximumBytes: 1 << 20,
-            isShared: true)
         let replay = try HARReplay(path: har)
-        let proxy = try await RunningProxy(rules: "[cache]\nall ^http://\n") { configuration in
+        let proxy = try await Self.caching { configuration in
             configuration.replay = replay
             configuration.replayMiss = .pass
-            configuration.cache = cache
         }
         let marker = "replay-cache-\(UUID().uuidString)"
         let url = try Servers.nginx + "/fresh/page.html?\(marker)"
@@ -145,14 +153,8 @@ import Testing
         "through a caching proxy the recording keeps what the client got: hits and revalidated responses replay whole")
     func recordsCacheServed() async throws {
         let har = NSTemporaryDirectory() + "replay-\(UUID().uuidString).har"
-        let cache = try HTTPCache(
-            directory: NSTemporaryDirectory() + "replay-cache-" + UUID().uuidString, maximumBytes: 1 << 20,
-            isShared: true)
         let recorder = try HARRecorder(path: har)
-        let proxy = try await RunningProxy(rules: "[cache]\nall ^http://\n") { configuration in
-            configuration.cache = cache
-            configuration.recorder = recorder
-        }
+        let proxy = try await Self.caching { $0.recorder = recorder }
         let marker = UUID().uuidString
         let urls = try ["/fresh/page.html", "/no-cache/page.html"].map { try Servers.nginx + $0 + "?\(marker)" }
         let direct = try urls.map { try runClient("curl", ["-sS", $0]).output }
