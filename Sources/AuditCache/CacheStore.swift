@@ -85,31 +85,31 @@ final class CacheStore: Sendable {
     /// The stored response of `key`, opened for reading; nil when there is none or its file is not
     /// whole. A read at `now` counts as a use for eviction; a read without (listing) does not.
     func read(key: String, now: Date?) -> (head: StoredHead, body: StoredBody)? {
-        let path = entriesPath + "/" + key
         let known = state.withLock { index -> (StoredHead, [UInt8]?, Int, Bool)? in
-            guard var item = index.items[key] else { return nil }
+            // One lookup; the use is noted in place.
+            guard let slot = index.items.index(forKey: key) else { return nil }
             var isDue = false
             if let now {
-                item.lastUse = now
-                isDue = now.timeIntervalSince(item.lastTouch) > 60
-                if isDue { item.lastTouch = now }
+                isDue = now.timeIntervalSince(index.items.values[slot].lastTouch) > 60
+                index.items.values[slot].lastUse = now
+                if isDue { index.items.values[slot].lastTouch = now }
             }
-            index.items[key] = item
+            let item = index.items.values[slot]
             return item.head.map { ($0, item.body, item.size, isDue) }
         }
         // The use is kept on disk too (the file's modification time), at most once a minute, so
         // the order of eviction survives a restart.
         if let (head, body, size, isDue) = known {
-            if isDue { POSIXFile.touch(path) }
+            if isDue { POSIXFile.touch(entriesPath + "/" + key) }
             if let body { return (head, StoredBody(bytes: body)) }
-            guard let descriptor = POSIXFile.openForReading(path) else { return nil }
+            guard let descriptor = POSIXFile.openForReading(entriesPath + "/" + key) else { return nil }
             guard POSIXFile.size(descriptor) == size else {
                 POSIXFile.close(descriptor)
                 return nil
             }
             return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
         }
-        guard let descriptor = POSIXFile.openForReading(path) else { return nil }
+        guard let descriptor = POSIXFile.openForReading(entriesPath + "/" + key) else { return nil }
         guard let (head, bodyLength) = Self.readHead(descriptor) else {
             POSIXFile.close(descriptor)
             return nil

@@ -79,6 +79,8 @@ struct ProxyTarget: Equatable, Sendable {
     /// Whether the `Host` header value `host` names this target (compared in canonical form, the
     /// default port of the target's scheme implied).
     func isNamed(byHostHeader host: String) -> Bool {
+        // Most clients write the target's own canonical form: no parse needed.
+        if host == hostHeader || host == authority { return true }
         guard let named = try? CanonicalURL((isSecure ? "https://" : "http://") + host), named.path == "/",
             named.query.isEmpty, named.userinfo.isEmpty
         else { return false }
