@@ -94,7 +94,7 @@ final class Forwarder: Sendable {
     ) -> URLSessionDataTask {
         let task: URLSessionDataTask =
             switch upload {
-            case .data(let body): session.uploadTask(with: request, from: body)
+            case .data: session.uploadTask(with: request, from: upload?.bytes ?? Data())
             case .file(let file): session.uploadTask(with: request, fromFile: file)
             case nil: session.dataTask(with: request)
             }
