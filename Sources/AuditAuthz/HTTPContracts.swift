@@ -75,7 +75,11 @@ public struct HTTPContracts: Sendable {
             target = head.uri.hasPrefix(pathPrefix) ? String(head.uri.dropFirst(pathPrefix.count)) : nil
             hostField = "host"
         }
-        let hosts = headers[canonicalForm: hostField]
+        // One value without a comma, as nearly every check has, needs no split into a list.
+        let named = headers[hostField]
+        let hosts =
+            named.count == 1 && !named[0].utf8.contains(UInt8(ascii: ","))
+            ? [Substring(named[0])] : headers[canonicalForm: hostField]
         let authority = hosts.first.map(String.init)
         var problem: String?
         if hosts.count > 1 { problem = "the check names more than one host (\(hosts.joined(separator: ", ")))" }

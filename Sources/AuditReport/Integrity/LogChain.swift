@@ -69,18 +69,29 @@ public struct LogChain: Sendable {
 
     /// Seals one JSON object (`{…}`, no newline): numbers it and appends its digest.
     public mutating func seal(_ object: String) -> String {
+        var line: [UInt8] = []
+        seal(Array(object.utf8), appendingTo: &line)
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// Seals one JSON object given as UTF-8 (`{…}`, no newline) and appends the sealed line,
+    /// without a newline, to `line`.
+    mutating func seal(_ object: [UInt8], appendingTo line: inout [UInt8]) {
         // The message is hex(previous digest) "\n" body, built once; the line is the body's bytes
         // without its closing brace, then the digest member.
         var message = digest.hexBytes
+        message.reserveCapacity(66 + object.count + 24)
         message.append(UInt8(ascii: "\n"))
-        message += object.utf8
+        message += object
         if message.last == UInt8(ascii: "}") { message.removeLast() }
         sequence += 1
         message += (message.count > 66 ? ",\"seq\":\(sequence)" : "\"seq\":\(sequence)").utf8
         message.append(UInt8(ascii: "}"))
         digest = key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
-        message.removeLast()
-        return String(decoding: message[65...], as: UTF8.self) + ",\"\(memberName)\":\"\(digest.hexString)\"}"
+        line += message[65..<(message.count - 1)]
+        line += ",\"\(memberName)\":\"".utf8
+        line += digest.hexBytes
+        line += "\"}".utf8
     }
 
     /// `H(hex(previous) + "\n" + body)`, SHA-256 or HMAC-SHA-256 under `key`.

@@ -57,7 +57,12 @@ extension AuditRecord {
     /// Written by a hand-written line encoder, which gives what `JSONEncoder` gives in a fraction of the
     /// time, or by `JSONEncoder` for the records it leaves.
     public func jsonLine() throws -> String {
-        if let line = AuditLogLineEncoder.line(self) { return line }
-        return String(decoding: try AuditLogCoding.encoder().encode(self), as: UTF8.self)
+        String(decoding: try jsonLineBytes(), as: UTF8.self)
+    }
+
+    /// ``jsonLine()`` as UTF-8, as the log writer seals and writes it.
+    func jsonLineBytes() throws -> [UInt8] {
+        if let line = AuditLogLineEncoder.lineBytes(self) { return line }
+        return [UInt8](try AuditLogCoding.encoder().encode(self))
     }
 }

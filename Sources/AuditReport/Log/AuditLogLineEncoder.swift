@@ -10,6 +10,11 @@ import Foundation
 enum AuditLogLineEncoder {
     /// The record's line (without the newline), or nil to leave it to `JSONEncoder`.
     static func line(_ record: AuditRecord) -> String? {
+        lineBytes(record).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The record's line (without the newline) as UTF-8, or nil to leave it to `JSONEncoder`.
+    static func lineBytes(_ record: AuditRecord) -> [UInt8]? {
         guard record.outcome.durationMilliseconds.isFinite, let time = timestamp(record.time) else { return nil }
         var out = JSONLineWriter()
         out.object { out in
@@ -35,7 +40,7 @@ enum AuditLogLineEncoder {
                 }
             }
         }
-        return out.text
+        return out.utf8
     }
 
     private static func decision(_ decision: DecisionSnapshot, _ out: inout JSONLineWriter) {
@@ -190,7 +195,7 @@ private struct JSONLineWriter {
 
     init() { bytes.reserveCapacity(512) }
 
-    var text: String { String(decoding: bytes, as: UTF8.self) }
+    var utf8: [UInt8] { bytes }
 
     mutating func object(_ body: (inout JSONLineWriter) -> Void) {
         separate()

@@ -68,7 +68,7 @@ public final class AuditLogWriter: Sendable {
     private struct State: Sendable {
         /// Encoded records not yet written (JSON objects, not yet sealed, with no newline), before
         /// the records queued in the worker.
-        var pending: [String] = []
+        var pending: [[UInt8]] = []
         var isClosed = false
         /// The last failed write, until a write succeeds.
         var lastError: AuditLogError?
@@ -213,14 +213,14 @@ public final class AuditLogWriter: Sendable {
     /// The lines are written outside the lock, as few writes as rotation allows, so `append` never
     /// waits for the disk. Lines that could not be written are kept, in order, for the next write.
     private func writePending(_ records: [AuditRecord]) {
-        var lines = state.withLock { state -> [String] in
+        var lines = state.withLock { state -> [[UInt8]] in
             defer { state.pending.removeAll(keepingCapacity: true) }
             return state.pending
         }
         var encodingFailure: AuditLogError?
         for record in records {
             do {
-                lines.append(try record.jsonLine())
+                lines.append(try record.jsonLineBytes())
             } catch {
                 encodingFailure = .writeFailed(path: path, reason: "cannot encode record \(record.id): \(error)")
             }
@@ -253,10 +253,10 @@ public final class AuditLogWriter: Sendable {
     /// first if the first would overflow the file; returns how many were written. Each line is
     /// sealed into the chain as it goes out; on a failed write the chain stays at the last whole
     /// line that reached the file, and the method counts those lines and throws after them.
-    private func writeChunk(_ lines: ArraySlice<String>) throws(AuditLogError) -> Int {
+    private func writeChunk(_ lines: ArraySlice<[UInt8]>) throws(AuditLogError) -> Int {
         do {
             // A sealed line is about 90 bytes longer than the record.
-            if file.size > 0, let first = lines.first, file.size + first.utf8.count + 90 > rotation.maxBytes {
+            if file.size > 0, let first = lines.first, file.size + first.count + 90 > rotation.maxBytes {
                 try rotate()
             }
         } catch {
@@ -267,9 +267,15 @@ public final class AuditLogWriter: Sendable {
         var ends: [(end: Int, chain: LogChain)] = []
         var chain = file.chain
         for line in lines {
-            let sealed = chain.seal(line) + "\n"
-            if !ends.isEmpty, file.size + bytes.count + sealed.utf8.count > rotation.maxBytes { break }
-            bytes.append(contentsOf: sealed.utf8)
+            let start = bytes.count
+            chain.seal(line, appendingTo: &bytes)
+            bytes.append(UInt8(ascii: "\n"))
+            if !ends.isEmpty, file.size + bytes.count > rotation.maxBytes {
+                // Over the bound: this line waits for the next file (the chain goes on from the
+                // last line written, below).
+                bytes.removeSubrange(start...)
+                break
+            }
             ends.append((bytes.count, chain))
         }
         do {
