@@ -242,6 +242,32 @@ extension InterceptionTests {
             #expect(recorded.allSatisfy { ($0.body?.count ?? 0) > 0 })
         }
 
+        @Test(
+            "a redirect is recorded hop by hop and replayed to the last response, with its URL, as Foundation follows it",
+            arguments: CallerStyle.allCases)
+        func redirects(_ style: CallerStyle) async throws {
+            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let request = URLRequest(url: HTTPBin.url(.redirect(count: 2)))
+            let recording = try Self.session(.record(har))
+            let recorded = await style.run(request, on: recording.session)
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let replayed = await style.run(request, on: replaying.session)
+            let records = try await replaying.finish()
+            let (entries, _) = try TrafficReader.read(path: har)
+            #expect(
+                entries.map(\.request.url) == [
+                    HTTPBin.base + "/redirect/2", HTTPBin.base + "/relative-redirect/1", HTTPBin.base + "/get",
+                ])
+            #expect(recorded.status == 200)
+            #expect(replayed.status == 200)
+            #expect(replayed.url == recorded.url)
+            #expect(replayed.url == HTTPBin.base + "/get")
+            #expect(replayed.body == recorded.body)
+            #expect(records.map(\.outcome.kind) == [.replayed])
+            #expect(records.first?.outcome.redirects.count == 2)
+        }
+
         @Test("a download task under replay with onMiss .fail fails with a recording error and is not sent")
         func downloadUnderReplay() async throws {
             let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"

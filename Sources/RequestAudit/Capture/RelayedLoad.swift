@@ -204,7 +204,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
                 return answer(nil)
             }
             state.withLock { $0.redirects.append(url) }
-            if let http = snapshot.response as? HTTPURLResponse { cookies?.store(from: http) }
+            if let http = snapshot.response as? HTTPURLResponse {
+                cookies?.store(from: http)
+                if recorder != nil { recordHop(http, to: chosen) }
+            }
             answer(cookies?.applying(to: chosen) ?? chosen)
         }
         let isAsked = onDelegateQueue { delegate, session, task in
@@ -393,6 +396,25 @@ extension RelayedLoad {
         case nil:
             return (nil, nil)
         }
+    }
+
+    /// Writes the redirect `http` of a hop that is followed to the recording as an exchange of its
+    /// own, and starts the exchange of the request it leads to (with the body again after a 307
+    /// or 308, as Foundation sends it).
+    private func recordHop(_ http: HTTPURLResponse, to next: URLRequest) {
+        let wait = (ContinuousClock.now - started).milliseconds
+        let hop = state.withLock { state -> RecordedExchange? in
+            guard var hop = state.recorded else { return nil }
+            hop.status = http.statusCode
+            hop.statusText = HTTPURLResponse.localizedString(forStatusCode: http.statusCode)
+            hop.responseHeaders = http.headerList
+            hop.chunks = []
+            hop.waitMilliseconds = wait
+            let body = [307, 308].contains(http.statusCode) ? hop.requestBody.map { Data($0) } : nil
+            state.recorded = RecordedExchange(request: next, body: next.httpBody ?? body)
+            return hop
+        }
+        if let hop { recorder?.add(hop) }
     }
 
     /// Notes the response head (its `headers` listed) for the recording.

@@ -37,20 +37,47 @@ extension RequestInfoProtocol {
             return true
         }
         let this = Reference(self)
-        if let recorded = replay.recording.response(method: method, url: url, body: body.map { [UInt8]($0) }) {
+        let (found, followed, missed) = Self.follow(
+            replay.recording, method: method, url: url, body: body.map { [UInt8]($0) })
+        if let recorded = found {
             let response = HandlerResponse(
                 status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
                 body: .stream(Self.paced(recorded, speed: replay.speed)))
-            Task { await this.value.deliverStreaming(response, delivery, audited, kind: .replayed) }
+            Task { await this.value.deliverStreaming(response, delivery, audited, kind: .replayed, followed: followed) }
             return true
         }
         guard replay.onMiss == .fail else { return false }
-        let miss = Denial.problem("recording-miss", replay.recording.missMessage(method: method, url: url))
+        let miss = Denial.problem(
+            "recording-miss", replay.recording.missMessage(method: missed.method, url: missed.url))
         let response = HandlerResponse(
             status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
             body: .data(Data(miss.json.utf8)))
         Task { await this.value.deliverStreaming(response, delivery, audited, kind: .failure) }
         return true
+    }
+
+    /// The recorded response to `method` `url` with `body`, its recorded redirects followed as
+    /// Foundation follows them (at most 20; a 303, or a 301 or 302 to a POST, goes on as a GET
+    /// without a body); the URLs followed; and the request that was not in the recording, if one
+    /// was not.
+    private static func follow(
+        _ recording: HARReplay, method: String, url: String, body: [UInt8]?
+    ) -> (HARReplay.Response?, followed: [URL], missed: (method: String, url: String)) {
+        var (method, url, body) = (method, url, body)
+        var followed: [URL] = []
+        while let response = recording.response(method: method, url: url, body: body) {
+            guard [301, 302, 303, 307, 308].contains(response.status), followed.count < 20,
+                let location = response.headers.first(where: { $0.name.lowercased() == "location" })?.value,
+                let next = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
+                next.scheme == "http" || next.scheme == "https"
+            else { return (response, followed, (method, url)) }
+            if response.status == 303 || (response.status <= 302 && method == "POST") {
+                (method, body) = (method == "HEAD" ? "HEAD" : "GET", nil)
+            }
+            url = next.absoluteString
+            followed.append(next)
+        }
+        return (nil, followed, (method, url))
     }
 
     /// `request` and its body, for a recording: an upload task's body (the task keeps it), or a

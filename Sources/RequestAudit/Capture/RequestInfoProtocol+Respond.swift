@@ -46,28 +46,29 @@ extension RequestInfoProtocol {
     /// Delivers a whole response, recorded as `kind`.
     private func deliver(
         _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest,
-        kind: OutcomeSnapshot.Kind = .responded
+        kind: OutcomeSnapshot.Kind = .responded, followed: [URL] = []
     ) {
-        guard let head = head(of: response) else { return failResponse(response, audited) }
+        guard let head = head(of: response, url: followed.last) else { return failResponse(response, audited) }
         let body: Data = if case .data(let data) = response.body, !isHead { data } else { Data() }
         tellClientIfWaiting(isOnSessionQueue: false) { this in
             this.client?.urlProtocol(this, didReceive: head.response, cacheStoragePolicy: .notAllowed)
             if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: body.count, failure: nil, audited, kind: kind)
+        end(response.status, bytes: body.count, failure: nil, audited, kind: kind, followed: followed)
     }
 
     /// Delivers a response whose body may be a stream, recorded as `kind`: each chunk is on the
     /// caller's queue before the next is read, so a fast handler (or a large stored body) never
-    /// piles up chunks the caller has not taken.
+    /// piles up chunks the caller has not taken. After `followed` redirects (a replayed recording's),
+    /// the response is the last one's, as Foundation gives it.
     func deliverStreaming(
         _ response: HandlerResponse, _ delivery: CallerSession.Behaviour, _ audited: AuditedRequest,
-        kind: OutcomeSnapshot.Kind = .responded
+        kind: OutcomeSnapshot.Kind = .responded, followed: [URL] = []
     ) async {
         guard case .stream(let chunks) = response.body else {
-            return deliver(response, delivery, audited, kind: kind)
+            return deliver(response, delivery, audited, kind: kind, followed: followed)
         }
-        guard let head = head(of: response) else { return failResponse(response, audited) }
+        guard let head = head(of: response, url: followed.last) else { return failResponse(response, audited) }
         await tellClientAndWait { this in
             this.client?.urlProtocol(this, didReceive: head.response, cacheStoragePolicy: .notAllowed)
         }
@@ -91,17 +92,21 @@ extension RequestInfoProtocol {
             let body = whole
             tellClientIfWaiting(isOnSessionQueue: false) { this in this.client?.urlProtocol(this, didLoad: body) }
         }
-        end(response.status, bytes: bytes, failure: failure, audited, kind: kind)
+        end(response.status, bytes: bytes, failure: failure, audited, kind: kind, followed: followed)
     }
 
-    /// Writes the record (`kind` when delivered whole) and tells the caller the response ended (or
-    /// failed).
+    /// Writes the record (`kind` when delivered whole, with the redirects `followed`) and tells the
+    /// caller the response ended (or failed).
     private func end(
-        _ status: Int, bytes: Int, failure: Error?, _ audited: AuditedRequest, kind delivered: OutcomeSnapshot.Kind
+        _ status: Int, bytes: Int, failure: Error?, _ audited: AuditedRequest, kind delivered: OutcomeSnapshot.Kind,
+        followed: [URL] = []
     ) {
         let isDelivered = claimEnd()
         let kind: OutcomeSnapshot.Kind = !isDelivered ? .cancelled : failure == nil ? delivered : .failure
-        audited.finish(Outcome(kind, status: status, bytes: bytes, failure: failure.map(Outcome.Failure.init)))
+        audited.finish(
+            Outcome(
+                kind, status: status, bytes: bytes, finalURL: followed.last?.absoluteString,
+                redirects: followed.map(\.absoluteString), failure: failure.map(Outcome.Failure.init)))
         guard isDelivered else { return }
         let sendable = failure.map(SendableError.init)
         tellClient { this in
@@ -121,9 +126,10 @@ extension RequestInfoProtocol {
         refuse(refusal, audited)
     }
 
-    /// The response head the caller gets; nil for a status a response cannot have.
-    private func head(of response: HandlerResponse) -> ResponseSnapshot? {
-        guard LocalResponder.statuses.contains(response.status), let url = request.url,
+    /// The response head the caller gets (for `url`, or the request's); nil for a status a response
+    /// cannot have.
+    private func head(of response: HandlerResponse, url: URL? = nil) -> ResponseSnapshot? {
+        guard LocalResponder.statuses.contains(response.status), let url = url ?? request.url,
             let http = HTTPURLResponse(
                 url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers)
         else { return nil }
