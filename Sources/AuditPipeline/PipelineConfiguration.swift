@@ -41,8 +41,9 @@ public struct PipelineConfiguration: Sendable {
     /// record once, in ``AuditPipeline/finish(_:warning:outcome:)``, and is shut down with the
     /// pipeline.
     public var recordExporters: [any AuditRecordExporter] = []
-    /// An app's recording: every exchange a server answers written to a HAR file (`.record`), or the
-    /// responses of one answering the requests they match (`.replay`); see docs/recordings.md.
+    /// An app's recording: every exchange a server or the cache answers written to a HAR file
+    /// (`.record`), or the responses of one answering the requests they match (`.replay`); see
+    /// docs/recordings.md.
     public var recording: RecordingMode?
     /// Where an app's `cache` rules keep responses (`Auditor` opens it; created when missing); nil:
     /// cache rules keep nothing in the app. The cache is private to the app: it stores
@@ -61,11 +62,13 @@ public struct PipelineConfiguration: Sendable {
 
 /// What an app does with a HAR recording (``PipelineConfiguration/recording``).
 public enum RecordingMode: Sendable, Equatable {
-    /// Write every exchange a server answers to the HAR file at this path (secrets redacted).
+    /// Write every exchange a server or the cache answers to the HAR file at this path (secrets
+    /// redacted): each redirect hop its own entry, the request body however it was sent
+    /// (`httpBody`, a body stream, an upload task's bytes or file).
     case record(String)
-    /// Answer the requests the HAR file at this path has responses for; a miss fails with 504 or
-    /// goes to the server. Requests match without the query parameters named in `ignoring`
-    /// (volatile ones: timestamps, nonces); a stream's pieces come as far apart as recorded divided
-    /// by `speed` (0: at once; 0 or more).
+    /// Answer the requests the HAR file at this path has responses for, its redirects followed;
+    /// a miss fails with 504 or goes to the server. Requests match on method, canonical URL and
+    /// body, without the query parameters named in `ignoring` (volatile ones: timestamps, nonces);
+    /// a stream's pieces come as far apart as recorded divided by `speed` (0: at once; 0 or more).
     case replay(String, onMiss: HARReplay.OnMiss, ignoring: Set<String> = [], speed: Double = 1)
 }
