@@ -58,19 +58,6 @@ extension Character {
     var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
-extension String {
-    /// Whether the text equals `other` ignoring the case of ASCII letters (header names), without
-    /// allocating.
-    func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        for (a, b) in zip(utf8, other.utf8) where a != b {
-            let lower = a | 0x20
-            guard lower == b | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
-        }
-        return true
-    }
-}
-
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs.
     var trimmingSpaces: String {

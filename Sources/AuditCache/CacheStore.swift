@@ -40,6 +40,9 @@ final class CacheStore: Sendable {
     static let trailerLength = 12
 
     var entriesPath: String { directory + "/entries" }
+
+    /// The file of the entry `key`.
+    private func entryPath(_ key: String) -> String { entriesPath + "/" + key }
     var temporaryPath: String { directory + "/tmp" }
 
     /// Opens (creating it if needed) the cache folder `directory`, bounded at `maximumBytes`.
@@ -100,16 +103,16 @@ final class CacheStore: Sendable {
         // The use is kept on disk too (the file's modification time), at most once a minute, so
         // the order of eviction survives a restart.
         if let (head, body, size, isDue) = known {
-            if isDue { POSIXFile.touch(entriesPath + "/" + key) }
+            if isDue { POSIXFile.touch(entryPath(key)) }
             if let body { return (head, StoredBody(bytes: body)) }
-            guard let descriptor = POSIXFile.openForReading(entriesPath + "/" + key) else { return nil }
+            guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
             guard POSIXFile.size(descriptor) == size else {
                 POSIXFile.close(descriptor)
                 return nil
             }
             return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
         }
-        guard let descriptor = POSIXFile.openForReading(entriesPath + "/" + key) else { return nil }
+        guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
         guard let (head, bodyLength) = Self.readHead(descriptor) else {
             POSIXFile.close(descriptor)
             return nil
@@ -169,7 +172,7 @@ final class CacheStore: Sendable {
         ]
         tail += Self.magic
         guard POSIXFile.writeAll(tail, to: descriptor), POSIXFile.sync(descriptor),
-            POSIXFile.rename(path, to: entriesPath + "/" + key)
+            POSIXFile.rename(path, to: entryPath(key))
         else {
             POSIXFile.remove(path)
             return false
@@ -192,7 +195,7 @@ final class CacheStore: Sendable {
 
     /// Removes `key`'s entry.
     func remove(key: String) {
-        POSIXFile.remove(entriesPath + "/" + key)
+        POSIXFile.remove(entryPath(key))
         state.withLock { index in
             if let item = index.items.removeValue(forKey: key) {
                 index.totalBytes -= item.size
@@ -221,6 +224,6 @@ final class CacheStore: Sendable {
             }
             return victims
         }
-        for key in victims { POSIXFile.remove(entriesPath + "/" + key) }
+        for key in victims { POSIXFile.remove(entryPath(key)) }
     }
 }

@@ -36,10 +36,11 @@ public final class StoredBody: Sendable {
         return POSIXFile.read(descriptor, count: count, at: offset)
     }
 
-    /// The body as a recording keeps it: one piece at its start (none when it is empty).
-    public var recordedChunks: [RecordedExchange.Chunk] {
+    /// The body as a recording keeps it: one piece, `milliseconds` after the response head (none
+    /// when it is empty).
+    public func recordedChunks(at milliseconds: Double = 0) -> [RecordedExchange.Chunk] {
         let bytes = readAll()
-        return bytes.isEmpty ? [] : [RecordedExchange.Chunk(milliseconds: 0, bytes: bytes)]
+        return bytes.isEmpty ? [] : [RecordedExchange.Chunk(milliseconds: milliseconds, bytes: bytes)]
     }
 
     /// The whole body (for small bodies and tests).

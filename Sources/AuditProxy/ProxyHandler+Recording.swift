@@ -55,7 +55,7 @@ extension ProxyHandler {
         /// The body of a stored response served after its head, as one piece.
         mutating func stored(_ body: StoredBody) {
             let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
-            exchange.chunks += body.recordedChunks.map { .init(milliseconds: offset, bytes: $0.bytes) }
+            exchange.chunks += body.recordedChunks(at: offset)
         }
     }
 

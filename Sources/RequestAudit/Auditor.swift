@@ -43,6 +43,9 @@ public final class Auditor: Sendable {
     let recorder: HARRecorder?
     /// The recording that answers requests (``AuditorConfiguration/recording`` `.replay`), if any.
     let replay: AppReplay?
+    /// Whether a recording is made or replayed: each exchange is then seen whole (upload bodies
+    /// read, uploads relayed).
+    var usesRecording: Bool { recorder != nil || replay != nil }
 
     /// Creates an auditor (not yet installed), opening the audit log and the cache folder if they
     /// are configured.
@@ -166,7 +169,7 @@ public final class Auditor: Sendable {
     }
 
     private func activate() throws(RequestAuditError) {
-        try PlatformInternals.check(recordsUploads: recorder != nil || replay != nil)
+        try PlatformInternals.check(recordsUploads: usesRecording)
         try RequestInfoProtocol.active.withLock { active throws(RequestAuditError) in
             if let active, active !== self { throw .anotherAuditorInstalled }
             active = self

@@ -58,7 +58,7 @@ struct AuthzBenchmark {
                     folder + "/policies", "--log", folder + "/audit.jsonl",
                 ]
             }, folder: folder)
-        defer { if let process = authz.process { kill(process.processIdentifier, SIGKILL) } }
+        defer { authz.stop() }
         let (plainPort, nullPort, guardedPort) = (try freePort(), try freePort(), try freePort())
         let gateway = try Self.startGateway(
             folder: folder, plain: plainPort, null: nullPort, guarded: guardedPort, upstream: upstream.port,

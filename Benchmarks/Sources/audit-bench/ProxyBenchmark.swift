@@ -32,12 +32,9 @@ struct ProxyBenchmark {
         let port: Int?
         let process: Process?
 
-        /// Kills the proxy: a process started from a dispatch thread inherits its blocked signals, so
-        /// `terminate()` (SIGTERM) may not reach it (Squid then outlived every run).
+        /// Kills the proxy (``Foundation/Process/killAndWait()``).
         func stop() {
-            guard let process, process.isRunning else { return }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process?.killAndWait()
         }
     }
 

@@ -81,11 +81,19 @@ final class LatencyServer {
         (self.url, self.process) = (url, process)
     }
 
-    /// Kills the server: a process started from a dispatch thread inherits its blocked signals, so
-    /// `terminate()` (SIGTERM) would not reach it.
+    /// Kills the server (``Foundation/Process/killAndWait()``).
     func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
+    }
+}
+
+extension Process {
+    /// Kills the process and waits for it: a process started from a dispatch thread inherits its
+    /// blocked signals, so `terminate()` (SIGTERM) may not reach it (Squid once outlived every run).
+    func killAndWait() {
+        guard isRunning else { return }
+        kill(processIdentifier, SIGKILL)
+        waitUntilExit()
     }
 }
 

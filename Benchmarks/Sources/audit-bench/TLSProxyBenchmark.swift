@@ -48,13 +48,7 @@ struct TLSProxyBenchmark {
         defer { nginx.process.terminate() }
 
         var contenders: [(name: String, port: Int, process: Process, ca: String)] = []
-        defer {
-            // SIGKILL: a process started from a dispatch thread may have SIGTERM blocked.
-            for contender in contenders where contender.process.isRunning {
-                kill(contender.process.processIdentifier, SIGKILL)
-                contender.process.waitUntilExit()
-            }
-        }
+        defer { for contender in contenders { contender.process.killAndWait() } }
         let auditPort = try freePort()
         contenders.append(
             (

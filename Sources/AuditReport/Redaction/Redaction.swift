@@ -105,10 +105,10 @@ public struct Redaction: Sendable, Hashable {
         return replacingTokens(in: value) { SecretShapes.hasKnownFormat(Array($0.utf8)[...], shapes: shapes) }
     }
 
-    /// The authentication schemes whose word is kept before a hidden credential, lower-case.
-    private static let authSchemes: [[UInt8]] = [
-        "bearer", "basic", "token", "digest", "negotiate", "aws4-hmac-sha256", "hoba", "mutual",
-    ].map { Array($0.utf8) }
+    /// The authentication schemes whose word is kept before a hidden credential.
+    private static let authSchemes = [
+        "Bearer", "Basic", "Token", "Digest", "Negotiate", "AWS4-HMAC-SHA256", "HOBA", "Mutual",
+    ]
 
     /// The authentication scheme a credential value starts with (`Bearer`, `Basic`, …, as written),
     /// if any: the scheme's word in any ASCII case (RFC 9110 §11.1), a space, and more after it.
@@ -118,13 +118,7 @@ public struct Redaction: Sendable, Hashable {
             return nil
         }
         let word = utf8[..<space]
-        let isScheme = authSchemes.contains { scheme in
-            scheme.count == word.count
-                && zip(word, scheme).allSatisfy { byte, lower in
-                    (UInt8(ascii: "A")...UInt8(ascii: "Z") ~= byte ? byte | 0x20 : byte) == lower
-                }
-        }
-        return isScheme ? String(value[..<space]) : nil
+        return authSchemes.contains { word.equalsIgnoringASCIICase($0.utf8) } ? String(value[..<space]) : nil
     }
 
     /// `text` with each word (a run of letters, digits, `-`, `_`, `.` and `~`) that `isSecret`

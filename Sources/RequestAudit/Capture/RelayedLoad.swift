@@ -405,11 +405,7 @@ extension RelayedLoad {
         let wait = (ContinuousClock.now - started).milliseconds
         let hop = state.withLock { state -> RecordedExchange? in
             guard var hop = state.recorded else { return nil }
-            hop.status = http.statusCode
-            hop.statusText = HTTPURLResponse.localizedString(forStatusCode: http.statusCode)
-            hop.responseHeaders = http.headerList
-            hop.chunks = []
-            hop.waitMilliseconds = wait
+            hop.respond(status: http.statusCode, headers: http.headerList, waitMilliseconds: wait)
             let body = [307, 308].contains(http.statusCode) ? hop.requestBody.map { Data($0) } : nil
             state.recorded = RecordedExchange(request: next, body: next.httpBody ?? body)
             return hop
@@ -422,11 +418,7 @@ extension RelayedLoad {
         let wait = (ContinuousClock.now - started).milliseconds
         state.withLock { state in
             state.responseStart = .now
-            state.recorded?.status = http.statusCode
-            state.recorded?.statusText = HTTPURLResponse.localizedString(forStatusCode: http.statusCode)
-            state.recorded?.responseHeaders = headers
-            state.recorded?.chunks = []
-            state.recorded?.waitMilliseconds = wait
+            state.recorded?.respond(status: http.statusCode, headers: headers, waitMilliseconds: wait)
         }
     }
 

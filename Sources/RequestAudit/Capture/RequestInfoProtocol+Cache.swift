@@ -77,10 +77,9 @@ extension RequestInfoProtocol {
     ) {
         if let recorder {
             var exchange = RecordedExchange(request: request, body: request.httpBody)
-            exchange.status = isNotModified ? 304 : stored.head.status
-            exchange.statusText = HTTPURLResponse.localizedString(forStatusCode: exchange.status)
-            exchange.responseHeaders = stored.servedHeaders
-            if !isNotModified, exchange.method != "HEAD" { exchange.chunks = stored.body.recordedChunks }
+            exchange.respond(
+                status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)
+            if !isNotModified, exchange.method != "HEAD" { exchange.chunks = stored.body.recordedChunks() }
             recorder.add(exchange)
         }
         let headers = stored.servedHeaders.joinedFields

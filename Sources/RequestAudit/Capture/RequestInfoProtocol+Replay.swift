@@ -84,7 +84,7 @@ extension RequestInfoProtocol {
     /// body stream read whole (then sent from a new stream of the same bytes); without a recording,
     /// `request` as it is with its `httpBody`.
     func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, Data?) {
-        guard auditor.recorder != nil || auditor.replay != nil, request.httpBody == nil else {
+        guard auditor.usesRecording, request.httpBody == nil else {
             return (request, request.httpBody)
         }
         if let task = task as? URLSessionUploadTask {

@@ -113,7 +113,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // with calls from another thread.
             guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
         #endif
-        let route = route(for: caller, relaysUploads: auditor.recorder != nil || auditor.replay != nil)
+        let route = route(for: caller, relaysUploads: auditor.usesRecording)
         let delivery = localDelivery(for: caller, route: route)
         // Everything else happens off this queue, which every session's work goes through.
         // A dispatch queue rather than a task: the hop is on every request's path, and the

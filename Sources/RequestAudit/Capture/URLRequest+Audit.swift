@@ -55,4 +55,14 @@ extension RecordedExchange {
             requestHeaders: request.sortedHeaders, requestBody: body.map { [UInt8]($0) }, status: 0, statusText: "",
             responseHeaders: [], chunks: [], waitMilliseconds: 0)
     }
+
+    /// Notes a response head with `status` and `headers`, `waitMilliseconds` after the request
+    /// began; its body starts anew.
+    mutating func respond(status: Int, headers: [RequestSnapshot.Header], waitMilliseconds: Double) {
+        self.status = status
+        statusText = HTTPURLResponse.localizedString(forStatusCode: status)
+        responseHeaders = headers
+        chunks = []
+        self.waitMilliseconds = waitMilliseconds
+    }
 }
