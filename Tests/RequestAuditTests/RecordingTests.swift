@@ -20,11 +20,16 @@ extension InterceptionTests {
             try AuditedSession(rules: "[record]\nall .\n") { $0.recording = mode }
         }
 
+        /// A path for a new recording, in the temporary folder.
+        static func newRecordingPath() -> String {
+            NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+        }
+
         @Test(
             "a session recorded in an app replays in every caller style, byte for byte, without the servers",
             arguments: CallerStyle.allCases)
         func recordAndReplay(_ style: CallerStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let marker = "app-replay-\(UUID().uuidString)"
             let nginx = try #require(ProcessInfo.processInfo.environment["NGINX_URL"])
             let page = URLRequest(url: HTTPBin.url(nginx + "/page.html?\(marker)"))
@@ -50,7 +55,7 @@ extension InterceptionTests {
             "a stream recorded in an app keeps its pieces' timing and replays at that pace",
             arguments: CallerStyle.allCases)
         func streamPace(_ style: CallerStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let events = try #require(ProcessInfo.processInfo.environment["EVENTS_URL"])
             let request = URLRequest(url: HTTPBin.url(events + "?count=5&interval=200"))
             let recording = try Self.session(.record(har))
@@ -69,7 +74,7 @@ extension InterceptionTests {
 
         @Test("a request the recording has no response for gets 504 with a JSON body naming it")
         func miss() async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let recording = try Self.session(.record(har))
             _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "a=1"))), on: recording.session)
             _ = try await recording.finish()
@@ -87,7 +92,7 @@ extension InterceptionTests {
 
         @Test("a query parameter named in ignoring does not stop a match; without it the request is a miss")
         func ignoredParameters() async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let recording = try Self.session(.record(har))
             let recorded = await CallerStyle.async.run(
                 URLRequest(url: HTTPBin.url(.get(query: "a=1&t=100"))), on: recording.session)
@@ -107,7 +112,7 @@ extension InterceptionTests {
 
         @Test("at speed 0 a recorded stream replays at once", arguments: CallerStyle.allCases)
         func speedZero(_ style: CallerStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let events = try #require(ProcessInfo.processInfo.environment["EVENTS_URL"])
             let request = URLRequest(url: HTTPBin.url(events + "?count=5&interval=300"))
             let recording = try Self.session(.record(har))
@@ -158,7 +163,7 @@ extension InterceptionTests {
             "an upload or a body stream is recorded with its body and replayed matched on it; another body is a miss",
             arguments: BodyStyle.allCases)
         func bodiesBeyondHTTPBody(_ style: BodyStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let marker = "app-upload-\(UUID().uuidString)"
             var post = URLRequest(url: HTTPBin.url(.anything(marker)))
             post.httpMethod = "POST"
@@ -203,7 +208,7 @@ extension InterceptionTests {
                 ])
             }
             let expected = try echo(try await style.run(post, body: body, on: direct))
-            let recording = try Self.session(.record(NSTemporaryDirectory() + "app-\(UUID().uuidString).har"))
+            let recording = try Self.session(.record(Self.newRecordingPath()))
             let audited = try echo(try await style.run(post, body: body, on: recording.session))
             _ = try await recording.finish()
             #expect(audited == expected)
@@ -213,7 +218,7 @@ extension InterceptionTests {
             "with a cache the recording keeps what the app got: hits and revalidated responses replay whole",
             arguments: CallerStyle.allCases)
         func recordsCacheServed(_ style: CallerStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let folder = NSTemporaryDirectory() + "app-cache-\(UUID().uuidString)"
             let nginx = try #require(ProcessInfo.processInfo.environment["NGINX_URL"])
             let marker = UUID().uuidString
@@ -246,7 +251,7 @@ extension InterceptionTests {
             "a redirect is recorded hop by hop and replayed to the last response, with its URL, as Foundation follows it",
             arguments: CallerStyle.allCases)
         func redirects(_ style: CallerStyle) async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let request = URLRequest(url: HTTPBin.url(.redirect(count: 2)))
             let recording = try Self.session(.record(har))
             let recorded = await style.run(request, on: recording.session)
@@ -270,7 +275,7 @@ extension InterceptionTests {
 
         @Test("a download task under replay with onMiss .fail fails with a recording error and is not sent")
         func downloadUnderReplay() async throws {
-            let har = NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
+            let har = Self.newRecordingPath()
             let recording = try Self.session(.record(har))
             _ = await CallerStyle.async.run(URLRequest(url: HTTPBin.url(.get(query: "a=1"))), on: recording.session)
             _ = try await recording.finish()
