@@ -5,11 +5,13 @@ BIN = $(shell $(SWIFT) build --show-bin-path)
 
 .PHONY: test demo build deps test-deps test-tsan test-asan bench count fuzz
 
-## Install libpcre2-dev with apt-get when pkg-config cannot find libpcre2-8.
+## Install the C libraries' headers with apt-get when pkg-config cannot find them: PCRE2 (rules), and zlib,
+## brotli and zstd (a recording's compressed bodies).
 deps:
-	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libpcre2-8; then \
-		echo "Installing libpcre2-dev (PCRE2 headers) with apt-get…"; \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev pkg-config >/dev/null; \
+	@if ! command -v pkg-config >/dev/null || ! pkg-config --exists libpcre2-8 zlib libbrotlidec libzstd; then \
+		echo "Installing libpcre2-dev, zlib1g-dev, libbrotli-dev and libzstd-dev with apt-get…"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libpcre2-dev zlib1g-dev libbrotli-dev \
+			libzstd-dev pkg-config >/dev/null; \
 	fi
 
 ## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus, fcgiwrap and caddy (apt-get), Python

@@ -53,6 +53,11 @@ let package = Package(
             pkgConfig: "libpcre2-8",
             providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
         ),
+        // zlib, brotli and zstd undo a recorded response's content coding (audit proxy --record).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        .systemLibrary(
+            name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"]), .brew(["brotli"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
         .target(name: "AuditRegex", dependencies: ["CPCRE2", "AuditLocking", "CLiteralSearch"]),
         .target(name: "CLiteralSearch"),
         .target(name: "CByteClasses"),
@@ -73,7 +78,8 @@ let package = Package(
         .target(
             name: "AuditProxy",
             dependencies: [
-                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking", "AuditCache",
+                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking", "AuditCache", "CZlib", "CBrotli",
+                "CZstd",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -195,6 +201,7 @@ let package = Package(
 // Strict memory safety for every library and the executable: pointer work is marked `unsafe` in a
 // few small types (PCRE2Code and MatchSubject, the index's SubjectBytes, CandidateList and
 // TokenHashes, JSONLineScanner, SHA256's hand-off to CSHA256, the log reader's read(2) and memchr,
+// the proxy's ContentDecoder (zlib, brotli and zstd streams),
 // PlatformInternals), and `.ci/run` fails on any warning about it.
 for target in package.targets
 where (target.type == .regular || target.type == .executable) && target.path?.hasPrefix("Tests") != true

@@ -74,10 +74,12 @@ if [ -x "$nginx_bin" ] && command -v openssl >/dev/null; then
       fastcgi_param GIT_HTTP_EXPORT_ALL 1; fastcgi_param PATH_INFO \$1; }"
     fi
     # The same files with caching headers: fresh for a minute (/fresh/), to revalidate every time (/no-cache/), or
-    # fresh for a second and then served stale while revalidated (/swr/).
+    # fresh for a second and then served stale while revalidated (/swr/); and gzip-coded for a client that takes it
+    # (/gzip/).
     cache_locations="location /fresh/ { alias $work/nginx/www/; expires 60s; }
       location /no-cache/ { alias $work/nginx/www/; add_header Cache-Control no-cache; }
-      location /swr/ { alias $work/nginx/www/; add_header Cache-Control \"max-age=1, stale-while-revalidate=600\"; }"
+      location /swr/ { alias $work/nginx/www/; add_header Cache-Control \"max-age=1, stale-while-revalidate=600\"; }
+      location /gzip/ { alias $work/nginx/www/; gzip on; gzip_min_length 0; gzip_types text/plain; }"
     cat >"$work/nginx/nginx.conf" <<CONF
 daemon off; worker_processes 2; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
 events { worker_connections 4096; }

@@ -8,7 +8,9 @@ import NIOHTTP1
 
 /// `--record FILE.har`: every exchange answered by the server or the cache is written to the
 /// recording as it ends, as the client got it: its body's pieces timed as they came, a stored
-/// response served in place of the server's (revalidated, stale) or from the cache as served.
+/// response served in place of the server's (revalidated, stale) or from the cache as served. The
+/// body is kept as the client's application reads it, its content coding (`gzip`, `deflate`, `br`)
+/// undone piece by piece: what HAR's `content.text` holds, and what redaction can read.
 extension ProxyHandler {
     /// What is kept of the exchange under way for the recording.
     struct RecordingCapture {
@@ -57,6 +59,34 @@ extension ProxyHandler {
             let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
             exchange.chunks += body.recordedChunks(at: offset)
         }
+
+        /// The largest body a recording decodes; a larger one is kept with its content coding.
+        static let maximumDecodedBody = 256 << 20
+
+        /// The exchange, its body's content coding undone piece by piece (each piece keeps its
+        /// time; one that decodes to nothing yet is left out); the body as it came, its coding
+        /// named, when the coding is unknown or the bytes do not decode.
+        var decodedExchange: RecordedExchange {
+            let encoding = exchange.responseHeaders.filter { $0.name.lowercased() == "content-encoding" }
+                .map(\.value).joined(separator: ",")
+            let codings = ContentDecoder.codings(encoding)
+            guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }
+            var decoded = exchange
+            do {
+                let decoder = try ContentDecoder(codings: codings, maximumBytes: Self.maximumDecodedBody)
+                decoded.chunks = try exchange.chunks.compactMap { chunk throws(ContentDecoder.Failure) in
+                    let bytes = try decoder.decode(chunk.bytes)
+                    return bytes.isEmpty ? nil : RecordedExchange.Chunk(milliseconds: chunk.milliseconds, bytes: bytes)
+                }
+                try decoder.finish()
+                decoded.transferredBodyBytes = exchange.chunks.reduce(0) { $0 + $1.bytes.count }
+                return decoded
+            } catch {
+                var kept = exchange
+                kept.contentCoding = codings.joined(separator: ", ")
+                return kept
+            }
+        }
     }
 
     /// Starts capturing the exchange of `head` to `url` when the proxy records.
@@ -68,6 +98,6 @@ extension ProxyHandler {
     func finishRecording() {
         guard let recording, let recorder = configuration.recorder else { return }
         self.recording = nil
-        if recording.exchange.status > 0 { recorder.add(recording.exchange) }
+        if recording.exchange.status > 0 { recorder.add(recording.decodedExchange) }
     }
 }

@@ -48,7 +48,7 @@ extension ProxyHandler {
     private func serveRecorded(_ response: HARReplay.Response, id: UUID, isHead: Bool) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         let speed = configuration.replaySpeed
-        var headers = HTTPHeaders(response.endToEndHeaders.map { ($0.name, $0.value) })
+        var headers = HTTPHeaders(response.headersForKeptBody.map { ($0.name, $0.value) })
         let isPaced = speed > 0 && response.chunks.count > 1
         let wasChunked = response.headers.contains { $0.name.lowercased() == "transfer-encoding" }
         // A stream goes out chunked, as it came; anything else with its length.

@@ -7,7 +7,9 @@ import Foundation
 /// The file is a whole HAR document after every entry: each entry is written over the closing
 /// brackets, which are written again after it. A file that already holds a HAR gets the new
 /// entries after its own. Streamed bodies keep their pieces and timing in `_chunks` (a custom
-/// field, as HAR allows), so a replay can pace them as they came.
+/// field, as HAR allows), so a replay can pace them as they came. A response body is written as
+/// the exchange keeps it: decoded, as HAR wants it, unless ``RecordedExchange/contentCoding`` names
+/// a coding it still carries.
 ///
 /// Redaction: header values and URLs as the audit log redacts them, and in JSON bodies (requests
 /// and responses) the values of credential-like fields (`password`, `token`, `api_key`,
@@ -124,9 +126,9 @@ public final class HARRecorder: Sendable {
         var response: [String: Any] = [
             "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
             "cookies": [Any](), "headers": responseHeaders.map { ["name": $0.name, "value": $0.value] },
-            "content": content(body, type: type),
+            "content": responseContent(body, type: type, exchange: exchange),
             "redirectURL": Self.value("location", in: exchange.responseHeaders).map(redaction.redact(url:)) ?? "",
-            "headersSize": -1, "bodySize": body.count,
+            "headersSize": -1, "bodySize": exchange.transferredBodyBytes ?? body.count,
         ]
         if exchange.chunks.count > 1 {
             response["_chunks"] = exchange.chunks.map {
@@ -139,6 +141,16 @@ public final class HARRecorder: Sendable {
             "cache": [String: Any](),
             "timings": ["send": 0, "wait": exchange.waitMilliseconds, "receive": receive],
         ]
+    }
+
+    /// The response's HAR `content`: its body decoded, with the bytes its content coding saved
+    /// (`compression`), or, when the coding could not be undone, still coded and named in
+    /// `_contentCoding` (a custom field: HAR's body is the decoded one).
+    private func responseContent(_ body: [UInt8], type: String, exchange: RecordedExchange) -> [String: Any] {
+        var content = content(body, type: type)
+        if let transferred = exchange.transferredBodyBytes { content["compression"] = body.count - transferred }
+        if let coding = exchange.contentCoding { content["_contentCoding"] = coding }
+        return content
     }
 
     /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64.

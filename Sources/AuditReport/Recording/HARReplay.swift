@@ -24,6 +24,16 @@ public final class HARReplay: Sendable {
         public var chunks: [(milliseconds: Double, size: Int)]
         /// Milliseconds from the request to the response head.
         public var waitMilliseconds: Double
+        /// The content coding the body still carries (`_contentCoding`); nil when it carries none:
+        /// a HAR keeps bodies decoded, whatever their `Content-Encoding` header says.
+        public var contentCoding: String?
+
+        /// The end-to-end headers that describe ``body`` as kept, for a client reading the bytes
+        /// off the wire (a proxy's): without `Content-Encoding` when the body carries no coding.
+        public var headersForKeptBody: [RequestSnapshot.Header] {
+            guard contentCoding == nil else { return endToEndHeaders }
+            return endToEndHeaders.filter { $0.name.lowercased() != "content-encoding" }
+        }
 
         /// The headers without those of the recorded connection's framing (`Connection`,
         /// `Keep-Alive`, `Transfer-Encoding`, `Content-Length`): the replaying front-end frames the
@@ -154,6 +164,6 @@ public final class HARReplay: Sendable {
         return Response(
             status: response["status"] as? Int ?? 200, statusText: response["statusText"] as? String ?? "",
             headers: headers, body: body, chunks: chunks.map { (milliseconds: $0.0, size: $0.1) },
-            waitMilliseconds: max(0, wait))
+            waitMilliseconds: max(0, wait), contentCoding: content["_contentCoding"] as? String)
     }
 }

@@ -33,8 +33,15 @@ public struct RecordedExchange: Sendable {
     public var statusText: String
     /// The response's headers, as received.
     public var responseHeaders: [RequestSnapshot.Header]
-    /// The response body, as it came.
+    /// The response body, as the client's application reads it (its content coding undone, as HAR
+    /// keeps it), unless ``contentCoding`` names a coding it still carries.
     public var chunks: [Chunk]
+    /// The content coding (`Content-Encoding`) the chunks still carry because it could not be
+    /// undone; nil when they carry none.
+    public var contentCoding: String?
+    /// The body's size as it came, before its content coding was undone; nil when it is the
+    /// chunks' size.
+    public var transferredBodyBytes: Int?
     /// Milliseconds from the request's start to the response head.
     public var waitMilliseconds: Double
 

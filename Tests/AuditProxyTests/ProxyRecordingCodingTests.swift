@@ -1,0 +1,152 @@
+import AuditReport
+import Foundation
+import Testing
+
+@testable import AuditProxy
+
+/// Compressed responses in recordings: kept decoded, as HAR keeps a body and as redaction can read
+/// it, and replayed as the client's application read them. The raw server's /coded/NAME answers a
+/// JSON body holding a credential with the content coding NAME names.
+@Suite(.serialized) struct ProxyRecordingCodingTests {
+    static let secret = "sk-live-7f3a9c2e5b"
+
+    static func coded(_ name: String) throws -> String { try Servers.variable("RAW_URL") + "/coded/\(name)" }
+
+    /// Runs `script` in Python with `har` (the recording, read with json) and `arguments` in `sys.argv[2...]`.
+    static func python(_ script: String, har: String, _ arguments: [String] = []) throws -> String {
+        let run = try runClient(
+            "python3",
+            ["-c", "import base64, gzip, json, sys\nhar = json.load(open(sys.argv[1]))\n" + script, har] + arguments)
+        #expect(run.status == 0, "\(run.errors)")
+        return run.output
+    }
+
+    @Test(
+        "a compressed JSON body is kept decoded, as the client's application read it, its credential redacted",
+        arguments: ["gzip", "x-gzip", "gzip-members", "deflate", "raw-deflate", "br", "br-gzip", "zstd"])
+    func keptDecoded(_ name: String) async throws {
+        let (proxy, har) = try await ProxyRecordingTests.proxy()
+        let url = try Self.coded(name)
+        let client = try runClient("curl", ["-sS", "--compressed", "-x", proxy.address, url])
+        let raw = NSTemporaryDirectory() + "coded-\(UUID().uuidString)"
+        _ = try runClient("curl", ["-sS", "-o", raw, url])
+        _ = try await proxy.finish()
+        // What the application reads: curl's decoding, except that curl reads only the first of
+        // several gzip members, where Python's gzip reads them all.
+        let direct = NSTemporaryDirectory() + "decoded-\(UUID().uuidString)"
+        if name == "gzip-members" {
+            _ = try Self.python(
+                "open(sys.argv[3], 'wb').write(gzip.decompress(open(sys.argv[2], 'rb').read()))", har: har,
+                [raw, direct])
+        } else {
+            try Data(client.output.utf8).write(to: URL(fileURLWithPath: direct))
+        }
+        let verdict = try Self.python(
+            """
+            response = har["log"]["entries"][0]["response"]
+            content = response["content"]
+            kept, read = json.loads(content["text"]), json.loads(open(sys.argv[2], "rb").read())
+            print(kept.pop("access_token").startswith("REDACTED-"), read.pop("access_token") == sys.argv[3])
+            print(kept == read, "encoding" in content, "_contentCoding" in content)
+            print(response["bodySize"] == len(open(sys.argv[4], "rb").read()))
+            """, har: har, [direct, Self.secret, raw])
+        #expect(verdict == "True True\nTrue False False\nTrue\n")
+        #expect(try !String(contentsOfFile: har, encoding: .utf8).contains(Self.secret))
+    }
+
+    @Test("a body that does not decode as its coding says is kept as it came, and the coding named")
+    func keptCoded() async throws {
+        let (proxy, har) = try await ProxyRecordingTests.proxy()
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, try Self.coded("not-gzip")])
+        _ = try await proxy.finish()
+        let kept = try Self.python(
+            """
+            content = har["log"]["entries"][0]["response"]["content"]
+            print(content["_contentCoding"], json.loads(content["text"])["access_token"].startswith("REDACTED-"))
+            """, har: har)
+        #expect(kept == "gzip True\n")
+    }
+
+    @Test("a compressed stream keeps its decoded pieces and when each came")
+    func streamPieces() async throws {
+        let (proxy, har) = try await ProxyRecordingTests.proxy()
+        _ = try runClient("curl", ["-sS", "-N", "--compressed", "-x", proxy.address, try Self.coded("gzip-stream")])
+        _ = try await proxy.finish()
+        let pieces = try Self.python(
+            """
+            response = har["log"]["entries"][0]["response"]
+            chunks = response["_chunks"]
+            print(json.dumps(response["content"]["text"]), [chunk["size"] for chunk in chunks])
+            print(all(b["time"] - a["time"] >= 150 for a, b in zip(chunks, chunks[1:])))
+            """, har: har)
+        #expect(pieces == #""{\"line\": 0}\n{\"line\": 1}\n{\"line\": 2}\n" [12, 12, 12]"# + "\nTrue\n")
+    }
+
+    @Test("a compressed page replays byte for byte as the client read it, without its coding")
+    func replaysDecoded() async throws {
+        let page = try Servers.nginx + "/gzip/page.html?\(UUID().uuidString)"
+        var recorded = ""
+        let har = try await ProxyReplayTests.record { proxy in
+            recorded = try runClient("curl", ["-sS", "--compressed", "-x", proxy, page]).output
+        }
+        let coding = try Self.python(
+            """
+            headers = har["log"]["entries"][0]["response"]["headers"]
+            print([h["value"] for h in headers if h["name"].lower() == "content-encoding"])
+            """, har: har)
+        #expect(coding == "['gzip']\n")
+        let proxy = try await ProxyReplayTests.replaying(har)
+        let decoding = try runClient("curl", ["-sS", "--compressed", "-D", "-", "-x", proxy.address, page]).output
+        let plain = try runClient("curl", ["-sS", "-x", proxy.address, page]).output
+        _ = try await proxy.finish()
+        let (head, body) = Self.split(decoding)
+        #expect(body == recorded)
+        #expect(!head.lowercased().contains("content-encoding"))
+        #expect(plain == recorded)
+    }
+
+    @Test("a body kept with its coding replays with it")
+    func replaysCoded() async throws {
+        let url = try Self.coded("not-gzip")
+        let har = try await ProxyReplayTests.record { proxy in _ = try runClient("curl", ["-sS", "-x", proxy, url]) }
+        let proxy = try await ProxyReplayTests.replaying(har)
+        let replayed = try runClient("curl", ["-sS", "-D", "-", "-x", proxy.address, url]).output
+        _ = try await proxy.finish()
+        let (head, body) = Self.split(replayed)
+        #expect(head.lowercased().contains("content-encoding: gzip"))
+        #expect(body.contains("REDACTED-") && !body.contains(Self.secret))
+    }
+
+    /// A response as `curl -D -` prints it: head and body.
+    static func split(_ response: String) -> (head: String, body: String) {
+        guard let end = response.range(of: "\r\n\r\n") else { return (response, "") }
+        return (String(response[..<end.lowerBound]), String(response[end.upperBound...]))
+    }
+
+    /// 100,000 zero bytes, gzip-coded (132 bytes).
+    static let gzipZeros =
+        Data(
+            base64Encoded:
+                "H4sIAAAAAAACA+3BMQEAAADCoPVPbQ0PoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIBXA32VEdSghgEA") ?? Data()
+
+    @Test("the decoder stops at its bound rather than inflating a small body without limit")
+    func bound() throws {
+        let decoder = try ContentDecoder(codings: ["gzip"], maximumBytes: 10_000)
+        #expect(throws: ContentDecoder.Failure.tooLarge) { try decoder.decode(Array(Self.gzipZeros)) }
+        let roomy = try ContentDecoder(codings: ["gzip"], maximumBytes: 100_000)
+        #expect(try roomy.decode(Array(Self.gzipZeros)) == [UInt8](repeating: 0, count: 100_000))
+        try roomy.finish()
+    }
+
+    @Test("a body cut short of its coding's end, and a coding it does not know, are failures")
+    func failures() throws {
+        let decoder = try ContentDecoder(codings: ["gzip"], maximumBytes: 1 << 20)
+        _ = try decoder.decode(Array(Self.gzipZeros.prefix(60)))
+        #expect(throws: ContentDecoder.Failure.truncated("gzip")) { try decoder.finish() }
+        #expect(throws: ContentDecoder.Failure.unsupported("compress")) {
+            try ContentDecoder(codings: ["gzip", "compress"], maximumBytes: 1 << 20)
+        }
+        #expect(ContentDecoder.codings("gzip, identity,BR ") == ["gzip", "br"])
+    }
+}
