@@ -110,7 +110,7 @@ struct ProxyCommand: AsyncParsableCommand {
         CommandOutput.line(
             "audit proxy listening on \(configuration.host):\(proxy.port ?? configuration.port) — "
                 + "\(plural(policy.rules.count, "rule")) \(service.note)" + interceptionNote
-                + (cache?.note ?? ""))
+                + (cache?.note ?? "") + RecordingOptions.note(configuration))
         await signals.waitForStop()
         CommandOutput.errorLine("audit proxy: stopping (finishing \(pipeline.inFlightCount) in flight)")
         await proxy.stop()

@@ -49,4 +49,17 @@ struct RecordingOptions: ParsableArguments {
         configuration.replayMiss = onMiss
         configuration.replaySpeed = replaySpeed
     }
+
+    /// What the start-up line says of `configuration`'s recording and replay, e.g. `, recording to
+    /// new.har, replaying 12 responses from old.har (a miss: fail)`.
+    static func note(_ configuration: ProxyConfiguration) -> String {
+        var note = ""
+        if let recorder = configuration.recorder { note += ", recording to \(recorder.path)" }
+        if let replay = configuration.replay {
+            note +=
+                ", replaying \(plural(replay.count, "response")) from \(replay.path) "
+                + "(a miss: \(configuration.replayMiss.rawValue))"
+        }
+        return note
+    }
 }

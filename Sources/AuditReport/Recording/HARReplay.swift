@@ -67,9 +67,11 @@ public final class HARReplay: Sendable {
         var next = 0
     }
 
-    /// Reads the recording at `path`.
+    /// Reads the recording at `path`. Entries whose response has status 0 (a browser's request that
+    /// got none) are left out.
     ///
-    /// - Throws: ``RecordingError`` when it cannot be read or is not a HAR.
+    /// - Throws: ``RecordingError`` when it cannot be read, is not a HAR, or has entries without
+    ///   what a replay needs (each named by its number and field).
     public init(path: String, ignoring parameters: Set<String> = []) throws(RecordingError) {
         self.path = path
         ignoredParameters = parameters
@@ -77,7 +79,7 @@ public final class HARReplay: Sendable {
             throw .cannotOpen(path: path, reason: "cannot read the file")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let log = object["log"] as? [String: Any], let entries = log["entries"] as? [[String: Any]]
+            let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
         else { throw .notHAR(path: path) }
         var redaction = Redaction.default
         if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
@@ -87,19 +89,66 @@ public final class HARReplay: Sendable {
         }
         self.redaction = redaction
         var queues: [String: Queue] = [:]
-        for entry in entries {
-            guard let request = entry["request"] as? [String: Any], let response = entry["response"] as? [String: Any],
-                let method = request["method"] as? String, let url = request["url"] as? String,
-                let status = response["status"] as? Int, status > 0
-            else { continue }
-            let postData = request["postData"] as? [String: Any]
+        var problems: [String] = []
+        for (index, entry) in entries.enumerated() {
+            let valid: ValidEntry
+            do {
+                guard let entry = try Self.validated(entry) else { continue }
+                valid = entry
+            } catch {
+                problems.append("entry \(index + 1): error: \(error.message)")
+                continue
+            }
+            let postData = valid.request["postData"] as? [String: Any]
             let digest =
-                request["_bodySHA256"] as? String
+                valid.request["_bodySHA256"] as? String
                 ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
-            let key = Self.key(method: method, url: Self.withoutIgnored(url, parameters), digest: digest)
-            queues[key, default: Queue(responses: [])].responses.append(Self.response(response, entry: entry))
+            let key = Self.key(
+                method: valid.method.uppercased(), url: Self.withoutIgnored(valid.url, parameters), digest: digest)
+            queues[key, default: Queue(responses: [])].responses.append(
+                Self.response(valid.response, entry: valid.entry))
         }
+        guard problems.isEmpty else { throw .invalidEntries(path: path, problems: problems) }
         self.queues = Locked(queues)
+    }
+
+    private struct EntryProblem: Error {
+        let message: String
+    }
+
+    /// An entry with what a replay needs.
+    private struct ValidEntry {
+        let entry: [String: Any]
+        let request: [String: Any]
+        let method: String
+        let url: String
+        let response: [String: Any]
+    }
+
+    /// The request and response of `entry`, nil for an entry without a response (status 0: a
+    /// browser's request that was blocked or cancelled).
+    ///
+    /// - Throws: what keeps the entry from being replayed, naming the field.
+    private static func validated(_ entry: Any) throws(EntryProblem) -> ValidEntry? {
+        func problem(_ message: String) -> EntryProblem { EntryProblem(message: message) }
+        guard let entry = entry as? [String: Any] else { throw problem("not an object") }
+        guard let request = entry["request"] as? [String: Any] else { throw problem("request is missing") }
+        guard let method = request["method"] as? String, !method.isEmpty else {
+            throw problem("request.method is missing")
+        }
+        guard let url = request["url"] as? String, !url.isEmpty else { throw problem("request.url is missing") }
+        guard let response = entry["response"] as? [String: Any] else { throw problem("response is missing") }
+        guard let status = response["status"] as? Int, (0...999).contains(status) else {
+            throw problem("response.status is missing or not a status code")
+        }
+        guard status > 0 else { return nil }
+        let content = response["content"] as? [String: Any]
+        if (content?["encoding"] as? String) == "base64", let text = content?["text"] as? String,
+            Data(base64Encoded: text) == nil
+        {
+            throw problem("response.content.text is not base64, as its encoding says")
+        }
+        return ValidEntry(entry: entry, request: request, method: method, url: url, response: response)
     }
 
     /// The number of recorded responses.

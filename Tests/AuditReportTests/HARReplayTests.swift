@@ -1,0 +1,78 @@
+import AuditReport
+import Foundation
+import Testing
+
+/// Reading a recording for replay: what each entry must have, and what a replayed response carries.
+@Suite struct HARReplayTests {
+    @Test(
+        "entries without what a replay needs are each named by number and field; entries without a response are left out"
+    )
+    func invalidEntries() throws {
+        let path = try writeTemporary(
+            """
+            {"log": {"entries": [
+              {"request": {"method": "GET", "url": "http://a.test/blocked"}, "response": {"status": 0}},
+              {"request": {"url": "http://a.test/"}, "response": {"status": 200}},
+              {"request": {"method": "GET", "url": "http://a.test/"}, "response": {"status": "200"}},
+              5,
+              {"request": {"method": "GET", "url": "http://a.test/"}},
+              {"request": {"method": "GET", "url": "http://a.test/"},
+               "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}},
+              {"request": {"method": "GET", "url": "http://a.test/ok"}, "response": {"status": 200}}
+            ]}}
+            """, name: "broken-entries.har")
+        #expect(throws: RecordingError.self) { try HARReplay(path: path) }
+        do {
+            _ = try HARReplay(path: path)
+        } catch {
+            #expect(
+                error.description.split(separator: "\n") == [
+                    "\(path): entry 2: error: request.method is missing",
+                    "\(path): entry 3: error: response.status is missing or not a status code",
+                    "\(path): entry 4: error: not an object",
+                    "\(path): entry 5: error: response is missing",
+                    "\(path): entry 6: error: response.content.text is not base64, as its encoding says",
+                ])
+        }
+    }
+
+    @Test("an entry without a response is left out, and a recorded method in lower case still matches")
+    func statusZeroAndMethodCase() throws {
+        let path = try writeTemporary(
+            """
+            {"log": {"entries": [
+              {"request": {"method": "GET", "url": "http://a.test/blocked"}, "response": {"status": 0}},
+              {"request": {"method": "get", "url": "http://a.test/ok"}, "response": {"status": 200,
+               "content": {"text": "fine"}}}
+            ]}}
+            """, name: "browser.har")
+        let replay = try HARReplay(path: path)
+        #expect(replay.count == 1)
+        #expect(replay.response(method: "GET", url: "http://a.test/blocked", body: nil) == nil)
+        #expect(replay.response(method: "GET", url: "http://a.test/ok", body: nil)?.body == Array("fine".utf8))
+    }
+
+    @Test("a decoded body goes to a proxy's client without its Content-Encoding; a body kept coded keeps it")
+    func codingHeaders() throws {
+        let path = try writeTemporary(
+            """
+            {"log": {"entries": [
+              {"request": {"method": "GET", "url": "http://a.test/decoded"}, "response": {"status": 200,
+               "headers": [{"name": "Content-Encoding", "value": "gzip"}, {"name": "Content-Type", "value": "text/plain"},
+                           {"name": "Content-Length", "value": "31"}],
+               "content": {"text": "as the application read it"}}},
+              {"request": {"method": "GET", "url": "http://a.test/coded"}, "response": {"status": 200,
+               "headers": [{"name": "Content-Encoding", "value": "zstd"}],
+               "content": {"text": "KLUv/QRYEQAAb2sK", "encoding": "base64", "_contentCoding": "zstd"}}}
+            ]}}
+            """, name: "codings.har")
+        let replay = try HARReplay(path: path)
+        let decoded = try #require(replay.response(method: "GET", url: "http://a.test/decoded", body: nil))
+        #expect(decoded.contentCoding == nil)
+        #expect(decoded.headersForKeptBody.map(\.name) == ["Content-Type"])
+        #expect(decoded.endToEndHeaders.map(\.name) == ["Content-Encoding", "Content-Type"])
+        let coded = try #require(replay.response(method: "GET", url: "http://a.test/coded", body: nil))
+        #expect(coded.contentCoding == "zstd")
+        #expect(coded.headersForKeptBody.map(\.name) == ["Content-Encoding"])
+    }
+}
