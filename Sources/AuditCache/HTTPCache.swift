@@ -58,6 +58,18 @@ public enum CacheLookup: Sendable {
     /// `stale`). With a fill, also send the request with its conditional headers in the background
     /// and hand the response to the fill; without one, another request is revalidating it already.
     case staleWhileRevalidating(StoredResponse, CacheFill?)
+    /// A stale stored response the request takes as it is (`max-stale`, RFC 9111 §5.2.1.2): serve
+    /// it (recorded `stale`); nothing is sent.
+    case stale(StoredResponse)
+    /// The request takes only a stored response (`only-if-cached`, RFC 9111 §5.2.1.7) and none
+    /// answers it: answer 504 (Gateway Timeout); nothing is sent.
+    case unsatisfiable
+
+    /// What a client is told when its `only-if-cached` request finds nothing to answer it.
+    public static func unsatisfiableMessage(method: String, url: String) -> String {
+        "the request asks only for a stored response (Cache-Control: only-if-cached), and the cache holds none "
+            + "that answers \(method) \(url)"
+    }
 }
 
 /// RFC 9111 caching of responses, on disk: what a `cache` rule asks every front-end to do.
@@ -113,6 +125,8 @@ public final class HTTPCache: Sendable {
         let key = CacheStore.key(for: request.url)
         let stored = usable(key: key, for: request)
         if let stored, isFresh(stored, for: request) { return then(.fresh(stored)) }
+        if let stored, acceptsStale(stored, for: request) { return then(.stale(stored)) }
+        if request.control.has("only-if-cached") { return then(.unsatisfiable) }
         if let stored, servesWhileRevalidating(stored, for: request) {
             // Served at once; one request at a time revalidates it, none waits for it.
             let fill =
@@ -144,7 +158,22 @@ public final class HTTPCache: Sendable {
         let age = stored.exactAge
         let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
         if let limit = request.control.seconds("max-age"), age > Double(limit) { return false }
+        if let margin = request.control.seconds("min-fresh") { return age + Double(margin) < lifetime }
         return age < lifetime
+    }
+
+    /// Whether the request takes `stored`, stale, as it is: it says `max-stale` (without a value:
+    /// however stale; with one: at most that many seconds past its freshness), within its own
+    /// `max-age`, and the stored response does not forbid serving it stale.
+    private func acceptsStale(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
+        guard let value = request.control.directives["max-stale"], !request.asksForValidation,
+            !freshness.forbidsServingStale(stored.head.cacheControl)
+        else { return false }
+        if let limit = request.control.seconds("max-age"), stored.exactAge > Double(limit) { return false }
+        let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
+        guard !value.isEmpty else { return true }
+        guard let margin = request.control.seconds("max-stale") else { return false }
+        return stored.exactAge < lifetime + Double(margin)
     }
 
     /// Claims the fill of `key` for the caller: true when no other request is filling it; otherwise

@@ -77,7 +77,7 @@ extension ProxyHandler {
         guard connection.isConnecting(for: id) else {
             switch lookup {
             case .send(let fill), .staleWhileRevalidating(_, let fill?): fill.finishWithoutStoring()
-            case .bypass, .fresh, .staleWhileRevalidating: break
+            case .bypass, .fresh, .staleWhileRevalidating, .stale, .unsatisfiable: break
             }
             return
         }
@@ -92,6 +92,12 @@ extension ProxyHandler {
         case .staleWhileRevalidating(let stored, let fill):
             serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
             if let fill { sending.revalidate(fill) }
+        case .stale(let stored):
+            serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+        case .unsatisfiable:
+            let message = CacheLookup.unsatisfiableMessage(method: request.method, url: request.url)
+            answerWithoutUpstream(
+                id, .gatewayTimeout, { _ in .problem("not-cached", message) }, kind: .failure, reason: message)
         }
     }
 

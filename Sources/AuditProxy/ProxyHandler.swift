@@ -573,7 +573,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     ) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         services.value.report("\(context.remoteAddressText): \(status.code) \(exchange.target.authority): \(reason)")
-        finish(exchange, kind: kind, error: reason)
+        finish(exchange, kind: kind, error: reason, code: Int(status.code))
         let problem = denial(exchange)
         writeProblem(status, problem, close: false, rule: problem.rule, context: context)
         if let next {
@@ -605,10 +605,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Records `exchange` as `kind` (failed for `error`), counting its bytes into the tunnel it went
     /// through, if any.
-    func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil) {
+    func finish(_ exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String? = nil, code: Int = 502) {
         tunnel?.exchange.bytesFromClient += exchange.bytesFromClient
         tunnel?.exchange.bytesFromServer += exchange.bytesFromServer
-        var outcome = Self.outcome(of: exchange, kind: kind, error: error)
+        var outcome = Self.outcome(of: exchange, kind: kind, error: error, code: code)
         if let cached = cacheExchange {
             // The end of the exchange the cache waited for: a body not stored whole is dropped.
             cached.writer?.abandon()
@@ -619,12 +619,13 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         exchange.audited.finish(outcome)
     }
 
-    /// What became of `exchange`, for its record.
-    static func outcome(of exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String?) -> Outcome {
+    /// What became of `exchange`, for its record; a failure's `error` under the status the client
+    /// was answered with (`code`).
+    static func outcome(of exchange: Exchange, kind: OutcomeSnapshot.Kind, error: String?, code: Int = 502) -> Outcome {
         Outcome(
             kind, status: exchange.status, bytes: exchange.bytesFromServer, sentBytes: exchange.bytesFromClient,
             destination: exchange.destination,
-            failure: error.map { Outcome.Failure(domain: "AuditProxy", code: 502, description: $0) })
+            failure: error.map { Outcome.Failure(domain: "AuditProxy", code: code, description: $0) })
     }
 
 }

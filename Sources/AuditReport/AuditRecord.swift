@@ -209,9 +209,9 @@ public struct OutcomeSnapshot: Codable, Sendable, Equatable {
         /// The response came from the server and was stored for the requests to come.
         case stored
         /// A stale stored response answered: the server could not be reached or answered an error
-        /// (500, 502, 503, 504) and the rule's `offline` or `stale-if-error` allowed it, or it was
-        /// within `stale-while-revalidate` (revalidated in the background); `bytes` were served
-        /// from the cache.
+        /// (500, 502, 503, 504) and the rule's `offline` or `stale-if-error` allowed it, it was
+        /// within `stale-while-revalidate` (revalidated in the background), or the request took it
+        /// stale (`max-stale`); `bytes` were served from the cache.
         case stale
         /// A gateway's authorization check (`audit authz`): `status` is what the gateway was told
         /// (200: send the request on; otherwise the answer the gateway gives its client). The

@@ -245,6 +245,70 @@ extension StoredResponse {
         }
     }
 
+    @Test("a request's min-fresh takes only a response that stays fresh that much longer")
+    func minFresh() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: [("Cache-Control", "max-age=60")])
+        fixture.clock.advance(30)
+        #expect(fixture.served(fixture.request(headers: [("Cache-Control", "min-fresh=20")])) != nil)
+        guard case .send(let fill) = fixture.lookup(fixture.request(headers: [("Cache-Control", "min-fresh=40")]))
+        else { Issue.record("expected a send"); return }
+        fill.finishWithoutStoring()
+    }
+
+    @Test("a request's max-stale takes a stale response within its margin, or however stale without one")
+    func maxStale() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: [("Cache-Control", "max-age=60")])
+        fixture.clock.advance(90)
+        for directive in ["max-stale=60", "max-stale"] {
+            guard case .stale(let stored) = fixture.lookup(fixture.request(headers: [("Cache-Control", directive)]))
+            else { Issue.record("\(directive): expected a stale answer"); continue }
+            #expect(stored.header("Age") == "90")
+        }
+        for directive in ["max-stale=10", "max-stale=600, max-age=60", "max-stale, no-cache"] {
+            guard case .send(let fill) = fixture.lookup(fixture.request(headers: [("Cache-Control", directive)]))
+            else { Issue.record("\(directive): expected a send"); continue }
+            fill.finishWithoutStoring()
+        }
+    }
+
+    @Test("max-stale cannot take a stale response that must be revalidated")
+    func maxStaleMustRevalidate() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: [("Cache-Control", "max-age=60, must-revalidate")])
+        fixture.clock.advance(90)
+        guard case .send(let fill) = fixture.lookup(fixture.request(headers: [("Cache-Control", "max-stale")])) else {
+            Issue.record("expected a send")
+            return
+        }
+        fill.finishWithoutStoring()
+    }
+
+    @Test("only-if-cached is answered from the cache or not at all: nothing stored, or only stale, is unsatisfiable")
+    func onlyIfCached() throws {
+        let fixture = try CacheFixture()
+        let onlyCached = [("Cache-Control", "only-if-cached")]
+        guard case .unsatisfiable = fixture.lookup(fixture.request(headers: onlyCached)) else {
+            Issue.record("nothing stored: expected unsatisfiable")
+            return
+        }
+        fixture.fetch(
+            fixture.request(), headers: [("Cache-Control", "max-age=60, stale-while-revalidate=600")], body: "kept")
+        #expect(fixture.served(fixture.request(headers: onlyCached))?.text == "kept")
+        fixture.clock.advance(90)
+        guard case .unsatisfiable = fixture.lookup(fixture.request(headers: onlyCached)) else {
+            Issue.record("stale: expected unsatisfiable")
+            return
+        }
+        let staleTaken = [("Cache-Control", "only-if-cached, max-stale")]
+        guard case .stale(let stored) = fixture.lookup(fixture.request(headers: staleTaken)) else {
+            Issue.record("stale with max-stale: expected a stale answer")
+            return
+        }
+        #expect(stored.text == "kept")
+    }
+
     @Test("a response marked no-cache is stored but revalidated every time")
     func responseNoCache() throws {
         let fixture = try CacheFixture()
@@ -294,7 +358,8 @@ extension StoredResponse {
                 case .send(let fill): sends.withLock { $0.append(fill) }
                 case .fresh(let stored): served.withLock { $0.append(stored.text) }
                 case .bypass: served.withLock { $0.append("bypass") }
-                case .staleWhileRevalidating: served.withLock { $0.append("stale") }
+                case .staleWhileRevalidating, .stale: served.withLock { $0.append("stale") }
+                case .unsatisfiable: served.withLock { $0.append("unsatisfiable") }
                 }
             }
         }

@@ -62,6 +62,24 @@ import Testing
         #expect(records.map(\.outcome.bytes) == [direct.utf8.count, direct.utf8.count])
     }
 
+    @Test("only-if-cached: nothing stored answers 504 without asking the server; once stored, the stored response")
+    func onlyIfCached() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "only-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        let onlyCached = ["-H", "Cache-Control: only-if-cached"]
+        let miss = try runClient("curl", ["-sS", "-w", "\n%{http_code}", "-x", proxy.address] + onlyCached + [url])
+        let direct = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let hit = try runClient("curl", ["-sS", "-x", proxy.address] + onlyCached + [url])
+        let records = try await proxy.finish()
+        #expect(miss.output.hasSuffix("\n504"))
+        #expect(miss.output.hasPrefix(#"{"error":"not-cached","message":"the request asks only for a stored response"#))
+        #expect(hit.output == direct.output)
+        #expect(try Self.nginxLines(marker).count == 1)
+        #expect(records.map(\.outcome.kind) == [.failure, .stored, .cached])
+        #expect(records.first?.outcome.error?.code == 504)
+    }
+
     @Test("a stored response marked no-cache is revalidated: nginx answers 304 and the client gets the whole body")
     func revalidation() async throws {
         let (marker, direct, first, head, body, records) = try await Self.directThenTwice("/no-cache/page.html")

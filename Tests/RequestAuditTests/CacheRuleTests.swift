@@ -79,6 +79,27 @@ extension InterceptionTests {
             #expect(records.last?.outcome.bytes == 219)
         }
 
+        @Test(
+            "only-if-cached: nothing stored answers 504 in every caller style without asking nginx; once stored, the stored response",
+            arguments: CallerStyle.allCases)
+        func onlyIfCached(_ style: CallerStyle) async throws {
+            let audited = try Self.session()
+            let marker = "app-only-\(UUID().uuidString)"
+            let url = HTTPBin.url(try nginx + "/fresh/page.html?\(marker)")
+            var onlyCached = URLRequest(url: url)
+            onlyCached.setValue("only-if-cached", forHTTPHeaderField: "Cache-Control")
+            let miss = await style.run(onlyCached, on: audited.session)
+            let stored = await style.run(URLRequest(url: url), on: audited.session)
+            let hit = await style.run(onlyCached, on: audited.session)
+            let records = try await audited.finish()
+            #expect(miss.status == 504)
+            #expect(miss.body.map { String(decoding: $0, as: UTF8.self) }?.contains(#""error":"not-cached""#) == true)
+            #expect(hit.body == stored.body)
+            #expect(hit.body?.count == 219)
+            #expect(try nginxLines(marker).count == 1)
+            #expect(records.map(\.outcome.kind) == [.failure, .stored, .cached])
+        }
+
         @Test("a response with no-store is relayed every time and never kept")
         func noStore() async throws {
             let audited = try Self.session()

@@ -56,6 +56,14 @@ extension RequestInfoProtocol {
                 var revalidation = Self.adding(fill.conditionalHeaders, to: request)
                 revalidation.httpMethod = "GET"
                 BackgroundRevalidation.start(revalidation, fill: fill, on: forwarder)
+            case .stale(let stored):
+                this.value.serveStored(
+                    stored, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder,
+                    isNotModified: stored.isNotModified(for: lookup))
+            case .unsatisfiable:
+                let problem = Denial.problem(
+                    "not-cached", CacheLookup.unsatisfiableMessage(method: lookup.method, url: lookup.url))
+                Task { await this.value.deliverStreaming(.gatewayTimeout(problem), behaviour, audited, kind: .failure) }
             }
         }
     }

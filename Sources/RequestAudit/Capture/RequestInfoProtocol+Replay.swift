@@ -49,10 +49,7 @@ extension RequestInfoProtocol {
         guard replay.onMiss == .fail else { return false }
         let miss = Denial.problem(
             "recording-miss", replay.recording.missMessage(method: missed.method, url: missed.url))
-        let response = HandlerResponse(
-            status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: .data(Data(miss.json.utf8)))
-        Task { await this.value.deliverStreaming(response, delivery, audited, kind: .failure) }
+        Task { await this.value.deliverStreaming(.gatewayTimeout(miss), delivery, audited, kind: .failure) }
         return true
     }
 
@@ -118,5 +115,15 @@ extension RequestInfoProtocol {
             }
             continuation.onTermination = { _ in producer.cancel() }
         }
+    }
+}
+
+extension HandlerResponse {
+    /// A 504 whose JSON body is `problem`, never stored: the answer to a request that was not sent
+    /// (a recording's miss, an `only-if-cached` request the cache holds nothing for).
+    static func gatewayTimeout(_ problem: Denial) -> HandlerResponse {
+        HandlerResponse(
+            status: 504, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: .data(Data(problem.json.utf8)))
     }
 }
