@@ -36,11 +36,11 @@ public final class StoredBody: Sendable {
         return POSIXFile.read(descriptor, count: count, at: offset)
     }
 
-    /// The body as a recording keeps it: one piece, `milliseconds` after the response head (none
-    /// when it is empty).
-    public func recordedChunks(at milliseconds: Double = 0) -> [RecordedExchange.Chunk] {
-        let bytes = readAll()
-        return bytes.isEmpty ? [] : [RecordedExchange.Chunk(milliseconds: milliseconds, bytes: bytes)]
+    /// Adds the body to `exchange` as one piece, `milliseconds` after the response head; only its
+    /// size, unread, when it is larger than `limit` (what the recording keeps of a body).
+    public func record(into exchange: inout RecordedExchange, at milliseconds: Double = 0, keepingAtMost limit: Int) {
+        guard length <= limit else { return exchange.omitBody(bytes: length) }
+        exchange.appendBody(readAll(), at: milliseconds, keepingAtMost: limit)
     }
 
     /// The whole body (for small bodies and tests).

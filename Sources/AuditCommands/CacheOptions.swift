@@ -13,11 +13,12 @@ struct CacheOptions: ParsableArguments {
     @Option(
         name: .customLong("cache-size"),
         help: "The most the cache may hold on disk, in bytes or with a unit: 512M, 2G (default 1G).",
-        transform: CacheOptions.byteCount)
+        transform: { try CacheOptions.byteCount($0, option: "--cache-size") })
     var cacheSize: Int = 1 << 30
 
-    /// A byte count written as a number with an optional unit `K`, `M`, `G` (powers of 1024).
-    static func byteCount(_ text: String) throws -> Int {
+    /// A byte count written as a number with an optional unit `K`, `M`, `G` (powers of 1024); a
+    /// usage error naming `option` otherwise.
+    static func byteCount(_ text: String, option: String) throws -> Int {
         var digits = Substring(text.uppercased())
         var multiplier = 1
         if digits.hasSuffix("IB") {
@@ -34,7 +35,7 @@ struct CacheOptions: ParsableArguments {
         }
         if multiplier > 1 { digits = digits.dropLast() }
         guard let value = Int(digits), value > 0, value <= Int.max / multiplier else {
-            throw ValidationError("--cache-size: expected a size such as 1073741824, 512M or 2G, got '\(text)'")
+            throw ValidationError("\(option): expected a size such as 1073741824, 512M or 2G, got '\(text)'")
         }
         return value * multiplier
     }

@@ -11,6 +11,12 @@ struct RecordingOptions: ParsableArguments {
         help: "Record every exchange a server answers to this HAR 1.2 file (secrets redacted; kept entries stay).")
     var recordPath: String?
 
+    @Option(
+        name: .customLong("record-max-body"),
+        help: "The largest response body a recording keeps (default 64M); a larger one is noted by its size alone.",
+        transform: { try CacheOptions.byteCount($0, option: "--record-max-body") })
+    var recordMaximumBody = 64 << 20
+
     @Option(name: .customLong("replay"), help: "Answer the requests this HAR recording has responses for from it.")
     var replayPath: String?
 
@@ -35,7 +41,9 @@ struct RecordingOptions: ParsableArguments {
             throw ValidationError("--replay-speed: expected 0 or more, got \(replaySpeed)")
         }
         do {
-            if let recordPath { configuration.recorder = try HARRecorder(path: recordPath) }
+            if let recordPath {
+                configuration.recorder = try HARRecorder(path: recordPath, maximumBodyBytes: recordMaximumBody)
+            }
         } catch {
             CommandOutput.errorLine("\(command): --record: \(error.description)")
             throw ExitCode.validationFailure

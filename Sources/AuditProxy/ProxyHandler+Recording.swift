@@ -20,8 +20,11 @@ extension ProxyHandler {
 
         /// The largest request body a recording keeps.
         static let maximumRequestBody = 16 << 20
+        /// The largest response body the recording keeps (``HARRecorder/maximumBodyBytes``).
+        let maximumBody: Int
 
-        init(head: HTTPRequestHead, url: String) {
+        init(head: HTTPRequestHead, url: String, maximumBody: Int) {
+            self.maximumBody = maximumBody
             exchange = RecordedExchange(
                 started: Date(), method: head.method.rawValue, url: (try? CanonicalURL(url))?.string ?? url,
                 requestHeaders: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) },
@@ -48,7 +51,7 @@ extension ProxyHandler {
                 exchange.responseHeaders = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
             case .body(let buffer):
                 let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
-                exchange.chunks.append(.init(milliseconds: offset, bytes: Array(buffer.readableBytesView)))
+                exchange.appendBody(Array(buffer.readableBytesView), at: offset, keepingAtMost: maximumBody)
             case .end:
                 break
             }
@@ -57,15 +60,13 @@ extension ProxyHandler {
         /// The body of a stored response served after its head, as one piece.
         mutating func stored(_ body: StoredBody) {
             let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
-            exchange.chunks += body.recordedChunks(at: offset)
+            body.record(into: &exchange, at: offset, keepingAtMost: maximumBody)
         }
-
-        /// The largest body a recording decodes; a larger one is kept with its content coding.
-        static let maximumDecodedBody = 256 << 20
 
         /// The exchange, its body's content coding undone piece by piece (each piece keeps its
         /// time; one that decodes to nothing yet is left out); the body as it came, its coding
-        /// named, when the coding is unknown or the bytes do not decode.
+        /// named, when the coding is unknown, the bytes do not decode, or they decode to more than
+        /// the recording keeps of a body.
         var decodedExchange: RecordedExchange {
             let encoding = exchange.responseHeaders.filter { $0.name.lowercased() == "content-encoding" }
                 .map(\.value).joined(separator: ",")
@@ -73,7 +74,7 @@ extension ProxyHandler {
             guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }
             var decoded = exchange
             do {
-                let decoder = try ContentDecoder(codings: codings, maximumBytes: Self.maximumDecodedBody)
+                let decoder = try ContentDecoder(codings: codings, maximumBytes: maximumBody)
                 decoded.chunks = try exchange.chunks.compactMap { chunk throws(ContentDecoder.Failure) in
                     let bytes = try decoder.decode(chunk.bytes)
                     return bytes.isEmpty ? nil : RecordedExchange.Chunk(milliseconds: chunk.milliseconds, bytes: bytes)
@@ -91,7 +92,9 @@ extension ProxyHandler {
 
     /// Starts capturing the exchange of `head` to `url` when the proxy records.
     func startRecording(_ head: HTTPRequestHead, url: String) {
-        recording = configuration.recorder.map { _ in RecordingCapture(head: head, url: url) }
+        recording = configuration.recorder.map {
+            RecordingCapture(head: head, url: url, maximumBody: $0.maximumBodyBytes)
+        }
     }
 
     /// Writes the captured exchange to the recording once its response ended.

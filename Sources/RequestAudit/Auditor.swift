@@ -68,7 +68,10 @@ public final class Auditor: Sendable {
         do throws(RecordingError) {
             switch configuration.recording {
             case .record(let path):
-                (recorder, replay) = (try HARRecorder(path: path, redaction: configuration.redaction), nil)
+                recorder = try HARRecorder(
+                    path: path, redaction: configuration.redaction,
+                    maximumBodyBytes: configuration.recordingMaximumBodyBytes)
+                replay = nil
             case .replay(let path, let onMiss, let ignoring, let speed):
                 let recording = try HARReplay(path: path, ignoring: ignoring)
                 (recorder, replay) = (nil, AppReplay(recording: recording, onMiss: onMiss, speed: speed))

@@ -150,3 +150,29 @@ import Testing
         #expect(ContentDecoder.codings("gzip, identity,BR ") == ["gzip", "br"])
     }
 }
+
+/// What `audit proxy --record` keeps of a body larger than the recording keeps.
+@Suite(.serialized) struct ProxyRecordingBoundTests {
+    @Test("a download larger than the recording keeps reaches the client whole; its entry keeps the size alone")
+    func largeDownload() async throws {
+        let path = NSTemporaryDirectory() + "bound-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path, maximumBodyBytes: 1 << 20)
+        let proxy = try await RunningProxy(rules: "[record]\nall .\n") { $0.recorder = recorder }
+        let large = try runClient(
+            "curl",
+            ["-sS", "-o", "/dev/null", "-w", "%{size_download}", "-x", proxy.address, Servers.nginx + "/medium.bin"])
+        let small = try runClient("curl", ["-sS", "-x", proxy.address, Servers.nginx + "/small.txt"])
+        _ = try await proxy.finish()
+        #expect(large.output == "10000000")
+        let kept = try ProxyRecordingCodingTests.python(
+            """
+            for entry in har["log"]["entries"]:
+                content = entry["response"]["content"]
+                print(entry["response"]["bodySize"], content["size"], len(content["text"]), content.get("_bodyOmitted", False))
+            """, har: path)
+        #expect(
+            kept
+                == "10000000 10000000 0 True\n\(small.output.utf8.count) \(small.output.utf8.count) \(small.output.utf8.count) False\n"
+        )
+    }
+}

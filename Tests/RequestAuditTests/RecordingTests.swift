@@ -72,6 +72,28 @@ extension InterceptionTests {
             #expect(text.contains("\"_chunks\""))
         }
 
+        @Test(
+            "a download larger than the recording keeps reaches the app whole; its entry keeps the size alone",
+            arguments: CallerStyle.allCases)
+        func largeDownload(_ style: CallerStyle) async throws {
+            let har = Self.newRecordingPath()
+            let nginx = try #require(ProcessInfo.processInfo.environment["NGINX_URL"])
+            let recording = try AuditedSession(rules: "[record]\nall .\n") {
+                $0.recording = .record(har)
+                $0.recordingMaximumBodyBytes = 1 << 20
+            }
+            let large = await style.run(URLRequest(url: HTTPBin.url(nginx + "/medium.bin")), on: recording.session)
+            _ = try await recording.finish()
+            #expect(large.body?.count == 10_000_000)
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
+            let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
+            let response = try #require(entries?.first?["response"] as? [String: Any])
+            let content = try #require(response["content"] as? [String: Any])
+            #expect(response["bodySize"] as? Int == 10_000_000)
+            #expect(content["_bodyOmitted"] as? Bool == true)
+            #expect(content["text"] as? String == "")
+        }
+
         @Test("a request the recording has no response for gets 504 with a JSON body naming it")
         func miss() async throws {
             let har = Self.newRecordingPath()

@@ -18,6 +18,10 @@ import Foundation
 public final class HARRecorder: Sendable {
     /// The file.
     public let path: String
+    /// The largest response body an entry keeps; a larger one is noted by its size alone
+    /// (`content._bodyOmitted`), so that recording a big download holds at most this much of it in
+    /// memory. A replay treats such an entry as a miss.
+    public let maximumBodyBytes: Int
     private let redaction: Redaction
     private let state: Locked<State>
 
@@ -34,8 +38,10 @@ public final class HARRecorder: Sendable {
     ///
     /// - Throws: ``RecordingError`` when the file cannot be written or
     ///   holds something other than a HAR.
-    public init(path: String, redaction: Redaction = .default) throws(RecordingError) {
+    public init(path: String, redaction: Redaction = .default, maximumBodyBytes: Int = 64 << 20) throws(RecordingError)
+    {
         self.path = path
+        self.maximumBodyBytes = maximumBodyBytes
         var existing: [Any] = []
         var key = (0..<32).map { _ in UInt8.random(in: 0...255) }
         if let data = FileManager.default.contents(atPath: path), !data.isEmpty {
@@ -128,7 +134,7 @@ public final class HARRecorder: Sendable {
             "cookies": [Any](), "headers": responseHeaders.map { ["name": $0.name, "value": $0.value] },
             "content": responseContent(body, type: type, exchange: exchange),
             "redirectURL": Self.value("location", in: exchange.responseHeaders).map(redaction.redact(url:)) ?? "",
-            "headersSize": -1, "bodySize": exchange.transferredBodyBytes ?? body.count,
+            "headersSize": -1, "bodySize": exchange.omittedBodyBytes ?? exchange.transferredBodyBytes ?? body.count,
         ]
         if exchange.chunks.count > 1 {
             response["_chunks"] = exchange.chunks.map {
@@ -147,20 +153,29 @@ public final class HARRecorder: Sendable {
     /// (`compression`), or, when the coding could not be undone, still coded and named in
     /// `_contentCoding` (a custom field: HAR's body is the decoded one).
     private func responseContent(_ body: [UInt8], type: String, exchange: RecordedExchange) -> [String: Any] {
+        if let omitted = exchange.omittedBodyBytes {
+            return [
+                "size": omitted, "mimeType": type, "text": "", "_bodyOmitted": true,
+                "comment": "the body (\(omitted) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)",
+            ]
+        }
         var content = content(body, type: type)
         if let transferred = exchange.transferredBodyBytes { content["compression"] = body.count - transferred }
         if let coding = exchange.contentCoding { content["_contentCoding"] = coding }
         return content
     }
 
-    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64.
+    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64 for
+    /// anything else, control characters other than tab and line ends included (JSON would write
+    /// each as six bytes).
     private func content(_ bytes: [UInt8], type: String) -> [String: Any] {
         var content: [String: Any] = ["size": bytes.count, "mimeType": type]
         guard !bytes.isEmpty else {
             content["text"] = ""
             return content
         }
-        if let text = String(validating: bytes, as: UTF8.self) {
+        let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
+        if isText, let text = String(validating: bytes, as: UTF8.self) {
             content["text"] = Self.isJSON(type) ? redactJSON(text) : text
         } else {
             content["text"] = Data(bytes).base64EncodedString()

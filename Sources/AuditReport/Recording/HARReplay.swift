@@ -61,6 +61,8 @@ public final class HARReplay: Sendable {
     public let ignoredParameters: Set<String>
     private let redaction: Redaction
     private let queues: Locked<[String: Queue]>
+    /// The method and URL (as matched) of entries whose body was larger than the recording kept.
+    private let omitted: Set<String>
 
     private struct Queue {
         var responses: [Response]
@@ -89,6 +91,7 @@ public final class HARReplay: Sendable {
         }
         self.redaction = redaction
         var queues: [String: Queue] = [:]
+        var omitted: Set<String> = []
         var problems: [String] = []
         for (index, entry) in entries.enumerated() {
             let valid: ValidEntry
@@ -99,17 +102,22 @@ public final class HARReplay: Sendable {
                 problems.append("entry \(index + 1): error: \(error.message)")
                 continue
             }
+            let url = Self.withoutIgnored(valid.url, parameters)
+            if (valid.response["content"] as? [String: Any])?["_bodyOmitted"] as? Bool == true {
+                omitted.insert(valid.method.uppercased() + " " + url)
+                continue
+            }
             let postData = valid.request["postData"] as? [String: Any]
             let digest =
                 valid.request["_bodySHA256"] as? String
                 ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
-            let key = Self.key(
-                method: valid.method.uppercased(), url: Self.withoutIgnored(valid.url, parameters), digest: digest)
+            let key = Self.key(method: valid.method.uppercased(), url: url, digest: digest)
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }
         guard problems.isEmpty else { throw .invalidEntries(path: path, problems: problems) }
         self.queues = Locked(queues)
+        self.omitted = omitted
     }
 
     private struct EntryProblem: Error {
@@ -157,7 +165,12 @@ public final class HARReplay: Sendable {
     /// What a miss says, for the request of `method` and `url`: no response of this recording
     /// matches it.
     public func missMessage(method: String, url: String) -> String {
-        "no recorded response matches \(method) \(url) in the recording \(path)"
+        let message = "no recorded response matches \(method) \(url) in the recording \(path)"
+        let canonical = (try? CanonicalURL(url))?.string ?? url
+        let matched =
+            method.uppercased() + " " + Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters)
+        guard omitted.contains(matched) else { return message }
+        return message + " (it holds that request without its response body, larger than the recording kept)"
     }
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.

@@ -42,6 +42,11 @@ public struct RecordedExchange: Sendable {
     /// The body's size as it came, before its content coding was undone; nil when it is the
     /// chunks' size.
     public var transferredBodyBytes: Int?
+    /// The size of a response body larger than the recording keeps (its pieces were dropped); nil
+    /// when the body is kept whole.
+    public var omittedBodyBytes: Int?
+    /// The bytes of the pieces appended so far.
+    private var appendedBodyBytes = 0
     /// Milliseconds from the request's start to the response head.
     public var waitMilliseconds: Double
 
@@ -61,5 +66,25 @@ public struct RecordedExchange: Sendable {
         self.responseHeaders = responseHeaders
         self.chunks = chunks
         self.waitMilliseconds = waitMilliseconds
+    }
+
+    /// Adds a piece of the response body that came `milliseconds` after the head, unless the body
+    /// has grown past `limit` bytes: then every piece is dropped and only the body's size is kept
+    /// (``omittedBodyBytes``), so that a recording never holds more than `limit` of a body.
+    public mutating func appendBody(_ bytes: [UInt8], at milliseconds: Double, keepingAtMost limit: Int) {
+        appendedBodyBytes += bytes.count
+        guard omittedBodyBytes == nil, appendedBodyBytes <= limit else {
+            omittedBodyBytes = appendedBodyBytes
+            chunks = []
+            return
+        }
+        if !bytes.isEmpty { chunks.append(Chunk(milliseconds: milliseconds, bytes: bytes)) }
+    }
+
+    /// Notes a response body of `bytes` that is not kept.
+    public mutating func omitBody(bytes: Int) {
+        appendedBodyBytes = bytes
+        omittedBodyBytes = bytes
+        chunks = []
     }
 }

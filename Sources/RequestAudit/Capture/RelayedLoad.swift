@@ -175,9 +175,10 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         let isRelayed = state.withLock { state -> Bool in
             guard state.refusedHop == nil, isStored || state.servedFromCache == nil else { return false }
             state.writer?.append(data)
-            if let start = state.responseStart, state.recorded != nil {
-                state.recorded?.chunks.append(
-                    .init(milliseconds: (ContinuousClock.now - start).milliseconds, bytes: [UInt8](data)))
+            if let start = state.responseStart, let recorder {
+                state.recorded?.appendBody(
+                    [UInt8](data), at: (ContinuousClock.now - start).milliseconds,
+                    keepingAtMost: recorder.maximumBodyBytes)
             }
             state.bodyBytes += data.count
             if !receivesChunks { state.body.append(data) }

@@ -87,7 +87,9 @@ extension RequestInfoProtocol {
             var exchange = RecordedExchange(request: request, body: request.httpBody)
             exchange.respond(
                 status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)
-            if !isNotModified, exchange.method != "HEAD" { exchange.chunks = stored.body.recordedChunks() }
+            if !isNotModified, exchange.method != "HEAD" {
+                stored.body.record(into: &exchange, keepingAtMost: recorder.maximumBodyBytes)
+            }
             recorder.add(exchange)
         }
         let headers = stored.servedHeaders.joinedFields

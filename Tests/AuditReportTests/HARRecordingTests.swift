@@ -1,0 +1,82 @@
+import AuditReport
+import Foundation
+import Testing
+
+/// What a HAR recording keeps of a response body: all of it up to the bound, its size alone past
+/// it; text as text, anything else as base64.
+@Suite struct HARRecordingTests {
+    static func exchange(url: String = "http://a.test/file") -> RecordedExchange {
+        RecordedExchange(
+            started: Date(timeIntervalSince1970: 1_800_000_000), method: "GET", url: url, requestHeaders: [],
+            requestBody: nil, status: 200, statusText: "OK",
+            responseHeaders: [.init(name: "Content-Type", value: "application/octet-stream")], chunks: [],
+            waitMilliseconds: 0)
+    }
+
+    static func entries(_ path: String) throws -> [[String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        let log = (object as? [String: Any])?["log"] as? [String: Any]
+        return log?["entries"] as? [[String: Any]] ?? []
+    }
+
+    @Test("pieces are kept up to the bound; past it every piece is dropped and only the size counted")
+    func bound() {
+        var exchange = Self.exchange()
+        exchange.appendBody([1, 2, 3], at: 0, keepingAtMost: 5)
+        exchange.appendBody([4, 5], at: 10, keepingAtMost: 5)
+        #expect(exchange.chunks.map(\.bytes) == [[1, 2, 3], [4, 5]])
+        #expect(exchange.omittedBodyBytes == nil)
+        exchange.appendBody([6], at: 20, keepingAtMost: 5)
+        exchange.appendBody([7, 8], at: 30, keepingAtMost: 5)
+        #expect(exchange.chunks.isEmpty)
+        #expect(exchange.omittedBodyBytes == 8)
+    }
+
+    @Test("a body larger than the recording keeps is written by its size alone, and a replay names it on a miss")
+    func omitted() throws {
+        let path = NSTemporaryDirectory() + "omitted-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path, maximumBodyBytes: 4)
+        var big = Self.exchange(url: "http://a.test/big")
+        for _ in 0..<3 { big.appendBody([0x61, 0x62], at: 0, keepingAtMost: recorder.maximumBodyBytes) }
+        var small = Self.exchange(url: "http://a.test/small")
+        small.appendBody(Array("ok".utf8), at: 0, keepingAtMost: recorder.maximumBodyBytes)
+        recorder.add(big)
+        recorder.add(small)
+        let entries = try Self.entries(path)
+        let response = try #require(entries.first?["response"] as? [String: Any])
+        let content = try #require(response["content"] as? [String: Any])
+        #expect(response["bodySize"] as? Int == 6)
+        #expect(content["size"] as? Int == 6)
+        #expect(content["text"] as? String == "")
+        #expect(content["_bodyOmitted"] as? Bool == true)
+        let replay = try HARReplay(path: path)
+        #expect(replay.count == 1)
+        #expect(replay.response(method: "GET", url: "http://a.test/big", body: nil) == nil)
+        #expect(
+            replay.missMessage(method: "GET", url: "http://a.test/big")
+                == "no recorded response matches GET http://a.test/big in the recording \(path) (it holds that "
+                + "request without its response body, larger than the recording kept)")
+        #expect(
+            replay.missMessage(method: "GET", url: "http://a.test/other")
+                == "no recorded response matches GET http://a.test/other in the recording \(path)")
+        #expect(replay.response(method: "GET", url: "http://a.test/small", body: nil)?.body == Array("ok".utf8))
+    }
+
+    @Test(
+        "a body is written as text when it is UTF-8 without control characters, else as base64",
+        arguments: [
+            ([UInt8]("line one\n\tline two\r\n".utf8), false), ([0, 0, 0, 0], true), ([0x1B, 0x5B, 0x30, 0x6D], true),
+            ([0xFF, 0xFE], true), ([UInt8]("caf\u{E9}".utf8), false),
+        ])
+    func textOrBase64(_ body: [UInt8], isBase64: Bool) throws {
+        let path = NSTemporaryDirectory() + "text-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path)
+        var exchange = Self.exchange()
+        exchange.appendBody(body, at: 0, keepingAtMost: recorder.maximumBodyBytes)
+        recorder.add(exchange)
+        let response = try #require(try Self.entries(path).first?["response"] as? [String: Any])
+        let content = try #require(response["content"] as? [String: Any])
+        #expect((content["encoding"] as? String == "base64") == isBase64)
+        #expect(try HARReplay(path: path).response(method: "GET", url: "http://a.test/file", body: nil)?.body == body)
+    }
+}
