@@ -14,7 +14,7 @@ struct RecordingOptions: ParsableArguments {
     @Option(
         name: .customLong("record-max-body"),
         help: "The largest response body a recording keeps (default 64M); a larger one is noted by its size alone.",
-        transform: { try CacheOptions.byteCount($0, option: "--record-max-body") })
+        transform: { try byteCount($0, option: "--record-max-body") })
     var recordMaximumBody = 64 << 20
 
     @Option(name: .customLong("replay"), help: "Answer the requests this HAR recording has responses for from it.")

@@ -148,122 +148,130 @@ final class ContentDecoder {
         return unsafe stream
     }
 
+    /// What a coder's step asks for next.
+    private enum Step {
+        /// Call it again: it has more input or output to give.
+        case again
+        /// It has used all the input.
+        case needsInput
+        /// Its stream ended.
+        case ended
+        /// The input is not valid for the coding.
+        case corrupt
+    }
+
+    /// Runs `step` over `input`, a buffer of output at a time, until it needs more input or its
+    /// stream ends, and collects what it produces; true once the stream ended. `step` gets the
+    /// input (the same each call: it keeps its own position) and an empty buffer, and says how
+    /// many bytes of the buffer it filled and what next.
+    private func drain(
+        _ input: [UInt8], coding: String,
+        _ step: (UnsafeBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) -> (produced: Int, next: Step)
+    ) throws(Failure) -> (output: [UInt8], ended: Bool) {
+        var output: [UInt8] = []
+        var outcome: Result<Bool, Failure> = .success(false)
+        var buffer = [UInt8](repeating: 0, count: Self.outputSize)
+        unsafe input.withUnsafeBufferPointer { input in
+            unsafe buffer.withUnsafeMutableBufferPointer { buffer in
+                while true {
+                    let (produced, next) = unsafe step(input, buffer)
+                    if let problem = count(produced) {
+                        outcome = .failure(problem)
+                        return
+                    }
+                    unsafe output.append(contentsOf: buffer[..<produced])
+                    switch next {
+                    case .again: continue
+                    case .needsInput: return
+                    case .ended: outcome = .success(true)
+                    case .corrupt: outcome = .failure(.corrupt(coding))
+                    }
+                    return
+                }
+            }
+        }
+        return (output, try outcome.get())
+    }
+
     /// Inflates `input` into new bytes; true once the stream (every gzip member) ended.
     private func inflate(_ input: [UInt8], stream: UnsafeMutablePointer<z_stream>, coding: String) throws(Failure)
         -> (output: [UInt8], ended: Bool)
     {
-        var output: [UInt8] = []
-        var ended = false
-        var failure: Failure?
-        var buffer = [UInt8](repeating: 0, count: Self.outputSize)
-        unsafe input.withUnsafeBufferPointer { input in
-            unsafe buffer.withUnsafeMutableBufferPointer { buffer in
+        var isStarted = false
+        return try unsafe drain(input, coding: coding) { input, buffer in
+            if !isStarted {
                 unsafe stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
                 unsafe stream.pointee.avail_in = UInt32(input.count)
-                while failure == nil {
-                    unsafe stream.pointee.next_out = buffer.baseAddress
-                    unsafe stream.pointee.avail_out = UInt32(buffer.count)
-                    let status = unsafe CZlib.inflate(stream, Z_NO_FLUSH)
-                    let produced = unsafe buffer.count - Int(stream.pointee.avail_out)
-                    if let problem = count(produced) {
-                        failure = problem
-                        break
-                    }
-                    unsafe output.append(contentsOf: buffer[..<produced])
-                    let remaining = unsafe stream.pointee.avail_in
-                    switch status {
-                    case Z_STREAM_END:
-                        // Another gzip member may follow; anything else after the end is ignored.
-                        let startsMember =
-                            unsafe remaining >= 2 && stream.pointee.next_in[0] == 0x1F
-                            && stream.pointee.next_in[1] == 0x8B
-                        guard startsMember, unsafe inflateReset(stream) == Z_OK else {
-                            ended = true
-                            return
-                        }
-                    case Z_OK:
-                        if remaining == 0 && produced < buffer.count { return }
-                    case Z_BUF_ERROR:
-                        return  // needs more input
-                    default:
-                        failure = .corrupt(coding)
-                    }
-                }
+                isStarted = true
+            }
+            unsafe stream.pointee.next_out = buffer.baseAddress
+            unsafe stream.pointee.avail_out = UInt32(buffer.count)
+            let status = unsafe CZlib.inflate(stream, Z_NO_FLUSH)
+            let produced = unsafe buffer.count - Int(stream.pointee.avail_out)
+            let remaining = unsafe stream.pointee.avail_in
+            switch status {
+            case Z_STREAM_END:
+                // Another gzip member may follow; anything else after the end is ignored.
+                let startsMember =
+                    unsafe remaining >= 2 && stream.pointee.next_in[0] == 0x1F
+                    && stream.pointee.next_in[1] == 0x8B
+                guard startsMember, unsafe inflateReset(stream) == Z_OK else { return (produced, .ended) }
+                return (produced, .again)
+            case Z_OK:
+                return (produced, remaining == 0 && produced < buffer.count ? .needsInput : .again)
+            case Z_BUF_ERROR:
+                return (produced, .needsInput)
+            default:
+                return (produced, .corrupt)
             }
         }
-        if let failure { throw failure }
-        return (output, ended)
     }
 
     /// Decodes `input` as brotli into new bytes; true once the stream ended.
     private func unbrotli(_ input: [UInt8], state: OpaquePointer) throws(Failure) -> (output: [UInt8], ended: Bool) {
-        var output: [UInt8] = []
-        var ended = false
-        var failure: Failure?
-        var buffer = [UInt8](repeating: 0, count: Self.outputSize)
-        unsafe input.withUnsafeBufferPointer { input in
-            unsafe buffer.withUnsafeMutableBufferPointer { buffer in
-                var availableIn = input.count
-                var nextIn = input.baseAddress
-                while failure == nil {
-                    var availableOut = buffer.count
-                    var nextOut = buffer.baseAddress
-                    let result = unsafe BrotliDecoderDecompressStream(
-                        state, &availableIn, &nextIn, &availableOut, &nextOut, nil)
-                    let produced = buffer.count - availableOut
-                    if let problem = count(produced) {
-                        failure = problem
-                        break
-                    }
-                    unsafe output.append(contentsOf: buffer[..<produced])
-                    switch result {
-                    case BROTLI_DECODER_RESULT_SUCCESS:
-                        ended = true
-                        return
-                    case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT:
-                        continue
-                    case BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT:
-                        return
-                    default:
-                        failure = .corrupt("br")
-                    }
-                }
+        var availableIn = 0
+        var nextIn: UnsafePointer<UInt8>?
+        var isStarted = false
+        return try unsafe drain(input, coding: "br") { input, buffer in
+            if !isStarted {
+                availableIn = input.count
+                unsafe nextIn = input.baseAddress
+                isStarted = true
+            }
+            var availableOut = buffer.count
+            var nextOut = buffer.baseAddress
+            let result = unsafe BrotliDecoderDecompressStream(
+                state, &availableIn, &nextIn, &availableOut, &nextOut, nil)
+            let produced = buffer.count - availableOut
+            switch result {
+            case BROTLI_DECODER_RESULT_SUCCESS: return (produced, .ended)
+            case BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: return (produced, .again)
+            case BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT: return (produced, .needsInput)
+            default: return (produced, .corrupt)
             }
         }
-        if let failure { throw failure }
-        return (output, ended)
     }
 
     /// Decodes `input` as zstd into new bytes; true when a frame ended with the input (another
     /// frame may still follow).
     private func unzstd(_ input: [UInt8], stream: OpaquePointer) throws(Failure) -> (output: [UInt8], ended: Bool) {
-        var output: [UInt8] = []
-        var ended = false
-        var failure: Failure?
-        var buffer = [UInt8](repeating: 0, count: Self.outputSize)
-        unsafe input.withUnsafeBytes { input in
-            unsafe buffer.withUnsafeMutableBytes { buffer in
-                var source = unsafe ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
-                while failure == nil {
-                    var target = unsafe ZSTD_outBuffer(dst: buffer.baseAddress, size: buffer.count, pos: 0)
-                    let hint = unsafe ZSTD_decompressStream(stream, &target, &source)
-                    if ZSTD_isError(hint) != 0 {
-                        failure = .corrupt("zstd")
-                        break
-                    }
-                    if let problem = unsafe count(target.pos) {
-                        failure = problem
-                        break
-                    }
-                    unsafe output.append(contentsOf: buffer[..<target.pos])
-                    // 0: a frame ended and was flushed whole.
-                    ended = hint == 0
-                    if unsafe source.pos == source.size && target.pos < target.size { return }
-                }
+        var source = unsafe ZSTD_inBuffer(src: nil, size: 0, pos: 0)
+        var isStarted = false
+        var hasFrameEnded = false
+        let (output, _) = try unsafe drain(input, coding: "zstd") { input, buffer in
+            if !isStarted {
+                unsafe source = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+                isStarted = true
             }
+            var target = unsafe ZSTD_outBuffer(dst: buffer.baseAddress, size: buffer.count, pos: 0)
+            let hint = unsafe ZSTD_decompressStream(stream, &target, &source)
+            guard ZSTD_isError(hint) == 0 else { return (0, .corrupt) }
+            // 0: a frame ended and was flushed whole.
+            hasFrameEnded = hint == 0
+            let isDrained = unsafe source.pos == source.size && target.pos < target.size
+            return unsafe (target.pos, isDrained ? .needsInput : .again)
         }
-        if let failure { throw failure }
-        return (output, ended)
+        return (output, hasFrameEnded)
     }
 
     /// Counts `produced` more bytes; the failure when they pass the bound.

@@ -166,19 +166,13 @@ public final class HARReplay: Sendable {
     /// matches it.
     public func missMessage(method: String, url: String) -> String {
         let message = "no recorded response matches \(method) \(url) in the recording \(path)"
-        let canonical = (try? CanonicalURL(url))?.string ?? url
-        let matched =
-            method.uppercased() + " " + Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters)
-        guard omitted.contains(matched) else { return message }
+        guard omitted.contains(method.uppercased() + " " + matchedURL(url)) else { return message }
         return message + " (it holds that request without its response body, larger than the recording kept)"
     }
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
     public func response(method: String, url: String, body: [UInt8]?) -> Response? {
-        let canonical = (try? CanonicalURL(url))?.string ?? url
-        let key = Self.key(
-            method: method.uppercased(), url: Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters),
-            digest: Self.digest(body))
+        let key = Self.key(method: method.uppercased(), url: matchedURL(url), digest: Self.digest(body))
         return queues.withLock { queues in
             guard var queue = queues[key] else { return nil }
             let response = queue.responses[min(queue.next, queue.responses.count - 1)]
@@ -186,6 +180,13 @@ public final class HARReplay: Sendable {
             queues[key] = queue
             return response
         }
+    }
+
+    /// `url` as the recording keeps it for matching: canonical, redacted with its fingerprint key,
+    /// without the ignored query parameters.
+    private func matchedURL(_ url: String) -> String {
+        let canonical = (try? CanonicalURL(url))?.string ?? url
+        return Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters)
     }
 
     static func key(method: String, url: String, digest: String) -> String { "\(method) \(url) \(digest)" }
