@@ -295,6 +295,29 @@ extension InterceptionTests {
             #expect(records.first?.outcome.redirects.count == 2)
         }
 
+        @Test(
+            "a recorded redirect to what the policy now blocks is refused under replay, as it is live",
+            arguments: CallerStyle.allCases)
+        func blockedHop(_ style: CallerStyle) async throws {
+            let har = Self.newRecordingPath()
+            let request = URLRequest(url: HTTPBin.url(.redirect(count: 2)))
+            let recording = try Self.session(.record(har))
+            _ = await style.run(request, on: recording.session)
+            _ = try await recording.finish()
+            let blocking = "[block]\nhop /relative-redirect/\n[record]\nall .\n"
+            let live = try AuditedSession(rules: blocking)
+            let refusedLive = await style.run(request, on: live.session)
+            let liveRecords = try await live.finish()
+            let replaying = try AuditedSession(rules: blocking) { $0.recording = .replay(har, onMiss: .fail) }
+            let refused = await style.run(request, on: replaying.session)
+            let records = try await replaying.finish()
+            #expect(refusedLive.errorCode != nil)
+            #expect(refused.errorCode == refusedLive.errorCode)
+            #expect(refused.status == nil)
+            #expect(records.map(\.outcome.kind) == liveRecords.map(\.outcome.kind))
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
         @Test("a download task under replay with onMiss .fail fails with a recording error and is not sent")
         func downloadUnderReplay() async throws {
             let har = Self.newRecordingPath()

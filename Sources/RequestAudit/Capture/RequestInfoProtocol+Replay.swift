@@ -24,7 +24,8 @@ extension RequestInfoProtocol {
     /// completes one only for its own protocol) cannot be answered from a recording: under `.fail`
     /// it fails with ``RequestAuditError/recording(_:)`` rather than reach the network.
     func answerFromRecording(
-        _ replay: AppReplay, body: Data?, delivery: CallerSession.Behaviour?, audited: AuditedRequest
+        _ replay: AppReplay, body: Data?, delivery: CallerSession.Behaviour?, audited: AuditedRequest,
+        checkingHops hopVerdict: (URLRequest) -> RequestAuditError?
     ) -> Bool {
         guard let url = request.url?.absoluteString else { return false }
         let method = request.httpMethod?.uppercased() ?? "GET"
@@ -37,8 +38,12 @@ extension RequestInfoProtocol {
             return true
         }
         let this = Reference(self)
-        let (found, followed, missed) = Self.follow(
-            replay.recording, method: method, url: url, body: body.map { [UInt8]($0) })
+        let (found, followed, missed, refusal) = Self.follow(
+            replay.recording, method: method, url: url, body: body.map { [UInt8]($0) }, checkingHops: hopVerdict)
+        if let refusal {
+            refuse(refusal, audited)
+            return true
+        }
         if let recorded = found {
             let response = HandlerResponse(
                 status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
@@ -55,11 +60,15 @@ extension RequestInfoProtocol {
 
     /// The recorded response to `method` `url` with `body`, its recorded redirects followed as
     /// Foundation follows them (at most 20; a 303, or a 301 or 302 to a POST, goes on as a GET
-    /// without a body); the URLs followed; and the request that was not in the recording, if one
-    /// was not.
+    /// without a body), each hop checked by `hopVerdict` as a live redirect is; the URLs followed;
+    /// the request that was not in the recording, if one was not; and the refusal of a hop the
+    /// policy blocks, if one does.
     private static func follow(
-        _ recording: HARReplay, method: String, url: String, body: [UInt8]?
-    ) -> (HARReplay.Response?, followed: [URL], missed: (method: String, url: String)) {
+        _ recording: HARReplay, method: String, url: String, body: [UInt8]?,
+        checkingHops hopVerdict: (URLRequest) -> RequestAuditError?
+    ) -> (
+        HARReplay.Response?, followed: [URL], missed: (method: String, url: String), refusal: RequestAuditError?
+    ) {
         var (method, url, body) = (method, url, body)
         var followed: [URL] = []
         while let response = recording.response(method: method, url: url, body: body) {
@@ -67,14 +76,17 @@ extension RequestInfoProtocol {
                 let location = response.headers.first(where: { $0.name.lowercased() == "location" })?.value,
                 let next = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
                 next.scheme == "http" || next.scheme == "https"
-            else { return (response, followed, (method, url)) }
+            else { return (response, followed, (method, url), nil) }
             if response.status == 303 || (response.status <= 302 && method == "POST") {
                 (method, body) = (method == "HEAD" ? "HEAD" : "GET", nil)
             }
+            var hop = URLRequest(url: next)
+            hop.httpMethod = method
+            if let refusal = hopVerdict(hop) { return (nil, followed, (method, url), refusal) }
             url = next.absoluteString
             followed.append(next)
         }
-        return (nil, followed, (method, url))
+        return (nil, followed, (method, url), nil)
     }
 
     /// `request` and its body, for a recording: an upload task's body (the task keeps it), or a

@@ -261,7 +261,9 @@ public final class RequestInfoProtocol: URLProtocol {
         case .relay(let behaviour):
             let (outgoing, body) = withRecordableBody(request, auditor)
             if let replay = auditor.replay,
-                answerFromRecording(replay, body: body, delivery: behaviour, audited: audited)
+                answerFromRecording(
+                    replay, body: body, delivery: behaviour, audited: audited,
+                    checkingHops: auditor.hopVerdict(audited.decision.policy))
             {
                 return
             }
@@ -278,7 +280,9 @@ public final class RequestInfoProtocol: URLProtocol {
         case .system:
             // A download, or an upload streamed from its delegate: a recording cannot see it whole.
             if let replay = auditor.replay,
-                answerFromRecording(replay, body: request.httpBody, delivery: delivery, audited: audited)
+                answerFromRecording(
+                    replay, body: request.httpBody, delivery: delivery, audited: audited,
+                    checkingHops: auditor.hopVerdict(audited.decision.policy))
             {
                 return
             }
