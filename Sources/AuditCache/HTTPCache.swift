@@ -166,14 +166,18 @@ public final class HTTPCache: Sendable {
     /// however stale; with one: at most that many seconds past its freshness), within its own
     /// `max-age`, and the stored response does not forbid serving it stale.
     private func acceptsStale(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
-        guard let value = request.control.directives["max-stale"], !request.asksForValidation,
-            !freshness.forbidsServingStale(stored.head.cacheControl)
+        guard let value = request.control.directives["max-stale"], let staleness = staleness(stored, for: request)
         else { return false }
         if let limit = request.control.seconds("max-age"), stored.exactAge > Double(limit) { return false }
-        let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
         guard !value.isEmpty else { return true }
-        guard let margin = request.control.seconds("max-stale") else { return false }
-        return stored.exactAge < lifetime + Double(margin)
+        return request.control.seconds("max-stale").map { staleness < Double($0) } ?? false
+    }
+
+    /// How many seconds `stored` is past its freshness, when it may be served stale to `request` at
+    /// all: neither asks for validation first, and the response does not forbid it.
+    private func staleness(_ stored: StoredResponse, for request: CacheRequest) -> Double? {
+        guard !request.asksForValidation, !freshness.forbidsServingStale(stored.head.cacheControl) else { return nil }
+        return stored.exactAge - freshness.lifetime(of: stored.head, settings: request.settings)
     }
 
     /// Claims the fill of `key` for the caller: true when no other request is filling it; otherwise
@@ -193,12 +197,10 @@ public final class HTTPCache: Sendable {
     /// (`stale-while-revalidate`, RFC 5861 §3): within that many seconds past its freshness, unless
     /// it or the request asks to be validated first.
     private func servesWhileRevalidating(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
-        let control = stored.head.cacheControl
-        guard let window = control.seconds("stale-while-revalidate"), !request.asksForValidation,
-            !freshness.forbidsServingStale(control), request.control.seconds("max-age") == nil
+        guard let window = stored.head.cacheControl.seconds("stale-while-revalidate"),
+            request.control.seconds("max-age") == nil, let staleness = staleness(stored, for: request)
         else { return false }
-        let lifetime = freshness.lifetime(of: stored.head, settings: request.settings)
-        return stored.exactAge < lifetime + Double(window)
+        return staleness < Double(window)
     }
 
     /// Ends the fill of `key`: the requests that waited look up again (when something was stored)

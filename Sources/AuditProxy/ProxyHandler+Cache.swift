@@ -89,11 +89,9 @@ extension ProxyHandler {
         case .send(let fill):
             cacheExchange = CacheExchange(fill: fill)
             sending.send(fill.conditionalHeaders)
-        case .staleWhileRevalidating(let stored, let fill):
+        case .staleWhileRevalidating(let stored, _), .stale(let stored):
             serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
-            if let fill { sending.revalidate(fill) }
-        case .stale(let stored):
-            serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+            if case .staleWhileRevalidating(_, let fill?) = lookup { sending.revalidate(fill) }
         case .unsatisfiable:
             let message = CacheLookup.unsatisfiableMessage(method: request.method, url: request.url)
             answerWithoutUpstream(

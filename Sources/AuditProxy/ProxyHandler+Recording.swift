@@ -68,7 +68,7 @@ extension ProxyHandler {
         /// named, when the coding is unknown, the bytes do not decode, or they decode to more than
         /// the recording keeps of a body.
         var decodedExchange: RecordedExchange {
-            let encoding = exchange.responseHeaders.filter { $0.name.lowercased() == "content-encoding" }
+            let encoding = exchange.responseHeaders.filter { $0.name.equalsIgnoringASCIICase("content-encoding") }
                 .map(\.value).joined(separator: ",")
             let codings = ContentDecoder.codings(encoding)
             guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }

@@ -269,15 +269,24 @@ extension InterceptionTests {
             #expect(recorded.allSatisfy { ($0.body?.count ?? 0) > 0 })
         }
 
-        @Test(
-            "a redirect is recorded hop by hop and replayed to the last response, with its URL, as Foundation follows it",
-            arguments: CallerStyle.allCases)
-        func redirects(_ style: CallerStyle) async throws {
+        /// A new recording of httpbin's two redirects, followed in `style`: its path, the request,
+        /// and what the caller got.
+        static func recordedRedirects(_ style: CallerStyle) async throws -> (
+            har: String, request: URLRequest, recorded: Exchange
+        ) {
             let har = Self.newRecordingPath()
             let request = URLRequest(url: HTTPBin.url(.redirect(count: 2)))
             let recording = try Self.session(.record(har))
             let recorded = await style.run(request, on: recording.session)
             _ = try await recording.finish()
+            return (har, request, recorded)
+        }
+
+        @Test(
+            "a redirect is recorded hop by hop and replayed to the last response, with its URL, as Foundation follows it",
+            arguments: CallerStyle.allCases)
+        func redirects(_ style: CallerStyle) async throws {
+            let (har, request, recorded) = try await Self.recordedRedirects(style)
             let replaying = try Self.session(.replay(har, onMiss: .fail))
             let replayed = await style.run(request, on: replaying.session)
             let records = try await replaying.finish()
@@ -299,11 +308,7 @@ extension InterceptionTests {
             "a recorded redirect to what the policy now blocks is refused under replay, as it is live",
             arguments: CallerStyle.allCases)
         func blockedHop(_ style: CallerStyle) async throws {
-            let har = Self.newRecordingPath()
-            let request = URLRequest(url: HTTPBin.url(.redirect(count: 2)))
-            let recording = try Self.session(.record(har))
-            _ = await style.run(request, on: recording.session)
-            _ = try await recording.finish()
+            let (har, request, _) = try await Self.recordedRedirects(style)
             let blocking = "[block]\nhop /relative-redirect/\n[record]\nall .\n"
             let live = try AuditedSession(rules: blocking)
             let refusedLive = await style.run(request, on: live.session)

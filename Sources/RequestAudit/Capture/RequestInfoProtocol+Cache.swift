@@ -48,18 +48,14 @@ extension RequestInfoProtocol {
                     isNotModified: stored.isNotModified(for: lookup))
             case .send(let fill):
                 send(Self.adding(fill.conditionalHeaders, to: request), .filling(fill))
-            case .staleWhileRevalidating(let stored, let fill):
+            case .staleWhileRevalidating(let stored, _), .stale(let stored):
                 this.value.serveStored(
                     stored, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder,
                     isNotModified: stored.isNotModified(for: lookup))
-                guard let fill else { return }
+                guard case .staleWhileRevalidating(_, let fill?) = found else { return }
                 var revalidation = Self.adding(fill.conditionalHeaders, to: request)
                 revalidation.httpMethod = "GET"
                 BackgroundRevalidation.start(revalidation, fill: fill, on: forwarder)
-            case .stale(let stored):
-                this.value.serveStored(
-                    stored, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder,
-                    isNotModified: stored.isNotModified(for: lookup))
             case .unsatisfiable:
                 let problem = Denial.problem(
                     "not-cached", CacheLookup.unsatisfiableMessage(method: lookup.method, url: lookup.url))
