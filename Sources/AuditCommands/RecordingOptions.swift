@@ -13,7 +13,10 @@ struct RecordingOptions: ParsableArguments {
 
     @Option(
         name: .customLong("record-max-body"),
-        help: "The largest response body a recording keeps (default 64M); a larger one is noted by its size alone.",
+        help: """
+            The largest body a recording keeps (default 64M); a larger one is noted by its size (a request's \
+            with its digest).
+            """,
         transform: { try byteCount($0, option: "--record-max-body") })
     var recordMaximumBody = 64 << 20
 

@@ -45,9 +45,9 @@ public struct PipelineConfiguration: Sendable {
     /// (`.record`), or the responses of one answering the requests they match (`.replay`); see
     /// docs/recordings.md.
     public var recording: RecordingMode?
-    /// The largest response body a recording keeps (64 MiB); a larger one is written by its size
+    /// The largest body a recording keeps (64 MiB). A larger response body is written by its size
     /// alone, so that recording a big download never holds it in memory, and is a miss when
-    /// replayed.
+    /// replayed; a larger request body by its size and digest, on which a replay still matches.
     public var recordingMaximumBodyBytes = 64 << 20
     /// Where an app's `cache` rules keep responses (`Auditor` opens it; created when missing); nil:
     /// cache rules keep nothing in the app. The cache is private to the app: it stores

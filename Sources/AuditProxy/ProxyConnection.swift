@@ -397,12 +397,13 @@ struct ProxyConnection {
         }
     }
 
-    /// Whether to read from the client now: not while connecting upstream or opening a tunnel, nor
-    /// while the server connection cannot take more (`isUpstreamWritable`); the read is then held
-    /// back until ``resumeReading(isUpstreamWritable:)``.
+    /// Whether to read from the client now: not while connecting upstream (unless the request is
+    /// read to its end to be handed over, ``handsOverRequestEnd``) or opening a tunnel, nor while
+    /// the server connection cannot take more (`isUpstreamWritable`); the read is then held back
+    /// until ``resumeReading(isUpstreamWritable:)``.
     mutating func shouldRead(isUpstreamWritable: Bool) -> Bool {
         switch phase {
-        case .connecting, .openingTunnel:
+        case .connecting where !handsOverRequestEnd, .openingTunnel:
             isReadHeld = true
             return false
         case .forwarding where !isUpstreamWritable:
@@ -417,7 +418,7 @@ struct ProxyConnection {
     mutating func resumeReading(isUpstreamWritable: Bool) -> Bool {
         guard isReadHeld else { return false }
         switch phase {
-        case .connecting, .openingTunnel: return false
+        case .connecting where !handsOverRequestEnd, .openingTunnel: return false
         case .forwarding where !isUpstreamWritable: return false
         default:
             isReadHeld = false

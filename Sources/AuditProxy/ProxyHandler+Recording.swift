@@ -17,25 +17,33 @@ extension ProxyHandler {
         var exchange: RecordedExchange
         let start = ContinuousClock.now
         var responseStart: ContinuousClock.Instant?
+        /// Whether the server's response has ended (the request may still be under way).
+        var isResponseEnded = false
+        /// Whether the client's request has ended.
+        var isRequestEnded = false
+        /// Whether the request's head announces a body (a length above 0, or a transfer coding).
+        let announcesBody: Bool
 
-        /// The largest request body a recording keeps.
-        static let maximumRequestBody = 16 << 20
-        /// The largest response body the recording keeps (``HARRecorder/maximumBodyBytes``).
+        /// The largest body the recording keeps (``HARRecorder/maximumBodyBytes``).
         let maximumBody: Int
 
         init(head: HTTPRequestHead, url: String, maximumBody: Int) {
             self.maximumBody = maximumBody
+            announcesBody =
+                head.headers.contains(name: "transfer-encoding")
+                || head.headers["content-length"].contains { Int($0).map { $0 > 0 } ?? true }
             exchange = RecordedExchange(
                 started: Date(), method: head.method.rawValue, url: (try? CanonicalURL(url))?.string ?? url,
                 requestHeaders: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) },
                 requestBody: nil, status: 0, statusText: "", responseHeaders: [], chunks: [], waitMilliseconds: 0)
         }
 
-        mutating func requestBody(_ buffer: ByteBuffer) {
-            var body = exchange.requestBody ?? []
-            guard body.count + buffer.readableBytes <= Self.maximumRequestBody else { return }
-            body += buffer.readableBytesView
-            exchange.requestBody = body
+        mutating func request(_ part: HTTPServerRequestPart) {
+            switch part {
+            case .head: break
+            case .body(let buffer): exchange.appendRequestBody(buffer.readableBytesView, keepingAtMost: maximumBody)
+            case .end: isRequestEnded = true
+            }
         }
 
         mutating func response(_ part: HTTPClientResponsePart) {
@@ -53,7 +61,7 @@ extension ProxyHandler {
                 let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
                 exchange.appendBody(Array(buffer.readableBytesView), at: offset, keepingAtMost: maximumBody)
             case .end:
-                break
+                isResponseEnded = true
             }
         }
 
@@ -101,6 +109,9 @@ extension ProxyHandler {
     func finishRecording() {
         guard let recording, let recorder = configuration.recorder else { return }
         self.recording = nil
-        if recording.exchange.status > 0 { recorder.add(recording.decodedExchange) }
+        guard recording.exchange.status > 0 else { return }
+        var exchange = recording.decodedExchange
+        exchange.isRequestBodyIncomplete = !recording.isRequestEnded && recording.announcesBody
+        recorder.add(exchange)
     }
 }

@@ -18,13 +18,14 @@ extension ProxyHandler {
         let send: () -> Void
     }
 
-    /// Holds the exchange for the replay (the proxy replays): it waits as if connecting until its
-    /// body has come, then is matched (``matchRecording(_:parts:)``).
+    /// Holds the exchange for the replay (the proxy replays): it waits as if connecting, reading
+    /// on until its body has come, then is matched (``matchRecording(_:parts:)``).
     func awaitReplay(_ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void) {
         _ = connection.forward(exchange, onKeptUpstream: false)
         connection.handsOverRequestEnd = true
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send)
+        resumeClientReads()
     }
 
     /// The request of `id` has ended with `parts`: answers it from the recording, or as a miss.

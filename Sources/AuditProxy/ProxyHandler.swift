@@ -160,7 +160,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             return
         }
-        if case .body(let buffer) = part { recording?.requestBody(buffer) }
+        recording?.request(part)
         perform(connection.requestPart(part), context: context)
     }
 
@@ -178,6 +178,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // The client may have sent more before reading the answer: its output is closed first.
             follow(next, closesGracefully: true)
         case .exchangeEnded(let next):
+            finishRecording()
             follow(next)
         case .requestEnded(let id, let parts):
             matchRecording(id, parts: parts)
@@ -208,6 +209,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if recording?.isResponseEnded == true { finishRecording() }
         if let exchange = connection.clientClosed() {
             finish(exchange, kind: .cancelled, error: "the client closed the connection")
         }
@@ -478,7 +480,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 invalidation.cache.invalidate(url: invalidation.url)
             }
             invalidation = nil
-            finishRecording()
+            // A request still under way is recorded whole, when it ends (`.exchangeEnded`).
+            if exchange.isRequestEnded { finishRecording() }
             finish(exchange, kind: cacheExchange?.kind ?? .response)
             if closesUpstream {
                 upstream.channel.close(promise: nil)

@@ -12,9 +12,9 @@ import Testing
     static let rules = "[record]\nall .\n"
 
     /// Records what `session` does through a recording proxy; returns the recording's path.
-    static func record(_ session: (String) throws -> Void) async throws -> String {
+    static func record(keepingAtMost limit: Int = 64 << 20, _ session: (String) throws -> Void) async throws -> String {
         let path = NSTemporaryDirectory() + "replay-\(UUID().uuidString).har"
-        let recorder = try HARRecorder(path: path)
+        let recorder = try HARRecorder(path: path, maximumBodyBytes: limit)
         let proxy = try await RunningProxy(rules: rules) { $0.recorder = recorder }
         try session(proxy.address)
         _ = try await proxy.finish()
@@ -210,5 +210,91 @@ import Testing
         _ = try await proxy.finish()
         #expect(same.output == "200")
         #expect(other.output == "504")
+    }
+
+    @Test("an upload larger than the recording keeps is recorded by its size and digest, and its replay matches on it")
+    func largeUpload() async throws {
+        let url = try Servers.variable("RAW_URL") + "/read-body"
+        let upload = NSTemporaryDirectory() + "upload-\(UUID().uuidString).bin"
+        let other = upload + ".other"
+        var bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        try Data(bytes).write(to: URL(fileURLWithPath: upload))
+        bytes[150_000] &+= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: other))
+        let post = { (proxy: String, file: String) in
+            try runClient(
+                "curl",
+                [
+                    "-sS", "--max-time", "20", "-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "--data-binary",
+                    "@" + file, url,
+                ]
+            ).output
+        }
+        var recorded = ""
+        let har = try await Self.record(keepingAtMost: 64 << 10) { recorded = try post($0, upload) }
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
+        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
+        let request = try #require(entries?.first?["request"] as? [String: Any])
+        let digest = try runClient("sha256sum", [upload]).output.prefix(64)
+        #expect(request["bodySize"] as? Int == 300_000)
+        #expect(request["_bodySHA256"] as? String == String(digest))
+        #expect((request["postData"] as? [String: Any])?["_bodyOmitted"] as? Bool == true)
+        let proxy = try await Self.replaying(har)
+        let (same, changed) = (try post(proxy.address, upload), try post(proxy.address, other))
+        let records = try await proxy.finish()
+        #expect(recorded == "200")
+        #expect(same == "200")
+        #expect(changed == "504")
+        #expect(records.map(\.outcome.kind) == [.replayed, .failure])
+    }
+
+    @Test(
+        "a server that answers before the upload ends: the whole body is kept, or, cut short by the client, any body matches"
+    )
+    func earlyAnswer() async throws {
+        let url = try Servers.variable("RAW_URL") + "/ok"
+        let upload = NSTemporaryDirectory() + "early-\(UUID().uuidString).bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: upload))
+        // Python's requests sends the whole body before it reads the answer; the socket client
+        // sends the head and 1,000 of the 300,000 bytes it announces, reads the answer and leaves.
+        let sendsOn = """
+            import requests, sys
+            answer = requests.post(sys.argv[1], data=open(sys.argv[2], "rb").read(), proxies={"http": sys.argv[3]})
+            print(answer.text, end="")
+            """
+        let stops = """
+            import socket, sys, urllib.parse
+            proxy = urllib.parse.urlsplit(sys.argv[3])
+            client = socket.create_connection((proxy.hostname, proxy.port))
+            client.sendall(b"POST " + sys.argv[1].encode() + b" HTTP/1.1\\r\\nHost: "
+                + urllib.parse.urlsplit(sys.argv[1]).netloc.encode() + b"\\r\\nContent-Length: 300000\\r\\n\\r\\n"
+                + open(sys.argv[2], "rb").read(1000))
+            answer = b""
+            while not answer.endswith(b"ok"):
+                answer += client.recv(4096)
+            client.close()
+            print(answer.split(b"\\r\\n\\r\\n", 1)[1].decode(), end="")
+            """
+        var answers: [String] = []
+        let har = try await Self.record(keepingAtMost: 64 << 10) { proxy in
+            for client in [sendsOn, stops] {
+                answers.append(try runClient("python3", ["-c", client, url, upload, proxy]).output)
+            }
+        }
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
+        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
+        let requests = (entries ?? []).compactMap { $0["request"] as? [String: Any] }
+        #expect(answers == ["ok", "ok"])
+        #expect(requests.map { $0["bodySize"] as? Int } == [300_000, 1_000])
+        #expect(requests.map { $0["_bodyIncomplete"] as? Bool } == [nil, true])
+        #expect(
+            requests.first?["_bodySHA256"] as? String == String(try runClient("sha256sum", [upload]).output.prefix(64)))
+        let proxy = try await Self.replaying(har)
+        let replayed = try ["@" + upload, "another body"].map { data in
+            try runClient("curl", ["-sS", "--max-time", "20", "-x", proxy.address, "--data-binary", data, url]).output
+        }
+        let records = try await proxy.finish()
+        #expect(replayed == ["ok", "ok"])
+        #expect(records.map(\.outcome.kind) == [.replayed, .replayed])
     }
 }

@@ -2,7 +2,7 @@ import AuditReport
 import Foundation
 import Testing
 
-/// What a HAR recording keeps of a response body: all of it up to the bound, its size alone past
+/// What a HAR recording keeps of a body: all of it up to the bound, its size alone past
 /// it; text as text, anything else as base64.
 @Suite struct HARRecordingTests {
     static func exchange(url: String = "http://a.test/file") -> RecordedExchange {
@@ -60,6 +60,67 @@ import Testing
             replay.missMessage(method: "GET", url: "http://a.test/other")
                 == "no recorded response matches GET http://a.test/other in the recording \(path)")
         #expect(replay.response(method: "GET", url: "http://a.test/small", body: nil)?.body == Array("ok".utf8))
+    }
+
+    @Test("a request body is kept up to the bound; past it only its size and the whole body's SHA-256")
+    func requestBodyBound() {
+        var exchange = Self.exchange()
+        exchange.appendRequestBody([1, 2, 3], keepingAtMost: 5)
+        exchange.appendRequestBody([4, 5], keepingAtMost: 5)
+        #expect(exchange.requestBody == [1, 2, 3, 4, 5])
+        #expect(exchange.omittedRequestBody == nil)
+        exchange.appendRequestBody([6], keepingAtMost: 5)
+        exchange.appendRequestBody([7, 8], keepingAtMost: 5)
+        #expect(exchange.requestBody == nil)
+        #expect(exchange.requestBodyBytes == 8)
+        #expect(exchange.omittedRequestBody?.bytes == 8)
+        #expect(exchange.omittedRequestBody?.sha256 == SHA256.hash([1, 2, 3, 4, 5, 6, 7, 8]))
+    }
+
+    @Test("a request body larger than the recording keeps is written by its size and digest, and still matches")
+    func omittedRequestBody() throws {
+        let path = NSTemporaryDirectory() + "omitted-request-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path, maximumBodyBytes: 4)
+        var upload = Self.exchange(url: "http://a.test/upload")
+        upload.method = "PUT"
+        for piece in ["abc", "def", "g"] {
+            upload.appendRequestBody(Array(piece.utf8), keepingAtMost: recorder.maximumBodyBytes)
+        }
+        upload.appendBody(Array("ok".utf8), at: 0, keepingAtMost: recorder.maximumBodyBytes)
+        recorder.add(upload)
+        let request = try #require(try Self.entries(path).first?["request"] as? [String: Any])
+        let postData = try #require(request["postData"] as? [String: Any])
+        #expect(request["bodySize"] as? Int == 7)
+        #expect(
+            request["_bodySHA256"] as? String
+                == SHA256.hash(Array("abcdefg".utf8)).map { String(format: "%02x", $0) }.joined())
+        #expect(postData["_bodyOmitted"] as? Bool == true)
+        #expect(postData["text"] as? String == "")
+        let replay = try HARReplay(path: path)
+        let url = "http://a.test/upload"
+        #expect(replay.response(method: "PUT", url: url, body: Array("abcdefg".utf8))?.body == Array("ok".utf8))
+        #expect(replay.response(method: "PUT", url: url, body: Array("abcdefh".utf8)) == nil)
+    }
+
+    @Test("a request whose client stopped sending its body matches any body, after one that matches exactly")
+    func incompleteRequestBody() throws {
+        let path = NSTemporaryDirectory() + "incomplete-\(UUID().uuidString).har"
+        let recorder = try HARRecorder(path: path)
+        for (body, answer, isIncomplete) in [("whole", "exact", false), ("cut", "any", true)] {
+            var exchange = Self.exchange(url: "http://a.test/upload")
+            exchange.method = "POST"
+            exchange.appendRequestBody(Array(body.utf8), keepingAtMost: recorder.maximumBodyBytes)
+            exchange.isRequestBodyIncomplete = isIncomplete
+            exchange.appendBody(Array(answer.utf8), at: 0, keepingAtMost: recorder.maximumBodyBytes)
+            recorder.add(exchange)
+        }
+        let requests = try Self.entries(path).map { $0["request"] as? [String: Any] }
+        #expect(requests.map { $0?["_bodyIncomplete"] as? Bool } == [nil, true])
+        let replay = try HARReplay(path: path)
+        let url = "http://a.test/upload"
+        #expect(replay.response(method: "POST", url: url, body: Array("whole".utf8))?.body == Array("exact".utf8))
+        #expect(replay.response(method: "POST", url: url, body: Array("other".utf8))?.body == Array("any".utf8))
+        #expect(replay.response(method: "PUT", url: url, body: Array("other".utf8)) == nil)
     }
 
     @Test(

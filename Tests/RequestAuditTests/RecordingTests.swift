@@ -213,6 +213,40 @@ extension InterceptionTests {
         }
 
         @Test(
+            "an upload larger than the recording keeps is recorded by its size and digest and replayed matched on it",
+            arguments: BodyStyle.allCases)
+        func largeUpload(_ style: BodyStyle) async throws {
+            let har = Self.newRecordingPath()
+            let raw = try #require(ProcessInfo.processInfo.environment["RAW_URL"])
+            var post = URLRequest(url: HTTPBin.url(raw + "/read-body"))
+            post.httpMethod = "POST"
+            var bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+            let body = Data(bytes)
+            bytes[150_000] &+= 1
+            let changed = Data(bytes)
+            let recording = try AuditedSession(rules: "[record]\nall .\n") {
+                $0.recording = .record(har)
+                $0.recordingMaximumBodyBytes = 64 << 10
+            }
+            let recorded = try await style.run(post, body: body, on: recording.session)
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let same = try await style.run(post, body: body, on: replaying.session)
+            let other = try await style.run(post, body: changed, on: replaying.session)
+            let records = try await replaying.finish()
+            #expect(recorded.body == Data("read 300000 bytes".utf8))
+            #expect(same.body == recorded.body)
+            #expect(other.status == 504)
+            #expect(records.map(\.outcome.kind) == [.replayed, .failure])
+            let log = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
+            let entries = try #require((log["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+            let request = try #require(entries.first?["request"] as? [String: Any])
+            #expect(request["bodySize"] as? Int == 300_000)
+            #expect((request["postData"] as? [String: Any])?["_bodyOmitted"] as? Bool == true)
+        }
+
+        @Test(
             "an upload relayed for a recording reaches the server as the direct upload does",
             arguments: [BodyStyle.uploadFromData, .uploadFromFile])
         func uploadAsDirect(_ style: BodyStyle) async throws {

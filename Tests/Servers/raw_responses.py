@@ -12,6 +12,8 @@ Two paths answer by how often they were asked, for the cache tests (KEY is any n
 names (CODED lists them: gzip, two gzip members, zlib and raw deflate, br, br then gzip, zstd, and gzip
 that is not gzip); /coded/gzip-stream sends a chunked gzip body in three pieces 200 ms apart, each
 flushed so that it decodes on its own.
+/read-body reads the request's body to its end (Content-Length or chunked) before it answers "read N
+bytes", for uploads whose answer must not come before their end.
 Usage: python3 raw_responses.py PORT
 """
 import email.utils
@@ -123,6 +125,39 @@ def counted(request):
     return head + b"Date: " + date + b"\r\nConnection: close\r\n\r\n" + body
 
 
+def read_body(connection, request, rest):
+    """The answer of /read-body, once the request's body is read to its end."""
+    headers = dict(line.split(b":", 1) for line in request.split(b"\r\n")[1:] if b":" in line)
+    headers = {name.strip().lower(): value.strip() for name, value in headers.items()}
+    def more():
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise EOFError
+        return chunk
+    received, count = rest, 0
+    try:
+        if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            while True:
+                while b"\r\n" not in received:
+                    received += more()
+                size_line, _, received = received.partition(b"\r\n")
+                size = int(size_line.split(b";")[0], 16)
+                while len(received) < size + 2:
+                    received += more()
+                received, count = received[size + 2:], count + size
+                if size == 0:
+                    break
+        else:
+            length = int(headers.get(b"content-length", b"0"))
+            while len(received) < length:
+                received += more()
+            count = length
+    except EOFError:
+        return None
+    text = b"read %d bytes" % count
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(text) + text
+
+
 def serve(connection):
     with connection:
         read = read_head(connection)
@@ -131,6 +166,10 @@ def serve(connection):
         path = request_path(read[0])
         if path == b"/coded/gzip-stream":
             gzip_stream(connection)
+        elif path == b"/read-body":
+            answer = read_body(connection, *read)
+            if answer is not None:
+                connection.sendall(answer)
         else:
             connection.sendall(counted(read[0]) or coded(path) or RESPONSES.get(path, NOT_FOUND))
         try:

@@ -18,9 +18,10 @@ import Foundation
 public final class HARRecorder: Sendable {
     /// The file.
     public let path: String
-    /// The largest response body an entry keeps; a larger one is noted by its size alone
+    /// The largest body an entry keeps. A larger response body is noted by its size alone
     /// (`content._bodyOmitted`), so that recording a big download holds at most this much of it in
-    /// memory. A replay treats such an entry as a miss.
+    /// memory, and a replay treats the entry as a miss; a larger request body by its size and its
+    /// SHA-256 (`postData._bodyOmitted`, `_bodySHA256`), on which a replay still matches it.
     public let maximumBodyBytes: Int
     private let redaction: Redaction
     private let state: Locked<State>
@@ -118,16 +119,22 @@ public final class HARRecorder: Sendable {
             "method": exchange.method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [Any](),
             "headers": requestHeaders.map { ["name": $0.name, "value": $0.value] },
             "queryString": Self.query(of: url), "headersSize": -1,
-            "bodySize": exchange.requestBody?.count ?? 0,
+            "bodySize": exchange.requestBodyBytes,
         ]
-        if let requestBody = exchange.requestBody {
-            let type = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
-            var postData = content(requestBody, type: type)
-            postData["mimeType"] = type
+        let requestType = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
+        if let omitted = exchange.omittedRequestBody {
+            request["postData"] = [
+                "mimeType": requestType, "text": "", "_bodyOmitted": true, "comment": omission(omitted.bytes),
+            ]
+            request["_bodySHA256"] = omitted.sha256.hexString
+        } else if let requestBody = exchange.requestBody {
+            var postData = content(requestBody, type: requestType)
+            postData["mimeType"] = requestType
             postData.removeValue(forKey: "size")
             request["postData"] = postData
             request["_bodySHA256"] = SHA256.hash(requestBody).hexString
         }
+        if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
         let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""
         var response: [String: Any] = [
             "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
@@ -155,14 +162,18 @@ public final class HARRecorder: Sendable {
     private func responseContent(_ body: [UInt8], type: String, exchange: RecordedExchange) -> [String: Any] {
         if let omitted = exchange.omittedBodyBytes {
             return [
-                "size": omitted, "mimeType": type, "text": "", "_bodyOmitted": true,
-                "comment": "the body (\(omitted) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)",
+                "size": omitted, "mimeType": type, "text": "", "_bodyOmitted": true, "comment": omission(omitted),
             ]
         }
         var content = content(body, type: type)
         if let transferred = exchange.transferredBodyBytes { content["compression"] = body.count - transferred }
         if let coding = exchange.contentCoding { content["_contentCoding"] = coding }
         return content
+    }
+
+    /// Why a body of `bytes` is not in the recording.
+    private func omission(_ bytes: Int) -> String {
+        "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
     /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64 for

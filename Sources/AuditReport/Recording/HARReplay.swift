@@ -6,9 +6,10 @@ import Foundation
 ///
 /// A request matches a recorded one with the same method, canonical URL (compared as the recording
 /// keeps it: redacted with the recording's fingerprint key, so a request carrying the same secret
-/// matches) without the query parameters named in `ignoring`, and the same body (its SHA-256).
-/// Identical requests get the recorded responses in recorded order; once those are used up, the
-/// last one again.
+/// matches) without the query parameters named in `ignoring`, and the same body (its SHA-256); a
+/// recorded request whose body the client stopped sending because the server answered first
+/// (`request._bodyIncomplete`) matches any body, after those that match exactly. Identical requests
+/// get the recorded responses in recorded order; once those are used up, the last one again.
 public final class HARReplay: Sendable {
     /// A recorded response.
     public struct Response: Sendable {
@@ -109,8 +110,10 @@ public final class HARReplay: Sendable {
             }
             let postData = valid.request["postData"] as? [String: Any]
             let digest =
-                valid.request["_bodySHA256"] as? String
-                ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
+                valid.request["_bodyIncomplete"] as? Bool == true
+                ? Self.anyBody
+                : valid.request["_bodySHA256"] as? String
+                    ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
             let key = Self.key(method: valid.method.uppercased(), url: url, digest: digest)
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
@@ -172,8 +175,10 @@ public final class HARReplay: Sendable {
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
     public func response(method: String, url: String, body: [UInt8]?) -> Response? {
-        let key = Self.key(method: method.uppercased(), url: matchedURL(url), digest: Self.digest(body))
+        let (method, url) = (method.uppercased(), matchedURL(url))
+        let key = Self.key(method: method, url: url, digest: Self.digest(body))
         return queues.withLock { queues in
+            let key = queues[key] != nil ? key : Self.key(method: method, url: url, digest: Self.anyBody)
             guard var queue = queues[key] else { return nil }
             let response = queue.responses[min(queue.next, queue.responses.count - 1)]
             queue.next += 1
@@ -190,6 +195,9 @@ public final class HARReplay: Sendable {
     }
 
     static func key(method: String, url: String, digest: String) -> String { "\(method) \(url) \(digest)" }
+
+    /// The digest of the key of a request that matches any body.
+    static let anyBody = "*"
 
     /// The hex SHA-256 of a body; an empty body and none are the same.
     static func digest(_ body: [UInt8]?) -> String {

@@ -25,8 +25,17 @@ public struct RecordedExchange: Sendable {
     public var url: String
     /// The request's headers, as sent.
     public var requestHeaders: [RequestSnapshot.Header]
-    /// The request body (nil: none).
-    public var requestBody: [UInt8]?
+    /// The request body (nil: none), or as much of it as the recording keeps: nothing when it is
+    /// larger (``omittedRequestBody``).
+    public private(set) var requestBody: [UInt8]?
+    /// The SHA-256 of a request body larger than the recording keeps, over the bytes appended so
+    /// far; nil while the body is kept whole.
+    private var omittedRequestBodyHash: SHA256?
+    /// The bytes of the request body appended so far.
+    public private(set) var requestBodyBytes = 0
+    /// Whether the client stopped sending the request body before its end, because the server
+    /// answered first: a replay matches the request on any body.
+    public var isRequestBodyIncomplete = false
     /// The response status and its reason phrase.
     public var status: Int
     /// The reason phrase (`OK`).
@@ -61,6 +70,7 @@ public struct RecordedExchange: Sendable {
         self.url = url
         self.requestHeaders = requestHeaders
         self.requestBody = requestBody
+        requestBodyBytes = requestBody?.count ?? 0
         self.status = status
         self.statusText = statusText
         self.responseHeaders = responseHeaders
@@ -79,6 +89,32 @@ public struct RecordedExchange: Sendable {
             return
         }
         if !bytes.isEmpty { chunks.append(Chunk(milliseconds: milliseconds, bytes: bytes)) }
+    }
+
+    /// The size and SHA-256 of a request body larger than the recording keeps; nil when it is kept
+    /// whole. The digest is the whole body's, so that a replay still matches the request on it.
+    public var omittedRequestBody: (bytes: Int, sha256: [UInt8])? {
+        omittedRequestBodyHash.map { (requestBodyBytes, $0.finalize()) }
+    }
+
+    /// Adds a piece of the request body, unless the body has grown past `limit` bytes: then the
+    /// bytes kept are dropped, and only the body's size and digest are kept from then on
+    /// (``omittedRequestBody``).
+    public mutating func appendRequestBody(_ bytes: some Collection<UInt8>, keepingAtMost limit: Int) {
+        requestBodyBytes += bytes.count
+        if omittedRequestBodyHash != nil {
+            omittedRequestBodyHash?.update(bytes)
+        } else if requestBodyBytes > limit {
+            var hash = SHA256()
+            hash.update(requestBody ?? [])
+            hash.update(bytes)
+            omittedRequestBodyHash = hash
+            requestBody = nil
+        } else if requestBody == nil {
+            requestBody = Array(bytes)
+        } else {
+            requestBody?.append(contentsOf: bytes)
+        }
     }
 
     /// Notes a response body of `bytes` that is not kept.

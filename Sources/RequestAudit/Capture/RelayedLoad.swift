@@ -63,6 +63,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let isOnSessionQueue: Bool
     private let cache: CacheUse?
     private let recorder: HARRecorder?
+    /// The request body, for the recording of the hop a 307 or 308 leads to (sent again).
+    private let recordedBody: Data?
     private let started = ContinuousClock.now
     private let state = Locked(State())
 
@@ -72,7 +74,11 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     ) {
         self.cache = cache
         recorder = auditor.recorder
-        if recorder != nil { state.withLock { $0.recorded = RecordedExchange(request: outgoing, body: body) } }
+        if let recorder {
+            let recorded = RecordedExchange(request: outgoing, body: body, keepingAtMost: recorder.maximumBodyBytes)
+            state.withLock { $0.recorded = recorded }
+        }
+        recordedBody = recorder == nil ? nil : body
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour
@@ -407,8 +413,9 @@ extension RelayedLoad {
         let hop = state.withLock { state -> RecordedExchange? in
             guard var hop = state.recorded else { return nil }
             hop.respond(status: http.statusCode, headers: http.headerList, waitMilliseconds: wait)
-            let body = [307, 308].contains(http.statusCode) ? hop.requestBody.map { Data($0) } : nil
-            state.recorded = RecordedExchange(request: next, body: next.httpBody ?? body)
+            let body = next.httpBody ?? ([307, 308].contains(http.statusCode) ? recordedBody : nil)
+            state.recorded = RecordedExchange(
+                request: next, body: body, keepingAtMost: recorder?.maximumBodyBytes ?? .max)
             return hop
         }
         if let hop { recorder?.add(hop) }

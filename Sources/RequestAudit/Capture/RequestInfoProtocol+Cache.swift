@@ -80,7 +80,8 @@ extension RequestInfoProtocol {
         audited: AuditedRequest, recorder: HARRecorder?, isNotModified: Bool = false
     ) {
         if let recorder {
-            var exchange = RecordedExchange(request: request, body: request.httpBody)
+            var exchange = RecordedExchange(
+                request: request, body: request.httpBody, keepingAtMost: recorder.maximumBodyBytes)
             exchange.respond(
                 status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)
             if !isNotModified, exchange.method != "HEAD" {

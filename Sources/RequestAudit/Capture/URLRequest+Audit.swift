@@ -47,13 +47,14 @@ extension HTTPURLResponse {
 }
 
 extension RecordedExchange {
-    /// An exchange of `request` (sent with `body`) starting now, for a recording; its response is
-    /// filled in as it comes.
-    init(request: URLRequest, body: Data?) {
+    /// An exchange of `request` (sent with `body`, kept if it is at most `limit` bytes) starting
+    /// now, for a recording; its response is filled in as it comes.
+    init(request: URLRequest, body: Data?, keepingAtMost limit: Int) {
         self.init(
             started: Date(), method: request.httpMethod?.uppercased() ?? "GET", url: request.url?.absoluteString ?? "",
-            requestHeaders: request.sortedHeaders, requestBody: body.map { [UInt8]($0) }, status: 0, statusText: "",
-            responseHeaders: [], chunks: [], waitMilliseconds: 0)
+            requestHeaders: request.sortedHeaders, requestBody: nil, status: 0, statusText: "", responseHeaders: [],
+            chunks: [], waitMilliseconds: 0)
+        if let body { appendRequestBody(body, keepingAtMost: limit) }
     }
 
     /// Notes a response head with `status` and `headers`, `waitMilliseconds` after the request
