@@ -19,8 +19,13 @@ extension ProxyHandler {
     }
 
     /// Holds the exchange for the replay (the proxy replays): it waits as if connecting, reading
-    /// on until its body has come, then is matched (``matchRecording(_:parts:)``).
+    /// on until its body has come (asked for with `100 Continue` when the client waits for it), then
+    /// is matched (``matchRecording(_:parts:)``).
     func awaitReplay(_ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void) {
+        if head.expectsContinue, head.hasBody {
+            let interim = HTTPResponseHead(version: head.version, status: .continue)
+            context?.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
         _ = connection.forward(exchange, onKeptUpstream: false)
         connection.handsOverRequestEnd = true
         pendingReplay = PendingReplay(
