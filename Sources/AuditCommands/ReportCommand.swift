@@ -106,7 +106,8 @@ struct ReportCommand: ParsableCommand {
         }
     }
 
-    /// The request count, time span and verdict table of `report`.
+    /// The request count, time span and verdict table of `report`, and what each cache rule saved
+    /// when one matched.
     private func printTotals(_ report: SummaryReport) {
         CommandOutput.line(
             "\(report.totalRequests) requests, \(report.firstRequest.map { "\($0)" } ?? "-") to \(report.lastRequest.map { "\($0)" } ?? "-")"
@@ -119,6 +120,15 @@ struct ReportCommand: ParsableCommand {
                 verdict.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
                     + String(format: "%11d %7.1f %%", count, share)
             )
+        }
+        guard let rules = report.cacheByRule, !rules.isEmpty else { return }
+        CommandOutput.line("cache rule             requests    hits  hit ratio  stored  bytes saved")
+        for rule in rules {
+            CommandOutput.line(
+                rule.name + String(repeating: " ", count: max(1, 20 - rule.name.count))
+                    + String(
+                        format: "%11d %7d %8.1f %% %7d %12d", rule.requests, rule.hits, rule.hitRatio * 100,
+                        rule.stored, rule.bytesSaved))
         }
     }
 

@@ -77,6 +77,22 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
     }
 
+    @Test("audit report prints what each cache rule saved: requests, hits, hit ratio, stored, bytes saved")
+    func reportCacheTotals() throws {
+        let folder = try Self.cachingFolder()
+        let url = try nginx() + "/small.txt"
+        let proxy = try ProxyProcess(arguments: ["--cache-dir", folder.path + "/cache"], in: folder)
+        for _ in 0..<4 { _ = try curl(["-o", "/dev/null", url], through: proxy) }
+        #expect(proxy.stop() == 0)
+        let report = try runBinary(["report", folder.path + "/audit.jsonl", "--out", folder.path + "/reports"])
+        #expect(report.exitCode == 0)
+        #expect(
+            Array(report.outputLines.suffix(2)) == [
+                "cache rule             requests    hits  hit ratio  stored  bytes saved",
+                "p/files                       4       3     75.0 %       1         3072",
+            ])
+    }
+
     @Test("audit cache ls lists entries, stats counts them per host, purge removes those a pattern matches")
     func listStatsPurge() async throws {
         let folder = try Self.cachingFolder()
