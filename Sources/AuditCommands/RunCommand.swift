@@ -108,9 +108,10 @@
             return status
         }
 
-        /// `audit: 41 requests · 2 blocked (competitor/rival-shop) · log audit.jsonl`.
+        /// `audit: 41 requests · 2 blocked (competitor/rival-shop) · log audit.jsonl`: the requests
+        /// the command made, an intercepted tunnel's one by one (its CONNECT is not one of them).
         static func summary(_ statistics: AuditStatistics, policy: Policy, log: String) -> String {
-            var parts = [plural(statistics.requests, "request")]
+            var parts = [plural(statistics.requests - statistics.interceptedTunnels, "request")]
             for action in [Verdict.Action.block, .warn, .redirect, .respond] {
                 let count = statistics.verdicts[action] ?? 0
                 guard count > 0 else { continue }

@@ -202,6 +202,11 @@ public final class AuditPipeline: Sendable {
             reason, rule: decision.decision.rule ?? "-", message: decision.verdict.message, url: decision.snapshot.url)
     }
 
+    /// Counts a CONNECT, decided and counted already, whose tunnel is intercepted.
+    package func countInterceptedTunnel() {
+        counters.withLock { $0.interceptedTunnels += 1 }
+    }
+
     /// Counts a decided request in the statistics and in flight.
     private func count(_ verdict: Verdict) {
         counters.withLock { $0.count(verdict) }

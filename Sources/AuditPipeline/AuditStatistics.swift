@@ -6,6 +6,9 @@ import AuditReport
 public struct AuditStatistics: Sendable, Equatable {
     /// Requests decided.
     public var requests = 0
+    /// Of those, CONNECTs whose tunnel was intercepted (its TLS terminated): each request inside
+    /// is decided, and counted, on its own.
+    public var interceptedTunnels = 0
     /// Requests per verdict.
     public var verdicts: [Verdict.Action: Int] = [:]
     /// Matches per `record` rule (full id).

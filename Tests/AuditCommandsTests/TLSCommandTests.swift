@@ -21,13 +21,14 @@ import Testing
             try rules.write(toFile: folder.path + "/policies/p.rules", atomically: true, encoding: .utf8)
         }
 
-        /// `audit run --intercept-tls` with the test CA as upstream root, running `command` in the folder.
-        func run(_ command: [String]) throws -> AuditRun {
+        /// `audit run --intercept-tls` with the test CA as upstream root and `options`, running
+        /// `command` in the folder.
+        func run(_ command: [String], options: [String] = []) throws -> AuditRun {
             try runBinary(
                 [
                     "run", "--policies", folder.path + "/policies", "--log", log, "--intercept-tls",
-                    "--upstream-ca", try TLSCommandTests.variable("NGINX_CA"), "--",
-                ] + command, in: folder.url)
+                    "--upstream-ca", try TLSCommandTests.variable("NGINX_CA"),
+                ] + options + ["--"] + command, in: folder.url)
         }
     }
 
@@ -132,7 +133,7 @@ import Testing
         #expect(run.exitCode == 7, "\(run.standardError)")
         #expect(run.standardOutput == "200\n403\n200\n")
         #expect(
-            run.standardError.hasSuffix("audit: 6 requests · 1 blocked (p/admin) · log \(log)\n"),
+            run.standardError.hasSuffix("audit: 3 requests · 1 blocked (p/admin) · log \(log)\n"),
             "\(run.standardError)")
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 6)
@@ -192,6 +193,19 @@ import Testing
         // git's smart HTTP: its POSTs to git-upload-pack were decided inside TLS, one record each.
         let records = try AuditLogReader.read(atPath: folder.log).records
         #expect(records.contains { $0.request.method == "POST" && $0.request.url.hasSuffix("/git-upload-pack") })
+    }
+
+    @Test("audit run counts a tunnel it does not intercept as one request, as it has one record")
+    func runCountsSplicedTunnels() throws {
+        let folder = try RunFolder(rules: "[block] field=path\nadmin ^/admin\n")
+        // Port 443 of the loopback, where nothing listens: each tunnel is decided, then fails to connect.
+        let script =
+            "for path in small.txt admin/x; do curl -sk -o /dev/null -w '%{http_code}\\n' https://127.0.0.1/$path; done"
+        let run = try folder.run(["sh", "-c", script], options: ["--tls-passthrough", "127.0.0.1"])
+        #expect(run.standardOutput == "000\n000\n")
+        #expect(run.standardError.hasSuffix("audit: 2 requests · log \(folder.log)\n"), "\(run.standardError)")
+        let records = try AuditLogReader.read(atPath: folder.log).records
+        #expect(records.map(\.request.method) == ["CONNECT", "CONNECT"])
     }
 
     @Test("audit run keeps the command in its own process group, where a terminal's Ctrl-C reaches it")
