@@ -71,14 +71,24 @@ extension ProxyHandler {
             body.record(into: &exchange, at: offset, keepingAtMost: maximumBody)
         }
 
-        /// The exchange, its body's content coding undone piece by piece (each piece keeps its
-        /// time; one that decodes to nothing yet is left out); the body as it came, its coding
-        /// named, when the coding is unknown, the bytes do not decode, or they decode to more than
-        /// the recording keeps of a body.
+        /// The exchange, its request body's content coding undone, and its response body's piece
+        /// by piece (each piece keeps its time; one that decodes to nothing yet is left out); a
+        /// body as it came, its coding named, when the coding is unknown, the bytes do not decode,
+        /// or they decode to more than the recording keeps of a body.
         var decodedExchange: RecordedExchange {
-            let encoding = exchange.responseHeaders.filter { $0.name.equalsIgnoringASCIICase("content-encoding") }
-                .map(\.value).joined(separator: ",")
-            let codings = ContentDecoder.codings(encoding)
+            var exchange = exchange
+            let requestCodings = ContentDecoder.codings(Self.contentEncoding(in: exchange.requestHeaders))
+            if !requestCodings.isEmpty, let body = exchange.requestBody, !body.isEmpty {
+                do {
+                    let decoder = try ContentDecoder(codings: requestCodings, maximumBytes: maximumBody)
+                    let decoded = try decoder.decode(body)
+                    try decoder.finish()
+                    exchange.decodeRequestBody(decoded)
+                } catch {
+                    exchange.requestContentCoding = requestCodings.joined(separator: ", ")
+                }
+            }
+            let codings = ContentDecoder.codings(Self.contentEncoding(in: exchange.responseHeaders))
             guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }
             var decoded = exchange
             do {
@@ -95,6 +105,11 @@ extension ProxyHandler {
                 kept.contentCoding = codings.joined(separator: ", ")
                 return kept
             }
+        }
+
+        /// The `Content-Encoding` values of `headers`, joined.
+        private static func contentEncoding(in headers: [RequestSnapshot.Header]) -> String {
+            headers.filter { $0.name.equalsIgnoringASCIICase("content-encoding") }.map(\.value).joined(separator: ",")
         }
     }
 

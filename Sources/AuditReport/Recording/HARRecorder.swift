@@ -131,8 +131,9 @@ public final class HARRecorder: Sendable {
             var postData = content(requestBody, type: requestType)
             postData["mimeType"] = requestType
             postData.removeValue(forKey: "size")
+            if let coding = exchange.requestContentCoding { postData["_contentCoding"] = coding }
             request["postData"] = postData
-            request["_bodySHA256"] = SHA256.hash(requestBody).hexString
+            request["_bodySHA256"] = (exchange.sentRequestBodySHA256 ?? SHA256.hash(requestBody)).hexString
         }
         if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
         let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""

@@ -36,6 +36,12 @@ public struct RecordedExchange: Sendable {
     /// Whether the client stopped sending the request body before its end, because the server
     /// answered first: a replay matches the request on any body.
     public var isRequestBodyIncomplete = false
+    /// The SHA-256 of the request body as sent, when ``requestBody`` holds it with its content
+    /// coding undone (``decodeRequestBody(_:)``).
+    public private(set) var sentRequestBodySHA256: [UInt8]?
+    /// The content coding (`Content-Encoding`) the request body still carries because it could not
+    /// be undone; nil when it carries none.
+    public var requestContentCoding: String?
     /// The response status and its reason phrase.
     public var status: Int
     /// The reason phrase (`OK`).
@@ -115,6 +121,14 @@ public struct RecordedExchange: Sendable {
         } else {
             requestBody?.append(contentsOf: bytes)
         }
+    }
+
+    /// Replaces the request body kept with `decoded`, its content coding undone, keeping the
+    /// digest of the body as sent, on which a replay matches.
+    public mutating func decodeRequestBody(_ decoded: [UInt8]) {
+        guard let sent = requestBody else { return }
+        sentRequestBodySHA256 = SHA256.hash(sent)
+        requestBody = decoded
     }
 
     /// Notes a response body of `bytes` that is not kept.
