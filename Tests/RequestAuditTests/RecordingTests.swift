@@ -25,6 +25,12 @@ extension InterceptionTests {
             NSTemporaryDirectory() + "app-\(UUID().uuidString).har"
         }
 
+        /// The entries of the recording at `har`.
+        static func entries(_ har: String) throws -> [[String: Any]] {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
+            return try #require(((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        }
+
         @Test(
             "a session recorded in an app replays in every caller style, byte for byte, without the servers",
             arguments: CallerStyle.allCases)
@@ -85,9 +91,7 @@ extension InterceptionTests {
             let large = await style.run(URLRequest(url: HTTPBin.url(nginx + "/medium.bin")), on: recording.session)
             _ = try await recording.finish()
             #expect(large.body?.count == 10_000_000)
-            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
-            let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
-            let response = try #require(entries?.first?["response"] as? [String: Any])
+            let response = try #require(try Self.entries(har).first?["response"] as? [String: Any])
             let content = try #require(response["content"] as? [String: Any])
             #expect(response["bodySize"] as? Int == 10_000_000)
             #expect(content["_bodyOmitted"] as? Bool == true)
@@ -205,10 +209,7 @@ extension InterceptionTests {
             #expect(other.status == 504)
             #expect(records.map(\.outcome.kind) == [.replayed, .failure])
             #expect(try accessLog("HTTPBIN_ACCESS_LOG", count: marker) == 1)
-            let log = try #require(
-                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
-            let entries = try #require((log["log"] as? [String: Any])?["entries"] as? [[String: Any]])
-            let request = try #require(entries.first?["request"] as? [String: Any])
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
             #expect((request["postData"] as? [String: Any])?["text"] as? String == "body one")
         }
 
@@ -238,10 +239,7 @@ extension InterceptionTests {
             #expect(same.body == recorded.body)
             #expect(other.status == 504)
             #expect(records.map(\.outcome.kind) == [.replayed, .failure])
-            let log = try #require(
-                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
-            let entries = try #require((log["log"] as? [String: Any])?["entries"] as? [[String: Any]])
-            let request = try #require(entries.first?["request"] as? [String: Any])
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
             #expect(request["bodySize"] as? Int == 300_000)
             #expect((request["postData"] as? [String: Any])?["_bodyOmitted"] as? Bool == true)
         }

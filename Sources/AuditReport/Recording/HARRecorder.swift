@@ -121,19 +121,16 @@ public final class HARRecorder: Sendable {
             "queryString": Self.query(of: url), "headersSize": -1,
             "bodySize": exchange.requestBodyBytes,
         ]
-        let requestType = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
-        if let omitted = exchange.omittedRequestBody {
-            request["postData"] = [
-                "mimeType": requestType, "text": "", "_bodyOmitted": true, "comment": omission(omitted.bytes),
-            ]
-            request["_bodySHA256"] = omitted.sha256.hexString
-        } else if let requestBody = exchange.requestBody {
-            var postData = content(requestBody, type: requestType)
-            postData["mimeType"] = requestType
+        if exchange.requestBody != nil || exchange.isRequestBodyOmitted {
+            let type = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
+            var postData: [String: Any] =
+                exchange.requestBody.map { content($0, type: type) }
+                ?? ["text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes)]
+            postData["mimeType"] = type
             postData.removeValue(forKey: "size")
             if let coding = exchange.requestContentCoding { postData["_contentCoding"] = coding }
             request["postData"] = postData
-            request["_bodySHA256"] = (exchange.sentRequestBodySHA256 ?? SHA256.hash(requestBody)).hexString
+            request["_bodySHA256"] = exchange.requestBodySHA256.hexString
         }
         if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
         let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""

@@ -25,20 +25,19 @@ public struct RecordedExchange: Sendable {
     public var url: String
     /// The request's headers, as sent.
     public var requestHeaders: [RequestSnapshot.Header]
-    /// The request body (nil: none), or as much of it as the recording keeps: nothing when it is
-    /// larger (``omittedRequestBody``).
+    /// The request body (nil: none), as the recording keeps it: nothing when it is larger than the
+    /// recording keeps (``isRequestBodyOmitted``), its content coding undone when it was sent with
+    /// one (``decodeRequestBody(_:)``).
     public private(set) var requestBody: [UInt8]?
-    /// The SHA-256 of a request body larger than the recording keeps, over the bytes appended so
-    /// far; nil while the body is kept whole.
-    private var omittedRequestBodyHash: SHA256?
+    /// Whether the request body is larger than the recording keeps: only its size and digest are.
+    public private(set) var isRequestBodyOmitted = false
+    /// The hash of the request body as sent, while ``requestBody`` does not hold those bytes.
+    private var sentBodyHash: SHA256?
     /// The bytes of the request body appended so far.
     public private(set) var requestBodyBytes = 0
     /// Whether the client stopped sending the request body before its end, because the server
     /// answered first: a replay matches the request on any body.
     public var isRequestBodyIncomplete = false
-    /// The SHA-256 of the request body as sent, when ``requestBody`` holds it with its content
-    /// coding undone (``decodeRequestBody(_:)``).
-    public private(set) var sentRequestBodySHA256: [UInt8]?
     /// The content coding (`Content-Encoding`) the request body still carries because it could not
     /// be undone; nil when it carries none.
     public var requestContentCoding: String?
@@ -97,24 +96,25 @@ public struct RecordedExchange: Sendable {
         if !bytes.isEmpty { chunks.append(Chunk(milliseconds: milliseconds, bytes: bytes)) }
     }
 
-    /// The size and SHA-256 of a request body larger than the recording keeps; nil when it is kept
-    /// whole. The digest is the whole body's, so that a replay still matches the request on it.
-    public var omittedRequestBody: (bytes: Int, sha256: [UInt8])? {
-        omittedRequestBodyHash.map { (requestBodyBytes, $0.finalize()) }
+    /// The SHA-256 of the whole request body as sent, on which a replay matches the request: also
+    /// when the recording keeps less of it, or keeps it decoded.
+    public var requestBodySHA256: [UInt8] {
+        sentBodyHash?.finalize() ?? SHA256.hash(requestBody ?? [])
     }
 
     /// Adds a piece of the request body, unless the body has grown past `limit` bytes: then the
     /// bytes kept are dropped, and only the body's size and digest are kept from then on
-    /// (``omittedRequestBody``).
+    /// (``isRequestBodyOmitted``).
     public mutating func appendRequestBody(_ bytes: some Collection<UInt8>, keepingAtMost limit: Int) {
         requestBodyBytes += bytes.count
-        if omittedRequestBodyHash != nil {
-            omittedRequestBodyHash?.update(bytes)
+        if isRequestBodyOmitted {
+            sentBodyHash?.update(bytes)
         } else if requestBodyBytes > limit {
             var hash = SHA256()
             hash.update(requestBody ?? [])
             hash.update(bytes)
-            omittedRequestBodyHash = hash
+            sentBodyHash = hash
+            isRequestBodyOmitted = true
             requestBody = nil
         } else if requestBody == nil {
             requestBody = Array(bytes)
@@ -127,7 +127,9 @@ public struct RecordedExchange: Sendable {
     /// digest of the body as sent, on which a replay matches.
     public mutating func decodeRequestBody(_ decoded: [UInt8]) {
         guard let sent = requestBody else { return }
-        sentRequestBodySHA256 = SHA256.hash(sent)
+        var hash = SHA256()
+        hash.update(sent)
+        sentBodyHash = hash
         requestBody = decoded
     }
 
