@@ -6,7 +6,9 @@ import NIOHTTP1
 
 /// `--replay FILE.har`: a request the recording has a response for is answered with it, its body
 /// paced as it came; a miss answers 504 (`--on-miss fail`) or goes on as it would without the
-/// recording (`pass`: through the cache first when a cache rule matches it).
+/// recording (`pass`: through the cache first when a cache rule matches it). A request whose method
+/// and URL the recording has no response for is a miss at once, before its body is read: only a
+/// request that may match waits for its body's end, on which it is matched.
 extension ProxyHandler {
     /// A request waiting for its body's end, to be matched against the recording.
     struct PendingReplay {
@@ -43,8 +45,13 @@ extension ProxyHandler {
             return serveRecorded(recorded, id: id, isHead: pending.isHead)
         }
         if configuration.replayMiss == .pass { return pending.send() }
-        let message =
-            replay.missMessage(method: pending.method, url: pending.url) + " (--on-miss pass sends such requests on)"
+        answerReplayMiss(id, method: pending.method, url: pending.url, replay: replay)
+    }
+
+    /// Answers the exchange of `id`, a request of `method` to `url` that `replay` has no response
+    /// for, with 504 and a JSON body naming it and the recording (`--on-miss fail`).
+    func answerReplayMiss(_ id: UUID, method: String, url: String, replay: HARReplay) {
+        let message = replay.missMessage(method: method, url: url) + " (--on-miss pass sends such requests on)"
         answerWithoutUpstream(
             id, .gatewayTimeout, { _ in .problem("recording-miss", message) }, kind: .failure, reason: message)
     }

@@ -353,14 +353,21 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             }
         }
-        if configuration.replay != nil {
-            return awaitReplay(exchange, head: head, url: url) { [self] in
-                guard let lookUpFirst else {
-                    return sendAfterLookup(
-                        exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
+        if let replay = configuration.replay {
+            if replay.hasResponses(method: head.method.rawValue, url: url) {
+                return awaitReplay(exchange, head: head, url: url) { [self] in
+                    guard let lookUpFirst else {
+                        return sendAfterLookup(
+                            exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
+                    }
+                    lookUpFirst()
                 }
-                lookUpFirst()
             }
+            if configuration.replayMiss == .fail {
+                _ = connection.forward(exchange, onKeptUpstream: false)
+                return answerReplayMiss(exchange.decision.id, method: head.method.rawValue, url: url, replay: replay)
+            }
+            // A miss under `--on-miss pass` goes on at once, its body streamed.
         }
         if let lookUpFirst {
             _ = connection.forward(exchange, onKeptUpstream: false)

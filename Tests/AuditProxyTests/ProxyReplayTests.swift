@@ -329,4 +329,30 @@ import Testing
         #expect(run.output == "HTTP/1.1 100 Continue\nHTTP/1.1 200 OK read 12 bytes\n")
         #expect(records.map(\.outcome.kind) == [.replayed])
     }
+
+    @Test(
+        "a request whose method and URL the recording has no response for is a miss before its body comes",
+        arguments: [HARReplay.OnMiss.fail, .pass])
+    func missBeforeBody(_ onMiss: HARReplay.OnMiss) async throws {
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
+        }
+        let proxy = try await Self.replaying(har, onMiss: onMiss)
+        // Announces 300,000 bytes, sends 1,000 and waits for the answer (5 s at most).
+        let client = """
+            import socket, sys, urllib.parse
+            proxy = urllib.parse.urlsplit(sys.argv[2])
+            client = socket.create_connection((proxy.hostname, proxy.port), timeout=5)
+            client.sendall(b"POST " + sys.argv[1].encode() + b" HTTP/1.1\\r\\nHost: "
+                + urllib.parse.urlsplit(sys.argv[1]).netloc.encode()
+                + b"\\r\\nContent-Length: 300000\\r\\n\\r\\n" + b"x" * 1000)
+            answer = b""
+            while b"\\r\\n\\r\\n" not in answer:
+                answer += client.recv(4096)
+            print(answer.split(b"\\r\\n")[0].decode())
+            """
+        let run = try runClient("python3", ["-c", client, try Servers.variable("RAW_URL") + "/ok", proxy.address])
+        _ = try await proxy.finish()
+        #expect(run.output == (onMiss == .fail ? "HTTP/1.1 504 Gateway Timeout\n" : "HTTP/1.1 200 OK\n"))
+    }
 }

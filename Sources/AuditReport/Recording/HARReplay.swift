@@ -64,6 +64,8 @@ public final class HARReplay: Sendable {
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
     private let omitted: Set<String>
+    /// The method and URL (as matched) of entries with a response.
+    private let requests: Set<String>
 
     private struct Queue {
         var responses: [Response]
@@ -93,6 +95,7 @@ public final class HARReplay: Sendable {
         self.redaction = redaction
         var queues: [String: Queue] = [:]
         var omitted: Set<String> = []
+        var requests: Set<String> = []
         var problems: [String] = []
         for (index, entry) in entries.enumerated() {
             let valid: ValidEntry
@@ -115,12 +118,14 @@ public final class HARReplay: Sendable {
                 : valid.request["_bodySHA256"] as? String
                     ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
             let key = Self.key(method: valid.method.uppercased(), url: url, digest: digest)
+            requests.insert(valid.method.uppercased() + " " + url)
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }
         guard problems.isEmpty else { throw .invalidEntries(path: path, problems: problems) }
         self.queues = Locked(queues)
         self.omitted = omitted
+        self.requests = requests
     }
 
     private struct EntryProblem: Error {
@@ -171,6 +176,12 @@ public final class HARReplay: Sendable {
         let message = "no recorded response matches \(method) \(url) in the recording \(path)"
         guard omitted.contains(method.uppercased() + " " + matchedURL(url)) else { return message }
         return message + " (it holds that request without its response body, larger than the recording kept)"
+    }
+
+    /// Whether the recording has a response for a request of `method` to `url` with some body:
+    /// when it has none, the request is a miss whatever its body.
+    public func hasResponses(method: String, url: String) -> Bool {
+        requests.contains(method.uppercased() + " " + matchedURL(url))
     }
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
