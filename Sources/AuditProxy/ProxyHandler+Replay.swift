@@ -18,6 +18,9 @@ extension ProxyHandler {
         let isHead: Bool
         /// Sends the request on, or looks it up in the cache first (a miss under `--on-miss pass`).
         let send: () -> Void
+        /// Under `--on-miss fail`, where a miss sends nothing on, the hash of the body so far: the
+        /// body is matched on its digest and not kept.
+        var bodyHash: SHA256?
     }
 
     /// Holds the exchange for the replay (the proxy replays): it waits as if connecting, reading
@@ -31,17 +34,28 @@ extension ProxyHandler {
         _ = connection.forward(exchange, onKeptUpstream: false)
         connection.handsOverRequestEnd = true
         pendingReplay = PendingReplay(
-            id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send)
+            id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send,
+            bodyHash: configuration.replayMiss == .fail ? SHA256() : nil)
         resumeClientReads()
+    }
+
+    /// Hashes a piece of the body of the request that waits for its replay, when its bytes are not
+    /// kept (``PendingReplay/bodyHash``); false when they are.
+    func hashReplayBody(_ buffer: ByteBuffer) -> Bool {
+        guard pendingReplay?.bodyHash != nil else { return false }
+        pendingReplay?.bodyHash?.update(buffer.readableBytesView)
+        return true
     }
 
     /// The request of `id` has ended with `parts`: answers it from the recording, or as a miss.
     func matchRecording(_ id: UUID, parts: [HTTPServerRequestPart]) {
         guard let pending = pendingReplay, pending.id == id, let replay = configuration.replay else { return }
         pendingReplay = nil
-        var body: [UInt8] = []
-        for case .body(let buffer) in parts { body += buffer.readableBytesView }
-        if let recorded = replay.response(method: pending.method, url: pending.url, body: body.isEmpty ? nil : body) {
+        var hash = pending.bodyHash ?? SHA256()
+        if pending.bodyHash == nil {
+            for case .body(let buffer) in parts { hash.update(buffer.readableBytesView) }
+        }
+        if let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: hash.finalize()) {
             return serveRecorded(recorded, id: id, isHead: pending.isHead)
         }
         if configuration.replayMiss == .pass { return pending.send() }

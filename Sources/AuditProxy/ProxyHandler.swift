@@ -161,6 +161,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         recording?.request(part)
+        if case .body(let buffer) = part, hashReplayBody(buffer) { return }
         perform(connection.requestPart(part), context: context)
     }
 

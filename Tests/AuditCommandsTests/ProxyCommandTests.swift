@@ -210,6 +210,26 @@ func nginx() throws -> String {
         // Streaming keeps the proxy far below the body's size (make bench measures it exactly).
         #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
     }
+
+    @Test("a 200 MB upload is recorded and replayed (matched on its digest as it comes) without the proxy holding it")
+    func largeUploadReplayed() throws {
+        let (folder, _) = try recordingPolicyFolder()
+        let upload = folder.path + "/upload.bin"
+        try Data(count: 200_000_000).write(to: URL(fileURLWithPath: upload))
+        let url = try #require(ProcessInfo.processInfo.environment["RAW_URL"]) + "/read-body"
+        let post = ["-H", "Expect:", "--data-binary", "@" + upload, "-w", " %{http_code}", url]
+        let har = folder.path + "/session.har"
+        let recording = try ProxyProcess(arguments: ["--record", har], in: folder)
+        let recorded = try curl(post, through: recording)
+        #expect(recording.stop() == 0)
+        let replaying = try ProxyProcess(arguments: ["--replay", har], in: folder)
+        let replayed = try curl(post, through: replaying)
+        let peak = replaying.peakResidentBytes
+        #expect(replaying.stop() == 0)
+        #expect(recorded == "read 200000000 bytes 200")
+        #expect(replayed == recorded)
+        #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, and released).

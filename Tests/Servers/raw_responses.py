@@ -149,9 +149,9 @@ def read_body(connection, request, rest):
                     break
         else:
             length = int(headers.get(b"content-length", b"0"))
-            while len(received) < length:
-                received += more()
-            count = length
+            count = len(received)
+            while count < length:
+                count += len(more())
     except EOFError:
         return None
     text = b"read %d bytes" % count

@@ -186,8 +186,14 @@ public final class HARReplay: Sendable {
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
     public func response(method: String, url: String, body: [UInt8]?) -> Response? {
+        response(method: method, url: url, bodySHA256: SHA256.hash(body ?? []))
+    }
+
+    /// The next recorded response for a request of `method` to `url` whose body has the SHA-256
+    /// `bodySHA256` (an empty body's when it has none); nil on a miss.
+    public func response(method: String, url: String, bodySHA256: [UInt8]) -> Response? {
         let (method, url) = (method.uppercased(), matchedURL(url))
-        let key = Self.key(method: method, url: url, digest: Self.digest(body))
+        let key = Self.key(method: method, url: url, digest: bodySHA256.hexString)
         return queues.withLock { queues in
             let key = queues[key] != nil ? key : Self.key(method: method, url: url, digest: Self.anyBody)
             guard var queue = queues[key] else { return nil }
