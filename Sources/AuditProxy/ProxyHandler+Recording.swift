@@ -21,7 +21,7 @@ extension ProxyHandler {
         var isResponseEnded = false
         /// Whether the client's request has ended.
         var isRequestEnded = false
-        /// Whether the request's head announces a body (a length above 0, or a transfer coding).
+        /// Whether the request's head announces a body (``HTTPRequestHead/hasBody``).
         let announcesBody: Bool
 
         /// The largest body the recording keeps (``HARRecorder/maximumBodyBytes``).
@@ -29,9 +29,7 @@ extension ProxyHandler {
 
         init(head: HTTPRequestHead, url: String, maximumBody: Int) {
             self.maximumBody = maximumBody
-            announcesBody =
-                head.headers.contains(name: "transfer-encoding")
-                || head.headers["content-length"].contains { Int($0).map { $0 > 0 } ?? true }
+            announcesBody = head.hasBody
             exchange = RecordedExchange(
                 started: Date(), method: head.method.rawValue, url: (try? CanonicalURL(url))?.string ?? url,
                 requestHeaders: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) },
