@@ -19,9 +19,9 @@ final class ProxyProcess {
     final class ErrorText: @unchecked Sendable {
         // Appended on the pipe's reading thread, read by the test under the lock.
         private let lock = NSLock()
-        private var text = ""
-        func append(_ more: String) { lock.withLock { text += more } }
-        var value: String { lock.withLock { text } }
+        private var bytes = Data()
+        func append(_ more: Data) { lock.withLock { bytes += more } }
+        var value: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
     }
 
     init(command: String = "proxy", arguments: [String], in folder: TemporaryFolder) throws {
@@ -31,11 +31,15 @@ final class ProxyProcess {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        let errorText = errorText
-        errors.fileHandleForReading.readabilityHandler = { handle in
-            errorText.append(String(decoding: handle.availableData, as: UTF8.self))
-        }
         try process.run()
+        // A blocking read on a thread of its own, not `readabilityHandler`: tearing down the
+        // dispatch read source that handler installs can crash libdispatch's manager thread
+        // (swift-corelibs-libdispatch#949; seen here once as a signal 11 in `_dispatch_event_loop_drain`).
+        let errorText = errorText
+        let reading = errors.fileHandleForReading
+        Thread.detachNewThread {
+            while case let more = reading.availableData, !more.isEmpty { errorText.append(more) }
+        }
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let more = output.fileHandleForReading.availableData
