@@ -82,7 +82,7 @@ struct ProxyConnection {
     /// Whether a read of the client connection was held back, to be made when the state allows.
     private var isReadHeld = false
     /// Whether the end of the request that waits as if connecting is handed to the handler
-    /// (``RequestPartAction/requestEnded(_:_:)``): a replay matches a request on its whole body.
+    /// (``RequestPartAction/requestEnded(_:)``): a replay matches a request on its whole body.
     var handsOverRequestEnd = false
 
     /// What follows an exchange, or an answer of the proxy's own, once it is written.
@@ -163,9 +163,8 @@ struct ProxyConnection {
         case exchangeEnded(Next)
         /// The CONNECT ended, and its server connection is made: splice the tunnel.
         case spliceTunnel(Exchange)
-        /// The request that waits as if connecting has ended (``handsOverRequestEnd``): its id
-        /// and every part after its head.
-        case requestEnded(UUID, [HTTPServerRequestPart])
+        /// The request that waits as if connecting has ended (``handsOverRequestEnd``): its id.
+        case requestEnded(UUID)
     }
 
     /// A part of the request after its head.
@@ -182,7 +181,7 @@ struct ProxyConnection {
             phase = .connecting(exchange, waiting: waiting)
             if exchange.isRequestEnded, handsOverRequestEnd {
                 handsOverRequestEnd = false
-                return .requestEnded(exchange.decision.id, waiting)
+                return .requestEnded(exchange.decision.id)
             }
             return .none
         case .forwarding(var exchange):

@@ -7,8 +7,10 @@ import NIOHTTP1
 /// `--replay FILE.har`: a request the recording has a response for is answered with it, its body
 /// paced as it came; a miss answers 504 (`--on-miss fail`) or goes on as it would without the
 /// recording (`pass`: through the cache first when a cache rule matches it). A request whose method
-/// and URL the recording has no response for is a miss at once, before its body is read: only a
-/// request that may match waits for its body's end, on which it is matched.
+/// and URL the recording has no response for is a miss at once, before its body is read, and so is
+/// one whose body is announced larger, or grows larger, than the largest a recorded response
+/// matches: only a request that may match waits for its body's end, on which it is matched. So the
+/// proxy holds at most that much of a body under `--on-miss pass`, and none under `fail`.
 extension ProxyHandler {
     /// A request waiting for its body's end, to be matched against the recording.
     struct PendingReplay {
@@ -18,15 +20,20 @@ extension ProxyHandler {
         let isHead: Bool
         /// Sends the request on, or looks it up in the cache first (a miss under `--on-miss pass`).
         let send: () -> Void
-        /// Under `--on-miss fail`, where a miss sends nothing on, the hash of the body so far: the
-        /// body is matched on its digest and not kept.
-        var bodyHash: SHA256?
+        /// The size of the largest body a recorded response matches (`Int.max`: any body).
+        let largestMatch: Int
+        /// The hash of the body so far: the body is matched on its digest.
+        var bodyHash = SHA256()
+        /// The size of the body so far.
+        var bodyBytes = 0
     }
 
     /// Holds the exchange for the replay (the proxy replays): it waits as if connecting, reading
     /// on until its body has come (asked for with `100 Continue` when the client waits for it), then
-    /// is matched (``matchRecording(_:parts:)``).
-    func awaitReplay(_ exchange: Exchange, head: HTTPRequestHead, url: String, send: @escaping () -> Void) {
+    /// is matched (``matchRecording(_:)``).
+    func awaitReplay(
+        _ exchange: Exchange, head: HTTPRequestHead, url: String, largestMatch: Int, send: @escaping () -> Void
+    ) {
         if head.expectsContinue, head.hasBody {
             let interim = HTTPResponseHead(version: head.version, status: .continue)
             context?.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
@@ -35,27 +42,37 @@ extension ProxyHandler {
         connection.handsOverRequestEnd = true
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send,
-            bodyHash: configuration.replayMiss == .fail ? SHA256() : nil)
+            largestMatch: largestMatch)
         resumeClientReads()
     }
 
-    /// Hashes a piece of the body of the request that waits for its replay, when its bytes are not
-    /// kept (``PendingReplay/bodyHash``); false when they are.
-    func hashReplayBody(_ buffer: ByteBuffer) -> Bool {
-        guard pendingReplay?.bodyHash != nil else { return false }
-        pendingReplay?.bodyHash?.update(buffer.readableBytesView)
-        return true
+    /// Takes a piece of the body of the request that waits for its replay into its digest: true
+    /// when the piece is dealt with, false when it goes on to the connection (kept under
+    /// `--on-miss pass`, to be sent on a miss). A body that grows past the largest a recorded
+    /// response matches is a miss there and then.
+    func takeReplayBody(_ buffer: ByteBuffer) -> Bool {
+        guard var pending = pendingReplay else { return false }
+        pending.bodyHash.update(buffer.readableBytesView)
+        pending.bodyBytes += buffer.readableBytes
+        pendingReplay = pending
+        let keepsBody = configuration.replayMiss == .pass
+        guard pending.bodyBytes > pending.largestMatch, let replay = configuration.replay else { return !keepsBody }
+        pendingReplay = nil
+        connection.handsOverRequestEnd = false
+        guard keepsBody else {
+            answerReplayMiss(pending.id, method: pending.method, url: pending.url, replay: replay)
+            return true
+        }
+        pending.send()
+        return false
     }
 
-    /// The request of `id` has ended with `parts`: answers it from the recording, or as a miss.
-    func matchRecording(_ id: UUID, parts: [HTTPServerRequestPart]) {
+    /// The request of `id` has ended: answers it from the recording, or as a miss.
+    func matchRecording(_ id: UUID) {
         guard let pending = pendingReplay, pending.id == id, let replay = configuration.replay else { return }
         pendingReplay = nil
-        var hash = pending.bodyHash ?? SHA256()
-        if pending.bodyHash == nil {
-            for case .body(let buffer) in parts { hash.update(buffer.readableBytesView) }
-        }
-        if let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: hash.finalize()) {
+        let digest = pending.bodyHash.finalize()
+        if let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: digest) {
             return serveRecorded(recorded, id: id, isHead: pending.isHead)
         }
         if configuration.replayMiss == .pass { return pending.send() }

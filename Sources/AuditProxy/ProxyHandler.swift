@@ -161,7 +161,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         recording?.request(part)
-        if case .body(let buffer) = part, hashReplayBody(buffer) { return }
+        if case .body(let buffer) = part, takeReplayBody(buffer) { return }
         perform(connection.requestPart(part), context: context)
     }
 
@@ -181,8 +181,8 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .exchangeEnded(let next):
             finishRecording()
             follow(next)
-        case .requestEnded(let id, let parts):
-            matchRecording(id, parts: parts)
+        case .requestEnded(let id):
+            matchRecording(id)
         case .spliceTunnel(let exchange):
             guard let way = tunnelWay else { return }
             tunnelWay = nil
@@ -306,7 +306,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             method: head.method.rawValue, url: url,
             headers: head.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
         let audited = pipeline.admit(
-            request, bodyBytes: head.headers.first(name: "content-length").flatMap { Int($0) },
+            request, bodyBytes: head.announcedBodyBytes,
             tunnel: tunnel?.exchange.decision.id)
         let decision = audited.decision
         guard case .send(let redirected) = carryOut(audited, head: head, context: context) else { return }
@@ -355,8 +355,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         if let replay = configuration.replay {
-            if replay.hasResponses(method: head.method.rawValue, url: url) {
-                return awaitReplay(exchange, head: head, url: url) { [self] in
+            if let largestMatch = replay.largestMatchingBody(method: head.method.rawValue, url: url),
+                head.announcedBodyBytes ?? 0 <= largestMatch
+            {
+                return awaitReplay(exchange, head: head, url: url, largestMatch: largestMatch) { [self] in
                     guard let lookUpFirst else {
                         return sendAfterLookup(
                             exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
@@ -662,9 +664,12 @@ extension HTTPRequestHead {
         headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
     }
 
+    /// The body's size as `Content-Length` announces it; nil when no length is announced.
+    var announcedBodyBytes: Int? { headers.first(name: "content-length").flatMap { Int($0) } }
+
     /// Whether a body follows the head.
     var hasBody: Bool {
-        if let length = headers.first(name: "content-length"), let bytes = Int(length) { return bytes > 0 }
+        if let bytes = announcedBodyBytes { return bytes > 0 }
         return headers.contains(name: "transfer-encoding")
     }
 }

@@ -52,6 +52,34 @@ import Testing
         #expect(replay.response(method: "GET", url: "http://a.test/ok", body: nil)?.body == Array("fine".utf8))
     }
 
+    @Test(
+        "the largest body a recorded response matches: the size sent, a HAR's text, any for a body cut short, none without"
+    )
+    func largestMatchingBody() throws {
+        let path = try writeTemporary(
+            """
+            {"log": {"entries": [
+              {"request": {"method": "POST", "url": "http://a.test/upload", "bodySize": 300000,
+               "_bodySHA256": "\(String(repeating: "0", count: 64))", "postData": {"text": "", "_bodyOmitted": true}},
+               "response": {"status": 200}},
+              {"request": {"method": "POST", "url": "http://a.test/upload", "bodySize": 12,
+               "_bodySHA256": "\(String(repeating: "1", count: 64))", "postData": {"text": "twelve bytes"}},
+               "response": {"status": 200}},
+              {"request": {"method": "POST", "url": "http://a.test/form", "postData": {"text": "caf\\u00e9"}},
+               "response": {"status": 200}},
+              {"request": {"method": "POST", "url": "http://a.test/form?x=1"}, "response": {"status": 200}},
+              {"request": {"method": "PUT", "url": "http://a.test/form", "bodySize": 10, "_bodyIncomplete": true},
+               "response": {"status": 200}}
+            ]}}
+            """, name: "body-sizes.har")
+        let replay = try HARReplay(path: path)
+        #expect(replay.largestMatchingBody(method: "POST", url: "http://a.test/upload") == 300_000)
+        #expect(replay.largestMatchingBody(method: "post", url: "HTTP://A.TEST/form") == 5)
+        #expect(replay.largestMatchingBody(method: "POST", url: "http://a.test/form?x=1") == 0)
+        #expect(replay.largestMatchingBody(method: "PUT", url: "http://a.test/form") == .max)
+        #expect(replay.largestMatchingBody(method: "GET", url: "http://a.test/form") == nil)
+    }
+
     @Test("a decoded body goes to a proxy's client without its Content-Encoding; a body kept coded keeps it")
     func codingHeaders() throws {
         let path = try writeTemporary(

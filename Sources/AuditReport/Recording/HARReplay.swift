@@ -64,8 +64,9 @@ public final class HARReplay: Sendable {
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
     private let omitted: Set<String>
-    /// The method and URL (as matched) of entries with a response.
-    private let requests: Set<String>
+    /// For the method and URL (as matched) of each entry with a response, the size of the largest
+    /// request body that can match one (`Int.max` when one matches any body).
+    private let largestBodies: [String: Int]
 
     private struct Queue {
         var responses: [Response]
@@ -95,7 +96,7 @@ public final class HARReplay: Sendable {
         self.redaction = redaction
         var queues: [String: Queue] = [:]
         var omitted: Set<String> = []
-        var requests: Set<String> = []
+        var largestBodies: [String: Int] = [:]
         var problems: [String] = []
         for (index, entry) in entries.enumerated() {
             let valid: ValidEntry
@@ -111,21 +112,17 @@ public final class HARReplay: Sendable {
                 omitted.insert(valid.method.uppercased() + " " + url)
                 continue
             }
-            let postData = valid.request["postData"] as? [String: Any]
-            let digest =
-                valid.request["_bodyIncomplete"] as? Bool == true
-                ? Self.anyBody
-                : valid.request["_bodySHA256"] as? String
-                    ?? (postData?["text"] as? String).map { Self.digest(Array($0.utf8)) } ?? Self.digest(nil)
-            let key = Self.key(method: valid.method.uppercased(), url: url, digest: digest)
-            requests.insert(valid.method.uppercased() + " " + url)
+            let (digest, size) = Self.bodyDigestAndSize(valid.request)
+            let method = valid.method.uppercased()
+            let key = Self.key(method: method, url: url, digest: digest)
+            largestBodies[method + " " + url] = max(size, largestBodies[method + " " + url] ?? 0)
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }
         guard problems.isEmpty else { throw .invalidEntries(path: path, problems: problems) }
         self.queues = Locked(queues)
         self.omitted = omitted
-        self.requests = requests
+        self.largestBodies = largestBodies
     }
 
     private struct EntryProblem: Error {
@@ -178,10 +175,12 @@ public final class HARReplay: Sendable {
         return message + " (it holds that request without its response body, larger than the recording kept)"
     }
 
-    /// Whether the recording has a response for a request of `method` to `url` with some body:
-    /// when it has none, the request is a miss whatever its body.
-    public func hasResponses(method: String, url: String) -> Bool {
-        requests.contains(method.uppercased() + " " + matchedURL(url))
+    /// The size of the largest request body of `method` to `url` that a recorded response matches
+    /// (`Int.max` when one matches any body); nil when the recording has no response for that
+    /// method and URL, so that such a request is a miss whatever its body. A body that grows past
+    /// it is a miss too, before its end.
+    public func largestMatchingBody(method: String, url: String) -> Int? {
+        largestBodies[method.uppercased() + " " + matchedURL(url)]
     }
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
@@ -212,6 +211,19 @@ public final class HARReplay: Sendable {
     }
 
     static func key(method: String, url: String, digest: String) -> String { "\(method) \(url) \(digest)" }
+
+    /// The digest a recorded request's body is matched on, and that body's size in bytes: the
+    /// whole body's SHA-256 and the size sent as the recording gives them (`_bodySHA256`,
+    /// `bodySize`), else those of `postData.text` (a HAR from elsewhere), else an empty body's; any
+    /// body (``anyBody``, `Int.max`) for a request the client stopped sending (`_bodyIncomplete`).
+    private static func bodyDigestAndSize(_ request: [String: Any]) -> (digest: String, size: Int) {
+        if request["_bodyIncomplete"] as? Bool == true { return (anyBody, .max) }
+        if let digest = request["_bodySHA256"] as? String {
+            return (digest, (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil } ?? .max)
+        }
+        let text = Array(((request["postData"] as? [String: Any])?["text"] as? String ?? "").utf8)
+        return (digest(text), text.count)
+    }
 
     /// The digest of the key of a request that matches any body.
     static let anyBody = "*"
