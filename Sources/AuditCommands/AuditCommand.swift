@@ -16,16 +16,13 @@ public struct AuditCommand: AsyncParsableCommand {
         subcommands: subcommands
     )
 
+    /// Every subcommand; without the TLSInterception trait, `run`, `env` and `ca` say that they need it.
     private static var subcommands: [any ParsableCommand.Type] {
-        var commands: [any ParsableCommand.Type] = [
+        [
             CheckCommand.self, LintCommand.self, TestCommand.self, ReplayCommand.self, ReportCommand.self,
             DiffCommand.self, LearnCommand.self, ProxyCommand.self, AuthzCommand.self, VerifyCommand.self,
-            CacheCommand.self,
+            CacheCommand.self, RunCommand.self, EnvCommand.self, CACommand.self,
         ]
-        #if TLSInterception
-            commands += [RunCommand.self, EnvCommand.self, CACommand.self]
-        #endif
-        return commands
     }
 
     /// Creates the command; ArgumentParser fills it in from the arguments.

@@ -43,9 +43,8 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var recording: RecordingOptions
 
-    #if TLSInterception
-        @OptionGroup var tls: TLSOptions
-    #endif
+    /// Refused, naming the trait, in a build without TLS interception.
+    @OptionGroup var tls: TLSOptions
 
     func validate() throws {
         _ = try Self.hostAndPort(listen)
