@@ -213,6 +213,34 @@ extension InterceptionTests {
             #expect((request["postData"] as? [String: Any])?["text"] as? String == "body one")
         }
 
+        @Test("a body the app sends gzip-coded is recorded as sent, its coding named, and replayed matched on it")
+        func codedBody() async throws {
+            let har = Self.newRecordingPath()
+            let raw = try #require(ProcessInfo.processInfo.environment["RAW_URL"])
+            var post = URLRequest(url: HTTPBin.url(raw + "/read-body"))
+            post.httpMethod = "POST"
+            post.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+            // gzip of "{}\n", as `gzip -n` writes it.
+            let coded = Data([
+                0x1F, 0x8B, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xAB, 0xAE, 0xE5, 0x02, 0x00, 0x06, 0xB0,
+                0xA1, 0xDD, 0x03, 0x00, 0x00, 0x00,
+            ])
+            post.httpBody = coded
+            let recording = try Self.session(.record(har))
+            let recorded = await CallerStyle.completionHandler.run(post, on: recording.session)
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let replayed = await CallerStyle.completionHandler.run(post, on: replaying.session)
+            let records = try await replaying.finish()
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
+            let postData = try #require(request["postData"] as? [String: Any])
+            #expect(recorded.body == Data("read 23 bytes".utf8))
+            #expect(postData["_contentCoding"] as? String == "gzip")
+            #expect((postData["text"] as? String).flatMap { Data(base64Encoded: $0) } == coded)
+            #expect(replayed.body == recorded.body)
+            #expect(records.map(\.outcome.kind) == [.replayed])
+        }
+
         @Test(
             "an upload larger than the recording keeps is recorded by its size and digest and replayed matched on it",
             arguments: BodyStyle.allCases)

@@ -48,13 +48,19 @@ extension HTTPURLResponse {
 
 extension RecordedExchange {
     /// An exchange of `request` (sent with `body`, kept if it is at most `limit` bytes) starting
-    /// now, for a recording; its response is filled in as it comes.
+    /// now, for a recording; its response is filled in as it comes. A body the app sends with a
+    /// `Content-Encoding` is kept as sent, its coding named (`postData._contentCoding`): HAR's body
+    /// is a decoded one, and an app's request body is not decoded here.
     init(request: URLRequest, body: Data?, keepingAtMost limit: Int) {
         self.init(
             started: Date(), method: request.httpMethod?.uppercased() ?? "GET", url: request.url?.absoluteString ?? "",
             requestHeaders: request.sortedHeaders, requestBody: nil, status: 0, statusText: "", responseHeaders: [],
             chunks: [], waitMilliseconds: 0)
-        if let body { appendRequestBody(body, keepingAtMost: limit) }
+        guard let body else { return }
+        appendRequestBody(body, keepingAtMost: limit)
+        let codings = (request.value(forHTTPHeaderField: "Content-Encoding") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty && $0 != "identity" }
+        if !body.isEmpty, !codings.isEmpty { requestContentCoding = codings.joined(separator: ", ") }
     }
 
     /// Notes a response head with `status` and `headers`, `waitMilliseconds` after the request
