@@ -12,35 +12,29 @@
                 + "(make demo builds it so); 'swift build --product audit' builds it with the trait")
     }
 
-    /// `audit run` in a build without TLS interception.
-    struct RunCommand: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "run", abstract: "Not in this build of audit: it needs the TLSInterception package trait.")
+    /// `audit run`, `env` or `ca` (``Name``) in a build without TLS interception: it takes any
+    /// arguments and says what the build lacks.
+    struct CommandWithoutTLSInterception<Name: CommandName>: ParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                commandName: Name.name,
+                abstract: "Not in this build of audit: it needs the TLSInterception package trait.")
+        }
 
         @Argument(parsing: .allUnrecognized) var arguments: [String] = []
 
-        func run() throws { throw withoutTLSInterception("audit run") }
+        func run() throws { throw withoutTLSInterception("audit \(Name.name)") }
     }
 
-    /// `audit env` in a build without TLS interception.
-    struct EnvCommand: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "env", abstract: "Not in this build of audit: it needs the TLSInterception package trait.")
+    /// The name of a command a build without TLS interception lacks.
+    protocol CommandName { static var name: String { get } }
+    enum Run: CommandName { static let name = "run" }
+    enum Env: CommandName { static let name = "env" }
+    enum CA: CommandName { static let name = "ca" }
 
-        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
-
-        func run() throws { throw withoutTLSInterception("audit env") }
-    }
-
-    /// `audit ca` in a build without TLS interception.
-    struct CACommand: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "ca", abstract: "Not in this build of audit: it needs the TLSInterception package trait.")
-
-        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
-
-        func run() throws { throw withoutTLSInterception("audit ca") }
-    }
+    typealias RunCommand = CommandWithoutTLSInterception<Run>
+    typealias EnvCommand = CommandWithoutTLSInterception<Env>
+    typealias CACommand = CommandWithoutTLSInterception<CA>
 
     /// `audit proxy`'s TLS options in a build without TLS interception: hidden, and refused when given.
     struct TLSOptions: ParsableArguments {

@@ -38,13 +38,6 @@ final class ContentDecoder {
     private let maximumBytes: Int
     private var producedBytes = 0
 
-    /// The codings a `Content-Encoding` value lists, lower-cased, in the order they were applied,
-    /// without `identity`.
-    static func codings(_ contentEncoding: String) -> [String] {
-        contentEncoding.split(separator: ",").map { $0.trimmingASCIISpaces().lowercased() }
-            .filter { !$0.isEmpty && $0 != "identity" }
-    }
-
     /// A decoder for the codings `codings` lists (in the order applied), producing at most
     /// `maximumBytes`.
     ///
@@ -278,14 +271,5 @@ final class ContentDecoder {
     private func count(_ produced: Int) -> Failure? {
         producedBytes += produced
         return producedBytes > maximumBytes ? .tooLarge : nil
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingASCIISpaces() -> Substring {
-        var text = self
-        while text.first == " " || text.first == "\t" { text.removeFirst() }
-        while text.last == " " || text.last == "\t" { text.removeLast() }
-        return text
     }
 }

@@ -75,7 +75,7 @@ extension ProxyHandler {
         /// or they decode to more than the recording keeps of a body.
         var decodedExchange: RecordedExchange {
             var exchange = exchange
-            let requestCodings = ContentDecoder.codings(Self.contentEncoding(in: exchange.requestHeaders))
+            let requestCodings = RecordedExchange.contentCodings(in: exchange.requestHeaders)
             if !requestCodings.isEmpty, let body = exchange.requestBody, !body.isEmpty {
                 do {
                     let decoder = try ContentDecoder(codings: requestCodings, maximumBytes: maximumBody)
@@ -86,7 +86,7 @@ extension ProxyHandler {
                     exchange.requestContentCoding = requestCodings.joined(separator: ", ")
                 }
             }
-            let codings = ContentDecoder.codings(Self.contentEncoding(in: exchange.responseHeaders))
+            let codings = RecordedExchange.contentCodings(in: exchange.responseHeaders)
             guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }
             var decoded = exchange
             do {
@@ -103,11 +103,6 @@ extension ProxyHandler {
                 kept.contentCoding = codings.joined(separator: ", ")
                 return kept
             }
-        }
-
-        /// The `Content-Encoding` values of `headers`, joined.
-        private static func contentEncoding(in headers: [RequestSnapshot.Header]) -> String {
-            headers.filter { $0.name.equalsIgnoringASCIICase("content-encoding") }.map(\.value).joined(separator: ",")
         }
     }
 

@@ -102,6 +102,16 @@ import Testing
         #expect(replay.response(method: "PUT", url: url, body: Array("abcdefh".utf8)) == nil)
     }
 
+    @Test("a message's content codings: every Content-Encoding header's, lower-cased, in order, without identity")
+    func contentCodings() {
+        let headers: [RequestSnapshot.Header] = [
+            .init(name: "Content-Encoding", value: "gzip, identity"), .init(name: "Content-Type", value: "text/plain"),
+            .init(name: "CONTENT-ENCODING", value: "BR "),
+        ]
+        #expect(RecordedExchange.contentCodings(in: headers) == ["gzip", "br"])
+        #expect(RecordedExchange.contentCodings(in: [.init(name: "Content-Encoding", value: "identity")]).isEmpty)
+    }
+
     @Test("a request whose client stopped sending its body matches any body, after one that matches exactly")
     func incompleteRequestBody() throws {
         let path = NSTemporaryDirectory() + "incomplete-\(UUID().uuidString).har"

@@ -123,6 +123,15 @@ public struct RecordedExchange: Sendable {
         }
     }
 
+    /// The content codings the `Content-Encoding` headers of `headers` list, lower-cased, in the
+    /// order they were applied, without `identity`.
+    public static func contentCodings(in headers: [RequestSnapshot.Header]) -> [String] {
+        headers.filter { $0.name.equalsIgnoringASCIICase("content-encoding") }
+            .flatMap { $0.value.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+    }
+
     /// Replaces the request body kept with `decoded`, its content coding undone, keeping the
     /// digest of the body as sent, on which a replay matches.
     public mutating func decodeRequestBody(_ decoded: [UInt8]) {

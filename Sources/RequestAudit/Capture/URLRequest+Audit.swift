@@ -58,8 +58,7 @@ extension RecordedExchange {
             chunks: [], waitMilliseconds: 0)
         guard let body else { return }
         appendRequestBody(body, keepingAtMost: limit)
-        let codings = (request.value(forHTTPHeaderField: "Content-Encoding") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty && $0 != "identity" }
+        let codings = Self.contentCodings(in: requestHeaders)
         if !body.isEmpty, !codings.isEmpty { requestContentCoding = codings.joined(separator: ", ") }
     }
 
