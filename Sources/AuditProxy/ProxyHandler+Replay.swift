@@ -51,12 +51,12 @@ extension ProxyHandler {
     /// `--on-miss pass`, to be sent on a miss). A body that grows past the largest a recorded
     /// response matches is a miss there and then.
     func takeReplayBody(_ buffer: ByteBuffer) -> Bool {
-        guard var pending = pendingReplay else { return false }
-        pending.bodyHash.update(buffer.readableBytesView)
-        pending.bodyBytes += buffer.readableBytes
-        pendingReplay = pending
+        guard pendingReplay != nil else { return false }
+        pendingReplay?.bodyHash.update(buffer.readableBytesView)
+        pendingReplay?.bodyBytes += buffer.readableBytes
         let keepsBody = configuration.replayMiss == .pass
-        guard pending.bodyBytes > pending.largestMatch, let replay = configuration.replay else { return !keepsBody }
+        guard let pending = pendingReplay, pending.bodyBytes > pending.largestMatch, let replay = configuration.replay
+        else { return !keepsBody }
         pendingReplay = nil
         connection.handsOverRequestEnd = false
         guard keepsBody else {

@@ -107,15 +107,14 @@ public final class HARReplay: Sendable {
                 problems.append("entry \(index + 1): error: \(error.message)")
                 continue
             }
-            let url = Self.withoutIgnored(valid.url, parameters)
+            let (method, url) = (valid.method.uppercased(), Self.withoutIgnored(valid.url, parameters))
             if (valid.response["content"] as? [String: Any])?["_bodyOmitted"] as? Bool == true {
-                omitted.insert(valid.method.uppercased() + " " + url)
+                omitted.insert(method + " " + url)
                 continue
             }
             let (digest, size) = Self.bodyDigestAndSize(valid.request)
-            let method = valid.method.uppercased()
             let key = Self.key(method: method, url: url, digest: digest)
-            largestBodies[method + " " + url] = max(size, largestBodies[method + " " + url] ?? 0)
+            largestBodies[method + " " + url] = max(size, largestBodies[method + " " + url, default: 0])
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }

@@ -30,7 +30,7 @@ public struct RecordedExchange: Sendable {
     /// one (``decodeRequestBody(_:)``).
     public private(set) var requestBody: [UInt8]?
     /// Whether the request body is larger than the recording keeps: only its size and digest are.
-    public private(set) var isRequestBodyOmitted = false
+    public var isRequestBodyOmitted: Bool { requestBody == nil && sentBodyHash != nil }
     /// The hash of the request body as sent, while ``requestBody`` does not hold those bytes.
     private var sentBodyHash: SHA256?
     /// The bytes of the request body appended so far.
@@ -114,7 +114,6 @@ public struct RecordedExchange: Sendable {
             hash.update(requestBody ?? [])
             hash.update(bytes)
             sentBodyHash = hash
-            isRequestBodyOmitted = true
             requestBody = nil
         } else if requestBody == nil {
             requestBody = Array(bytes)
