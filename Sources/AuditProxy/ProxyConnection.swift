@@ -69,6 +69,9 @@ struct ProxyConnection {
         case answered(closesAfter: Bool, pausesDecoder: Bool)
         /// Connecting upstream; the request parts that arrive meanwhile wait.
         case connecting(Exchange, waiting: [HTTPServerRequestPart])
+        /// Reading the request to its end, to match it against a replayed recording; its parts are
+        /// kept (`kept`), to send on should it miss, when a miss goes to the server.
+        case awaitingReplay(Exchange, kept: [HTTPServerRequestPart]?)
         /// The request goes upstream and the response comes back.
         case forwarding(Exchange)
         /// A CONNECT is being opened: the tunnel is spliced once the server connection is made
@@ -81,9 +84,6 @@ struct ProxyConnection {
     private(set) var phase = Phase.idle
     /// Whether a read of the client connection was held back, to be made when the state allows.
     private var isReadHeld = false
-    /// Whether the end of the request that waits as if connecting is handed to the handler
-    /// (``RequestPartAction/requestEnded(_:)``): a replay matches a request on its whole body.
-    var handsOverRequestEnd = false
 
     /// What follows an exchange, or an answer of the proxy's own, once it is written.
     enum Next: Equatable {
@@ -163,8 +163,10 @@ struct ProxyConnection {
         case exchangeEnded(Next)
         /// The CONNECT ended, and its server connection is made: splice the tunnel.
         case spliceTunnel(Exchange)
-        /// The request that waits as if connecting has ended (``handsOverRequestEnd``): its id.
-        case requestEnded(UUID)
+        /// A piece of the body of the request that awaits its replay, to take into its match.
+        case replayBody(ByteBuffer)
+        /// The request that awaits its replay has ended: match it.
+        case replayRequestEnded(UUID)
     }
 
     /// A part of the request after its head.
@@ -179,11 +181,20 @@ struct ProxyConnection {
             if case .end = part { exchange.isRequestEnded = true }
             waiting.append(part)
             phase = .connecting(exchange, waiting: waiting)
-            if exchange.isRequestEnded, handsOverRequestEnd {
-                handsOverRequestEnd = false
-                return .requestEnded(exchange.decision.id)
-            }
             return .none
+        case .awaitingReplay(var exchange, var kept):
+            phase = .closed  // not to copy `kept` on append
+            kept?.append(part)
+            let action: RequestPartAction
+            switch part {
+            case .head: action = .none
+            case .body(let buffer): action = .replayBody(buffer)
+            case .end:
+                exchange.isRequestEnded = true
+                action = .replayRequestEnded(exchange.decision.id)
+            }
+            phase = .awaitingReplay(exchange, kept: kept)
+            return action
         case .forwarding(var exchange):
             guard !exchange.isResponseEnded else {
                 // The server answered before the whole request came: the rest is dropped.
@@ -227,6 +238,23 @@ struct ProxyConnection {
         }
     }
 
+    // MARK: Replays
+
+    /// The request of `exchange` is matched against a replayed recording once it has ended: it is
+    /// read on meanwhile, its parts kept to be sent on a miss when `keepsParts`.
+    mutating func awaitReplay(_ exchange: Exchange, keepsParts: Bool) {
+        phase = .awaitingReplay(exchange, kept: keepsParts ? [] : nil)
+    }
+
+    /// The request of decision `id`, which awaited its replay, missed and goes to the server: it
+    /// waits as if connecting, with the parts kept so far. False when that exchange no longer awaits
+    /// its replay (the client left), or its parts were not kept.
+    mutating func replayMissed(for id: UUID) -> Bool {
+        guard case .awaitingReplay(let exchange, let kept?) = phase, exchange.decision.id == id else { return false }
+        phase = .connecting(exchange, waiting: kept)
+        return true
+    }
+
     /// Whether the exchange of decision `id` waits for its server (or for the cache's answer): the
     /// client has not left meanwhile.
     func isConnecting(for id: UUID) -> Bool {
@@ -251,6 +279,7 @@ struct ProxyConnection {
         let exchange: Exchange
         switch phase {
         case .connecting(let pending, _) where pending.decision.id == id: exchange = pending
+        case .awaitingReplay(let pending, _) where pending.decision.id == id: exchange = pending
         case .forwarding(let pending) where pending.decision.id == id && !pending.isResponseStarted:
             exchange = pending
         default: return nil
@@ -391,18 +420,19 @@ struct ProxyConnection {
     mutating func clientClosed() -> Exchange? {
         defer { phase = .closed }
         switch phase {
-        case .connecting(let exchange, _), .forwarding(let exchange), .openingTunnel(let exchange, _): return exchange
+        case .connecting(let exchange, _), .awaitingReplay(let exchange, _), .forwarding(let exchange),
+            .openingTunnel(let exchange, _):
+            return exchange
         default: return nil
         }
     }
 
-    /// Whether to read from the client now: not while connecting upstream (unless the request is
-    /// read to its end to be handed over, ``handsOverRequestEnd``) or opening a tunnel, nor while
+    /// Whether to read from the client now: not while connecting upstream or opening a tunnel, nor while
     /// the server connection cannot take more (`isUpstreamWritable`); the read is then held back
     /// until ``resumeReading(isUpstreamWritable:)``.
     mutating func shouldRead(isUpstreamWritable: Bool) -> Bool {
         switch phase {
-        case .connecting where !handsOverRequestEnd, .openingTunnel:
+        case .connecting, .openingTunnel:
             isReadHeld = true
             return false
         case .forwarding where !isUpstreamWritable:
@@ -417,7 +447,7 @@ struct ProxyConnection {
     mutating func resumeReading(isUpstreamWritable: Bool) -> Bool {
         guard isReadHeld else { return false }
         switch phase {
-        case .connecting where !handsOverRequestEnd, .openingTunnel: return false
+        case .connecting, .openingTunnel: return false
         case .forwarding where !isUpstreamWritable: return false
         default:
             isReadHeld = false

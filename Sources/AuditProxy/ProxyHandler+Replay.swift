@@ -8,8 +8,8 @@ import NIOHTTP1
 /// paced as it came; a miss answers 504 (`--on-miss fail`) or goes on as it would without the
 /// recording (`pass`: through the cache first when a cache rule matches it). A request whose method
 /// and URL the recording has no response for is a miss at once, before its body is read, and so is
-/// one whose body is announced larger, or grows larger, than the largest a recorded response
-/// matches: only a request that may match waits for its body's end, on which it is matched. So the
+/// one whose body is announced with a size no recorded response matches, or grows larger than the
+/// largest: only a request that may match awaits its body's end, on which it is matched. So the
 /// proxy holds at most that much of a body under `--on-miss pass`, and none under `fail`.
 extension ProxyHandler {
     /// A request waiting for its body's end, to be matched against the recording.
@@ -20,7 +20,7 @@ extension ProxyHandler {
         let isHead: Bool
         /// Sends the request on, or looks it up in the cache first (a miss under `--on-miss pass`).
         let send: () -> Void
-        /// The size of the largest body a recorded response matches (`Int.max`: any body).
+        /// The size of the largest body a recorded response matches (`Int.max`: any size).
         let largestMatch: Int
         /// The hash of the body so far: the body is matched on its digest.
         var bodyHash = SHA256()
@@ -28,9 +28,8 @@ extension ProxyHandler {
         var bodyBytes = 0
     }
 
-    /// Holds the exchange for the replay (the proxy replays): it waits as if connecting, reading
-    /// on until its body has come (asked for with `100 Continue` when the client waits for it), then
-    /// is matched (``matchRecording(_:)``).
+    /// Holds the exchange for the replay: its request is read on until its body has come (asked for
+    /// with `100 Continue` when the client waits for it), then matched (``matchRecording(_:)``).
     func awaitReplay(
         _ exchange: Exchange, head: HTTPRequestHead, url: String, largestMatch: Int, send: @escaping () -> Void
     ) {
@@ -38,45 +37,43 @@ extension ProxyHandler {
             let interim = HTTPResponseHead(version: head.version, status: .continue)
             context?.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
-        _ = connection.forward(exchange, onKeptUpstream: false)
-        connection.handsOverRequestEnd = true
+        connection.awaitReplay(exchange, keepsParts: configuration.replayMiss == .pass)
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send,
             largestMatch: largestMatch)
         resumeClientReads()
     }
 
-    /// Takes a piece of the body of the request that waits for its replay into its digest: true
-    /// when the piece is dealt with, false when it goes on to the connection (kept under
-    /// `--on-miss pass`, to be sent on a miss). A body that grows past the largest a recorded
-    /// response matches is a miss there and then.
-    func takeReplayBody(_ buffer: ByteBuffer) -> Bool {
-        guard pendingReplay != nil else { return false }
+    /// Takes a piece of the body of the request that awaits its replay into its digest. A body that
+    /// grows past the largest a recorded response matches is a miss there and then.
+    func takeReplayBody(_ buffer: ByteBuffer) {
+        guard pendingReplay != nil else { return }
         pendingReplay?.bodyHash.update(buffer.readableBytesView)
         pendingReplay?.bodyBytes += buffer.readableBytes
-        let keepsBody = configuration.replayMiss == .pass
-        guard let pending = pendingReplay, pending.bodyBytes > pending.largestMatch, let replay = configuration.replay
-        else { return !keepsBody }
-        pendingReplay = nil
-        connection.handsOverRequestEnd = false
-        guard keepsBody else {
-            answerReplayMiss(pending.id, method: pending.method, url: pending.url, replay: replay)
-            return true
-        }
-        pending.send()
-        return false
+        guard let pending = pendingReplay, pending.bodyBytes > pending.largestMatch else { return }
+        missedReplay(pending)
     }
 
     /// The request of `id` has ended: answers it from the recording, or as a miss.
     func matchRecording(_ id: UUID) {
         guard let pending = pendingReplay, pending.id == id, let replay = configuration.replay else { return }
-        pendingReplay = nil
         let digest = pending.bodyHash.finalize()
-        if let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: digest) {
-            return serveRecorded(recorded, id: id, isHead: pending.isHead)
+        guard let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: digest) else {
+            return missedReplay(pending)
         }
-        if configuration.replayMiss == .pass { return pending.send() }
-        answerReplayMiss(id, method: pending.method, url: pending.url, replay: replay)
+        pendingReplay = nil
+        serveRecorded(recorded, id: id, isHead: pending.isHead)
+    }
+
+    /// The request that awaited its replay is not in the recording: it goes on with the parts read
+    /// so far (`--on-miss pass`), or is answered 504 (`fail`).
+    private func missedReplay(_ pending: PendingReplay) {
+        pendingReplay = nil
+        guard let replay = configuration.replay else { return }
+        guard configuration.replayMiss == .pass else {
+            return answerReplayMiss(pending.id, method: pending.method, url: pending.url, replay: replay)
+        }
+        if connection.replayMissed(for: pending.id) { pending.send() }
     }
 
     /// Answers the exchange of `id`, a request of `method` to `url` that `replay` has no response

@@ -161,7 +161,6 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         recording?.request(part)
-        if case .body(let buffer) = part, takeReplayBody(buffer) { return }
         perform(connection.requestPart(part), context: context)
     }
 
@@ -181,7 +180,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .exchangeEnded(let next):
             finishRecording()
             follow(next)
-        case .requestEnded(let id):
+        case .replayBody(let buffer):
+            takeReplayBody(buffer)
+        case .replayRequestEnded(let id):
             matchRecording(id)
         case .spliceTunnel(let exchange):
             guard let way = tunnelWay else { return }
@@ -355,10 +356,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         if let replay = configuration.replay {
-            if let largestMatch = replay.largestMatchingBody(method: head.method.rawValue, url: url),
-                head.announcedBodyBytes ?? 0 <= largestMatch
+            if let bodies = replay.matchingBodies(method: head.method.rawValue, url: url),
+                head.knownBodyBytes.map(bodies.canMatch(size:)) ?? true
             {
-                return awaitReplay(exchange, head: head, url: url, largestMatch: largestMatch) { [self] in
+                return awaitReplay(exchange, head: head, url: url, largestMatch: bodies.largest) { [self] in
                     guard let lookUpFirst else {
                         return sendAfterLookup(
                             exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)
@@ -667,9 +668,12 @@ extension HTTPRequestHead {
     /// The body's size as `Content-Length` announces it; nil when no length is announced.
     var announcedBodyBytes: Int? { headers.first(name: "content-length").flatMap { Int($0) } }
 
-    /// Whether a body follows the head.
-    var hasBody: Bool {
-        if let bytes = announcedBodyBytes { return bytes > 0 }
-        return headers.contains(name: "transfer-encoding")
+    /// The size of the body that follows the head, when the head tells it: nil for a body framed
+    /// by a transfer coding (chunks), else its `Content-Length`, or none without one.
+    var knownBodyBytes: Int? {
+        headers.contains(name: "transfer-encoding") ? nil : announcedBodyBytes ?? 0
     }
+
+    /// Whether a body follows the head.
+    var hasBody: Bool { knownBodyBytes.map { $0 > 0 } ?? true }
 }

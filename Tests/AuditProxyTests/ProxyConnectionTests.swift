@@ -229,4 +229,67 @@ import Testing
         #expect(next == .close)
         #expect(!connection.isAwaitingHead)
     }
+
+    @Test("a request awaiting its replay is read on, its body handed over piece by piece, then its end")
+    func replayReadsTheRequest() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head(.POST))
+        connection.awaitReplay(exchange, keepsParts: false)
+        let reads = connection.shouldRead(isUpstreamWritable: false)
+        guard case .replayBody(let piece) = connection.requestPart(.body(ByteBuffer(string: "abc"))),
+            case .replayRequestEnded(let id) = connection.requestPart(.end(nil))
+        else {
+            Issue.record("the request's body and end are not handed over")
+            return
+        }
+        #expect(reads)
+        #expect(piece == ByteBuffer(string: "abc"))
+        #expect(id == exchange.decision.id)
+    }
+
+    @Test("a replay's miss goes to the server with the parts kept, and waits as if connecting")
+    func replayMissSendsKeptParts() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head(.POST))
+        connection.awaitReplay(exchange, keepsParts: true)
+        _ = connection.requestPart(.body(ByteBuffer(string: "abc")))
+        let missed = connection.replayMissed(for: exchange.decision.id)
+        // The rest of the body waits for the connection, as for any request sent on.
+        guard case .none = connection.requestPart(.body(ByteBuffer(string: "def"))) else {
+            Issue.record("a body part after the miss is handed over for the replay")
+            return
+        }
+        let readsWhileConnecting = connection.shouldRead(isUpstreamWritable: true)
+        let waiting = connection.upstreamConnected(for: exchange.decision.id)
+        #expect(missed && !readsWhileConnecting)
+        #expect(waiting?.count == 2)
+        #expect(connection.isForwarding)
+    }
+
+    @Test("a replay whose parts were not kept cannot go to the server; its answer drains the rest of the request")
+    func replayMissWithoutKeptParts() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head(.POST))
+        connection.awaitReplay(exchange, keepsParts: false)
+        _ = connection.requestPart(.body(ByteBuffer(string: "abc")))
+        let missed = connection.replayMissed(for: exchange.decision.id)
+        let answered = connection.answerWithoutUpstream(for: exchange.decision.id)
+        guard case .answered(.awaitNextHead) = connection.requestPart(.end(nil)) else {
+            Issue.record("the rest of the request is not drained after the answer")
+            return
+        }
+        #expect(!missed)
+        #expect(answered?.0.decision.id == exchange.decision.id && answered?.1 == nil)
+    }
+
+    @Test("a client that leaves while its request awaits the replay gets it recorded as cut short")
+    func replayClientLeaves() throws {
+        var connection = ProxyConnection()
+        let exchange = try Self.exchange(Self.head(.POST))
+        connection.awaitReplay(exchange, keepsParts: true)
+        let cutShort = connection.clientClosed()
+        let missed = connection.replayMissed(for: exchange.decision.id)
+        #expect(cutShort?.decision.id == exchange.decision.id)
+        #expect(!missed)
+    }
 }

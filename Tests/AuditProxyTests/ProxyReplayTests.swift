@@ -383,4 +383,21 @@ import Testing
         #expect(status == (onMiss == .fail ? "HTTP/1.1 504 Gateway Timeout\n" : "HTTP/1.1 200 OK\n"))
         #expect(records.map(\.outcome.kind) == [onMiss == .fail ? .failure : .response])
     }
+
+    @Test(
+        "a body announced smaller than the largest recorded one, with a size none has, is a miss before it comes",
+        arguments: [HARReplay.OnMiss.fail, .pass])
+    func missOnAnnouncedSize(_ onMiss: HARReplay.OnMiss) async throws {
+        let url = try Servers.variable("RAW_URL") + "/ok"
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, "--data-binary", "twelve bytes", url])
+            _ = try runClient("curl", ["-sS", "-x", proxy, "--data-binary", "two", url])
+        }
+        let proxy = try await Self.replaying(har, onMiss: onMiss)
+        // 11 bytes announced, 5 sent: only a miss decided on the announced size answers.
+        let status = try Self.statusOfPartialPost(to: url, through: proxy, framing: "Content-Length: 11", sending: 5)
+        let records = try await proxy.finish()
+        #expect(status == (onMiss == .fail ? "HTTP/1.1 504 Gateway Timeout\n" : "HTTP/1.1 200 OK\n"))
+        #expect(records.map(\.outcome.kind) == [onMiss == .fail ? .failure : .response])
+    }
 }

@@ -53,9 +53,9 @@ import Testing
     }
 
     @Test(
-        "the largest body a recorded response matches: the size sent, a HAR's text, any for a body cut short, none without"
+        "the bodies a recorded response matches: the sizes sent, a HAR's text, any for a body cut short, none without"
     )
-    func largestMatchingBody() throws {
+    func matchingBodies() throws {
         let path = try writeTemporary(
             """
             {"log": {"entries": [
@@ -69,15 +69,23 @@ import Testing
                "response": {"status": 200}},
               {"request": {"method": "POST", "url": "http://a.test/form?x=1"}, "response": {"status": 200}},
               {"request": {"method": "PUT", "url": "http://a.test/form", "bodySize": 10, "_bodyIncomplete": true},
-               "response": {"status": 200}}
+               "response": {"status": 200}},
+              {"request": {"method": "PATCH", "url": "http://a.test/form",
+               "_bodySHA256": "\(String(repeating: "2", count: 64))"}, "response": {"status": 200}}
             ]}}
             """, name: "body-sizes.har")
         let replay = try HARReplay(path: path)
-        #expect(replay.largestMatchingBody(method: "POST", url: "http://a.test/upload") == 300_000)
-        #expect(replay.largestMatchingBody(method: "post", url: "HTTP://A.TEST/form") == 5)
-        #expect(replay.largestMatchingBody(method: "POST", url: "http://a.test/form?x=1") == 0)
-        #expect(replay.largestMatchingBody(method: "PUT", url: "http://a.test/form") == .max)
-        #expect(replay.largestMatchingBody(method: "GET", url: "http://a.test/form") == nil)
+        let upload = replay.matchingBodies(method: "POST", url: "http://a.test/upload")
+        #expect(upload == HARReplay.MatchingBodies(sizes: [12, 300_000]))
+        #expect(upload?.largest == 300_000)
+        #expect(upload.map { [$0.canMatch(size: 12), $0.canMatch(size: 13)] } == [true, false])
+        #expect(replay.matchingBodies(method: "post", url: "HTTP://A.TEST/form") == .init(sizes: [5]))
+        #expect(replay.matchingBodies(method: "POST", url: "http://a.test/form?x=1") == .init(sizes: [0]))
+        let anySize = HARReplay.MatchingBodies(isAnySize: true)
+        #expect(replay.matchingBodies(method: "PUT", url: "http://a.test/form") == anySize)
+        #expect(replay.matchingBodies(method: "PATCH", url: "http://a.test/form") == anySize)
+        #expect(anySize.largest == .max && anySize.canMatch(size: 7))
+        #expect(replay.matchingBodies(method: "GET", url: "http://a.test/form") == nil)
     }
 
     @Test("a decoded body goes to a proxy's client without its Content-Encoding; a body kept coded keeps it")

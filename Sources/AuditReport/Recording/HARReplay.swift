@@ -64,9 +64,31 @@ public final class HARReplay: Sendable {
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
     private let omitted: Set<String>
-    /// For the method and URL (as matched) of each entry with a response, the size of the largest
-    /// request body that can match one (`Int.max` when one matches any body).
-    private let largestBodies: [String: Int]
+    /// For the method and URL (as matched) of each entry with a response, the sizes of the request
+    /// bodies that can match one.
+    private let matchingBodies: [String: MatchingBodies]
+
+    /// The sizes of the request bodies that a recorded response to one method and URL matches, so
+    /// that a request whose body cannot match is a miss before its body is read.
+    public struct MatchingBodies: Sendable, Equatable {
+        /// The sizes of the bodies recorded with their size.
+        public var sizes: Set<Int> = []
+        /// Whether a body of any size can match: one was recorded cut short (`_bodyIncomplete`, it
+        /// matches any body), or with its digest and without its size.
+        public var isAnySize = false
+
+        /// Bodies of `sizes`, or of any size when `isAnySize`.
+        public init(sizes: Set<Int> = [], isAnySize: Bool = false) {
+            self.sizes = sizes
+            self.isAnySize = isAnySize
+        }
+
+        /// The size of the largest body that can match (`Int.max` when any size can).
+        public var largest: Int { isAnySize ? .max : sizes.max() ?? 0 }
+
+        /// Whether a body of `size` bytes can match.
+        public func canMatch(size: Int) -> Bool { isAnySize || sizes.contains(size) }
+    }
 
     private struct Queue {
         var responses: [Response]
@@ -96,7 +118,7 @@ public final class HARReplay: Sendable {
         self.redaction = redaction
         var queues: [String: Queue] = [:]
         var omitted: Set<String> = []
-        var largestBodies: [String: Int] = [:]
+        var matchingBodies: [String: MatchingBodies] = [:]
         var problems: [String] = []
         for (index, entry) in entries.enumerated() {
             let valid: ValidEntry
@@ -114,14 +136,18 @@ public final class HARReplay: Sendable {
             }
             let (digest, size) = Self.bodyDigestAndSize(valid.request)
             let key = Self.key(method: method, url: url, digest: digest)
-            largestBodies[method + " " + url] = max(size, largestBodies[method + " " + url, default: 0])
+            if let size {
+                matchingBodies[method + " " + url, default: MatchingBodies()].sizes.insert(size)
+            } else {
+                matchingBodies[method + " " + url, default: MatchingBodies()].isAnySize = true
+            }
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }
         guard problems.isEmpty else { throw .invalidEntries(path: path, problems: problems) }
         self.queues = Locked(queues)
         self.omitted = omitted
-        self.largestBodies = largestBodies
+        self.matchingBodies = matchingBodies
     }
 
     private struct EntryProblem: Error {
@@ -174,12 +200,12 @@ public final class HARReplay: Sendable {
         return message + " (it holds that request without its response body, larger than the recording kept)"
     }
 
-    /// The size of the largest request body of `method` to `url` that a recorded response matches
-    /// (`Int.max` when one matches any body); nil when the recording has no response for that
-    /// method and URL, so that such a request is a miss whatever its body. A body that grows past
-    /// it is a miss too, before its end.
-    public func largestMatchingBody(method: String, url: String) -> Int? {
-        largestBodies[method.uppercased() + " " + matchedURL(url)]
+    /// The sizes of the request bodies of `method` to `url` that a recorded response matches; nil
+    /// when the recording has no response for that method and URL, so that such a request is a miss
+    /// whatever its body. A request whose body is announced with another size, or grows past the
+    /// largest, is a miss too, before its end.
+    public func matchingBodies(method: String, url: String) -> MatchingBodies? {
+        matchingBodies[method.uppercased() + " " + matchedURL(url)]
     }
 
     /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
@@ -214,11 +240,12 @@ public final class HARReplay: Sendable {
     /// The digest a recorded request's body is matched on, and that body's size in bytes: the
     /// whole body's SHA-256 and the size sent as the recording gives them (`_bodySHA256`,
     /// `bodySize`), else those of `postData.text` (a HAR from elsewhere), else an empty body's; any
-    /// body (``anyBody``, `Int.max`) for a request the client stopped sending (`_bodyIncomplete`).
-    private static func bodyDigestAndSize(_ request: [String: Any]) -> (digest: String, size: Int) {
-        if request["_bodyIncomplete"] as? Bool == true { return (anyBody, .max) }
+    /// body (``anyBody``) for a request the client stopped sending (`_bodyIncomplete`). The size is
+    /// nil when the body may have any (cut short, or recorded without its size).
+    private static func bodyDigestAndSize(_ request: [String: Any]) -> (digest: String, size: Int?) {
+        if request["_bodyIncomplete"] as? Bool == true { return (anyBody, nil) }
         if let digest = request["_bodySHA256"] as? String {
-            return (digest, (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil } ?? .max)
+            return (digest, (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil })
         }
         let text = Array(((request["postData"] as? [String: Any])?["text"] as? String ?? "").utf8)
         return (digest(text), text.count)
