@@ -53,7 +53,7 @@ let package = Package(
             pkgConfig: "libpcre2-8",
             providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
         ),
-        // zlib, brotli and zstd undo a recorded response's content coding (audit proxy --record).
+        // zlib, brotli and zstd undo a recorded body's content coding (AuditContentCoding).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .systemLibrary(
             name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"]), .brew(["brotli"])]),
@@ -72,14 +72,19 @@ let package = Package(
             ]),
         // RFC 9111 caching on disk, for cache rules in every front-end.
         .target(name: "AuditCache", dependencies: ["AuditPolicy", "AuditReport", "AuditLocking"]),
+        // Undoes a recorded body's content coding (gzip, deflate, br, zstd), so that it is kept decoded and redacted.
+        .target(name: "AuditContentCoding", dependencies: ["AuditReport", "CZlib", "CBrotli", "CZstd"]),
         .target(
             name: "RequestAudit",
-            dependencies: ["AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking", "AuditCache"]),
+            dependencies: [
+                "AuditPipeline", "AuditReport", "AuditPolicy", "AuditLocking", "AuditCache",
+                // Recording runs where the in-app interceptor does: on Linux.
+                .target(name: "AuditContentCoding", condition: .when(platforms: [.linux])),
+            ]),
         .target(
             name: "AuditProxy",
             dependencies: [
-                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking", "AuditCache", "CZlib", "CBrotli",
-                "CZstd",
+                "AuditPipeline", "AuditPolicy", "AuditReport", "AuditLocking", "AuditCache", "AuditContentCoding",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -165,6 +170,7 @@ let package = Package(
         .testTarget(name: "AuditCommandsTests", dependencies: ["AuditCommands", "audit"]),
         .testTarget(
             name: "AuditReportTests", dependencies: ["AuditReport", "AuditPipeline", "CSHA256"], exclude: ["Fixtures"]),
+        .testTarget(name: "AuditContentCodingTests", dependencies: ["AuditContentCoding", "AuditReport"]),
         .testTarget(name: "AuditPipelineTests", dependencies: ["AuditPipeline", "AuditLocking"]),
         .testTarget(name: "AuditCacheTests", dependencies: ["AuditCache", "AuditPolicy"]),
         .testTarget(
@@ -180,7 +186,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(
-            name: "AuditOpenTelemetryTests", dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
+            name: "AuditOpenTelemetryTests",
+            dependencies: ["AuditOpenTelemetry", "AuditPipeline", "AuditPolicy", "AuditReport"]),
         .testTarget(
             name: "AuditProxyTests",
             dependencies: [
@@ -201,7 +208,7 @@ let package = Package(
 // Strict memory safety for every library and the executable: pointer work is marked `unsafe` in a
 // few small types (PCRE2Code and MatchSubject, the index's SubjectBytes, CandidateList and
 // TokenHashes, JSONLineScanner, SHA256's hand-off to CSHA256, the log reader's read(2) and memchr,
-// the proxy's ContentDecoder (zlib, brotli and zstd streams),
+// AuditContentCoding's ContentDecoder (zlib, brotli and zstd streams),
 // PlatformInternals), and `.ci/run` fails on any warning about it.
 for target in package.targets
 where (target.type == .regular || target.type == .executable) && target.path?.hasPrefix("Tests") != true

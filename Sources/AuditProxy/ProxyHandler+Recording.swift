@@ -1,4 +1,5 @@
 import AuditCache
+import AuditContentCoding
 import AuditPipeline
 import AuditPolicy
 import AuditReport
@@ -69,40 +70,12 @@ extension ProxyHandler {
             body.record(into: &exchange, at: offset, keepingAtMost: maximumBody)
         }
 
-        /// The exchange, its request body's content coding undone, and its response body's piece
-        /// by piece (each piece keeps its time; one that decodes to nothing yet is left out); a
-        /// body as it came, its coding named, when the coding is unknown, the bytes do not decode,
-        /// or they decode to more than the recording keeps of a body.
+        /// The exchange, its bodies' content codings undone (or named, when they cannot be).
         var decodedExchange: RecordedExchange {
             var exchange = exchange
-            let requestCodings = RecordedExchange.contentCodings(in: exchange.requestHeaders)
-            if !requestCodings.isEmpty, let body = exchange.requestBody, !body.isEmpty {
-                do {
-                    let decoder = try ContentDecoder(codings: requestCodings, maximumBytes: maximumBody)
-                    let decoded = try decoder.decode(body)
-                    try decoder.finish()
-                    exchange.decodeRequestBody(decoded)
-                } catch {
-                    exchange.requestContentCoding = requestCodings.joined(separator: ", ")
-                }
-            }
-            let codings = RecordedExchange.contentCodings(in: exchange.responseHeaders)
-            guard !codings.isEmpty, !exchange.chunks.isEmpty else { return exchange }
-            var decoded = exchange
-            do {
-                let decoder = try ContentDecoder(codings: codings, maximumBytes: maximumBody)
-                decoded.chunks = try exchange.chunks.compactMap { chunk throws(ContentDecoder.Failure) in
-                    let bytes = try decoder.decode(chunk.bytes)
-                    return bytes.isEmpty ? nil : RecordedExchange.Chunk(milliseconds: chunk.milliseconds, bytes: bytes)
-                }
-                try decoder.finish()
-                decoded.transferredBodyBytes = exchange.chunks.reduce(0) { $0 + $1.bytes.count }
-                return decoded
-            } catch {
-                var kept = exchange
-                kept.contentCoding = codings.joined(separator: ", ")
-                return kept
-            }
+            exchange.undoRequestBodyCoding(keepingAtMost: maximumBody)
+            exchange.undoResponseBodyCoding(keepingAtMost: maximumBody)
+            return exchange
         }
     }
 

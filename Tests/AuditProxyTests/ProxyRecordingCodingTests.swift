@@ -166,32 +166,6 @@ import Testing
         guard let end = response.range(of: "\r\n\r\n") else { return (response, "") }
         return (String(response[..<end.lowerBound]), String(response[end.upperBound...]))
     }
-
-    /// 100,000 zero bytes, gzip-coded (132 bytes).
-    static let gzipZeros =
-        Data(
-            base64Encoded:
-                "H4sIAAAAAAACA+3BMQEAAADCoPVPbQ0PoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-                + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIBXA32VEdSghgEA") ?? Data()
-
-    @Test("the decoder stops at its bound rather than inflating a small body without limit")
-    func bound() throws {
-        let decoder = try ContentDecoder(codings: ["gzip"], maximumBytes: 10_000)
-        #expect(throws: ContentDecoder.Failure.tooLarge) { try decoder.decode(Array(Self.gzipZeros)) }
-        let roomy = try ContentDecoder(codings: ["gzip"], maximumBytes: 100_000)
-        #expect(try roomy.decode(Array(Self.gzipZeros)) == [UInt8](repeating: 0, count: 100_000))
-        try roomy.finish()
-    }
-
-    @Test("a body cut short of its coding's end, and a coding it does not know, are failures")
-    func failures() throws {
-        let decoder = try ContentDecoder(codings: ["gzip"], maximumBytes: 1 << 20)
-        _ = try decoder.decode(Array(Self.gzipZeros.prefix(60)))
-        #expect(throws: ContentDecoder.Failure.truncated("gzip")) { try decoder.finish() }
-        #expect(throws: ContentDecoder.Failure.unsupported("compress")) {
-            try ContentDecoder(codings: ["gzip", "compress"], maximumBytes: 1 << 20)
-        }
-    }
 }
 
 /// What `audit proxy --record` keeps of a body larger than the recording keeps.

@@ -5,6 +5,9 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+#if canImport(AuditContentCoding)
+    import AuditContentCoding
+#endif
 
 extension URLRequest {
     /// The request as the policy sees it: method, URL as sent, headers.
@@ -49,8 +52,9 @@ extension HTTPURLResponse {
 extension RecordedExchange {
     /// An exchange of `request` (sent with `body`, kept if it is at most `limit` bytes) starting
     /// now, for a recording; its response is filled in as it comes. A body the app sends with a
-    /// `Content-Encoding` is kept as sent, its coding named (`postData._contentCoding`): HAR's body
-    /// is a decoded one, and an app's request body is not decoded here.
+    /// `Content-Encoding` is kept decoded, as HAR keeps bodies, so that it is redacted; its digest
+    /// stays that of the bytes sent. (The response body needs no decoding: Foundation hands it over
+    /// decoded.)
     init(request: URLRequest, body: Data?, keepingAtMost limit: Int) {
         self.init(
             started: Date(), method: request.httpMethod?.uppercased() ?? "GET", url: request.url?.absoluteString ?? "",
@@ -58,8 +62,9 @@ extension RecordedExchange {
             chunks: [], waitMilliseconds: 0)
         guard let body else { return }
         appendRequestBody(body, keepingAtMost: limit)
-        let codings = Self.contentCodings(in: requestHeaders)
-        if !body.isEmpty, !codings.isEmpty { requestContentCoding = codings.joined(separator: ", ") }
+        #if canImport(AuditContentCoding)
+            undoRequestBodyCoding(keepingAtMost: limit)
+        #endif
     }
 
     /// Notes a response head with `status` and `headers`, `waitMilliseconds` after the request

@@ -2,9 +2,9 @@ internal import CBrotli
 internal import CZlib
 internal import CZstd
 
-/// Removes the content codings a response's `Content-Encoding` names (`gzip`, `x-gzip`,
-/// `deflate`, `br`, `zstd`), piece by piece, so that a recording keeps a body as the client's application
-/// reads it: HAR's `content.text` is the decoded body, and only a decoded body can be redacted.
+/// Removes the content codings a body's `Content-Encoding` names (`gzip`, `x-gzip`, `deflate`,
+/// `br`, `zstd`), piece by piece, so that a recording keeps a body as an application reads it:
+/// HAR's texts are decoded bodies, and only a decoded body can be redacted.
 ///
 /// Codings are undone last-applied first (`Content-Encoding: gzip, br` is br of gzip). `deflate`
 /// is read as the zlib format RFC 9110 names, or as raw deflate, which some servers send instead;
