@@ -208,7 +208,7 @@ let package = Package(
 // Strict memory safety for every library and the executable: pointer work is marked `unsafe` in a
 // few small types (PCRE2Code and MatchSubject, the index's SubjectBytes, CandidateList and
 // TokenHashes, JSONLineScanner, SHA256's hand-off to CSHA256, the log reader's read(2) and memchr,
-// AuditContentCoding's ContentDecoder (zlib, brotli and zstd streams),
+// AuditContentCoding's ContentDecoder (zlib, brotli and zstd streams), the CA folder's rename(2),
 // PlatformInternals), and `.ci/run` fails on any warning about it.
 for target in package.targets
 where (target.type == .regular || target.type == .executable) && target.path?.hasPrefix("Tests") != true

@@ -63,7 +63,9 @@
 
         /// The variables, in a fixed order. When `existing` names bundles of the user's own in the
         /// store-replacing or store-extending variables, bundles that also hold those are written to
-        /// the CA `folder` (`env-bundle.pem`, `env-extra.pem`) and named instead.
+        /// the CA `folder` (`env-bundle.pem`, `env-extra.pem`) and named instead, each certificate
+        /// once: made again from the variables they set (a shell that evaluates `audit env` twice),
+        /// they come out the same.
         static func variables(
             proxy: String, noProxy: String, folder: CertificateAuthorityDirectory, existing: [String: String]
         ) throws(TLSSetupError) -> [(String, String)] {
@@ -81,10 +83,10 @@
             var extraFile = certificatePath
             if !userExtras.isEmpty {
                 extraFile = scratchFolder + "/env-extra.pem"
-                let extras = userExtras.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
-                try CertificateAuthorityDirectory.write(
-                    (extras + [certificate]).map { $0.hasSuffix("\n") ? $0 : $0 + "\n" }.joined(), to: extraFile,
-                    mode: 0o644)
+                var extras = PEMBundle()
+                for file in userExtras { extras.add(contentsOf: file) }
+                extras.add(certificate)
+                try CertificateAuthorityDirectory.write(extras.text, to: extraFile, mode: 0o644)
             }
             for name in storeReplacing { result.append((name, storeFile)) }
             for name in storeExtending { result.append((name, extraFile)) }

@@ -115,7 +115,8 @@ public struct CertificateAuthorityDirectory: Sendable {
     }
 
     /// Writes `text` to `path` with `mode`: to a temporary file in the same folder made with that
-    /// mode, then moved to `path` (replacing what was there).
+    /// mode, then renamed to `path`, which replaces what was there at once (a tool reading `path`
+    /// meanwhile reads the old file or the new one, never none).
     public static func write(_ text: String, to path: String, mode: Int) throws(TLSSetupError) {
         let temporary = path + ".tmp-\(UUID().uuidString.prefix(8))"
         guard
@@ -127,11 +128,14 @@ public struct CertificateAuthorityDirectory: Sendable {
         do {
             // createFile's mode is filtered by the umask: set it exactly.
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: temporary)
-            if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
-            try FileManager.default.moveItem(atPath: temporary, toPath: path)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw .file(path: path, reason: "cannot write: \(error.localizedDescription)")
+        }
+        guard unsafe rename(temporary, path) == 0 else {
+            let reason = unsafe String(cString: strerror(errno))
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw .file(path: path, reason: "cannot write: \(reason)")
         }
     }
 }

@@ -16,19 +16,12 @@ public enum SystemTrust {
         candidatePaths.first { FileManager.default.isReadableFile(atPath: $0) }
     }
 
-    /// The system's bundle (empty when there is none) followed by each of `certificates` (PEM), each
-    /// on lines of its own.
+    /// The system's roots (none when it has no bundle), then those of the PEM `files` (unreadable
+    /// ones left out), then `certificates` (PEM): each certificate once, on lines of its own.
     public static func bundle(adding certificates: [String], files: [String] = []) -> String {
-        var text = bundlePath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
-        for file in files {
-            guard let extra = try? String(contentsOfFile: file, encoding: .utf8) else { continue }
-            if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
-            text += extra
-        }
-        for certificate in certificates {
-            if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
-            text += certificate
-        }
-        return text.hasSuffix("\n") ? text : text + "\n"
+        var bundle = PEMBundle()
+        for file in (bundlePath.map { [$0] } ?? []) + files { bundle.add(contentsOf: file) }
+        for certificate in certificates { bundle.add(certificate) }
+        return bundle.text
     }
 }

@@ -117,6 +117,35 @@ import Testing
         #expect(combined.count > 10_000)  // the system's roots
     }
 
+    @Test("audit env run again in the environment it printed writes the same bundles, each certificate once")
+    func envAgainIsTheSame() throws {
+        let folder = try TemporaryFolder([
+            "corporate.pem": "-----BEGIN CERTIFICATE-----\ncorporate\n-----END CERTIFICATE-----\n"
+        ])
+        let ca = folder.path + "/ca"
+        let corporate = folder.path + "/corporate.pem"
+        var environment: [String: String?] = ["REQUESTS_CA_BUNDLE": corporate, "NODE_EXTRA_CA_CERTS": corporate]
+        var bundles: [[String]] = []
+        for _ in 0..<3 {
+            let run = try runBinary(["env", "--ca-dir", ca], environment: environment)
+            #expect(run.exitCode == 0, "\(run.standardError)")
+            for line in run.outputLines {
+                // export NAME='VALUE' (no quote inside these values)
+                let assignment = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+                environment[String(assignment[0])] = String(assignment[1].dropFirst().dropLast())
+            }
+            bundles.append(
+                try ["env-bundle.pem", "env-extra.pem"].map {
+                    try String(contentsOfFile: ca + "/" + $0, encoding: .utf8)
+                })
+        }
+        let certificate = try String(contentsOfFile: ca + "/ca.pem", encoding: .utf8)
+        #expect(bundles[1] == bundles[0] && bundles[2] == bundles[0])
+        #expect(bundles[0][1] == "-----BEGIN CERTIFICATE-----\ncorporate\n-----END CERTIFICATE-----\n" + certificate)
+        #expect(bundles[0][0].components(separatedBy: "corporate").count == 2)
+        #expect(bundles[0][0].components(separatedBy: certificate).count == 2)
+    }
+
     @Test("audit run passes the command's output and exit status through, and summarizes its requests in one line")
     func runSummarizes() throws {
         let origin = try Self.variable("NGINX_TLS_URL")
