@@ -51,8 +51,49 @@ public struct AuditCommand: AsyncParsableCommand {
         return result
     }
 
-    /// Runs the command on the process's arguments (``normalizedArguments(_:)``).
+    /// Runs the command on the process's arguments (``normalizedArguments(_:)``). A usage error
+    /// found while the subcommand runs (a folder that is not a cache, a pattern that does not
+    /// compile) is shown with that subcommand's usage, as one found while parsing is, where
+    /// ArgumentParser would show the root's (`audit <subcommand>`); exit 64.
     public static func runFromCommandLine() async {
-        await main(normalizedArguments(Array(CommandLine.arguments.dropFirst())))
+        let command: any ParsableCommand
+        do {
+            command = try await asyncParseAsRoot(normalizedArguments(Array(CommandLine.arguments.dropFirst())))
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            var running = command
+            if var asyncCommand = running as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try running.run()
+            }
+        } catch let error as ValidationError {
+            CommandOutput.errorLine(usageError(error, in: type(of: command)))
+            exit(withError: ExitCode.validationFailure)
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// What a usage error found while `subcommand` runs says: the error, the subcommand's usage,
+    /// and where its help is, as ArgumentParser words one found while parsing.
+    static func usageError(_ error: ValidationError, in subcommand: any ParsableCommand.Type) -> String {
+        let names = commandNames(to: subcommand, from: self) ?? [configuration.commandName ?? "audit"]
+        return "Error: \(error.message)\nUsage: \(usageString(for: subcommand))\n"
+            + "  See '\(names.joined(separator: " ")) --help' for more information."
+    }
+
+    /// The names from `root` down to `subcommand` (`audit cache purge`); nil when it is not under `root`.
+    private static func commandNames(to subcommand: any ParsableCommand.Type, from root: any ParsableCommand.Type)
+        -> [String]?
+    {
+        let name = root.configuration.commandName ?? root._commandName
+        if ObjectIdentifier(root) == ObjectIdentifier(subcommand) { return [name] }
+        for child in root.configuration.subcommands {
+            if let names = commandNames(to: subcommand, from: child) { return [name] + names }
+        }
+        return nil
     }
 }

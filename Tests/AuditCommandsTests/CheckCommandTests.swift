@@ -71,6 +71,29 @@ import Testing
             runInProcess(["check", "--policies", policies, "--on-error", "maybe", "https://a.test/"]).exitCode == 64)
     }
 
+    @Test(
+        "a usage error found while a subcommand runs shows that subcommand's usage, as one found while parsing does",
+        arguments: [
+            (
+                ["check", "--policies", "policies", "--method", "GE T", "https://a.test/"], "invalid method 'GE T'",
+                "audit check [--policies <policies>] [--method <method>] [--header <header> ...] [--json] [--explain] "
+                    + "[--on-error <on-error>] [<urls> ...]", "audit check"
+            ),
+            (
+                ["cache", "purge", "--cache-dir", "policies", "("],
+                "--cache-dir: 'policies' is not a cache folder "
+                    + "(it has no entries/)", "audit cache purge --cache-dir <cache-dir> [<pattern>]",
+                "audit cache purge"
+            ),
+        ])
+    func usageOfTheSubcommand(_ arguments: [String], error: String, usage: String, command: String) throws {
+        let run = try runBinary(arguments)
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError
+                == "Error: \(error)\nUsage: \(usage)\n  See '\(command) --help' for more information.\n")
+    }
+
     @Test("the built binary reads 'METHOD URL' lines from stdin when given no URL")
     func binaryReadsStdin() throws {
         let run = try runBinary(["check"], input: "https://www.rivalshop.com/cart\nDELETE https://api.rival.com/x\n\n")
