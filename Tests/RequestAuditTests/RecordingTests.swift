@@ -278,6 +278,52 @@ extension InterceptionTests {
             #expect((request["postData"] as? [String: Any])?["_bodyOmitted"] as? Bool == true)
         }
 
+        /// The process's resident bytes now (`VmRSS`) or at their peak (`VmHWM`), from /proc.
+        static func residentBytes(_ field: String) throws -> Int {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
+            return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])) * 1_024
+        }
+
+        @Test("a file upload is recorded from pieces of the file: the process never holds it whole")
+        func fileUploadInPieces() async throws {
+            let har = Self.newRecordingPath()
+            let raw = try #require(ProcessInfo.processInfo.environment["RAW_URL"])
+            var post = URLRequest(url: HTTPBin.url(raw + "/read-body"))
+            post.httpMethod = "POST"
+            // 512 MiB of zeros, sparse: nothing on disk, and quick to read.
+            let size = 512 << 20
+            let file = URL(fileURLWithPath: NSTemporaryDirectory() + "sparse-upload-\(UUID().uuidString)")
+            #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+            defer { try? FileManager.default.removeItem(at: file) }
+            let writer = try FileHandle(forWritingTo: file)
+            try writer.truncate(atOffset: UInt64(size))
+            try writer.close()
+            let recording = try AuditedSession(rules: "[record]\nall .\n") {
+                $0.recording = .record(har)
+                $0.recordingMaximumBodyBytes = 64 << 10
+            }
+            let resident = try Self.residentBytes("VmRSS")
+            // The peak (VmHWM) starts again from what is resident now.
+            let peakReset = try #require(FileHandle(forWritingAtPath: "/proc/self/clear_refs"))
+            try peakReset.write(contentsOf: Data("5".utf8))
+            try peakReset.close()
+            let recorded = await withCheckedContinuation { continuation in
+                recording.session.uploadTask(with: post, fromFile: file) { data, response, error in
+                    continuation.resume(returning: Exchange(data: data, response: response, error: error))
+                }.resume()
+            }
+            let peak = try Self.residentBytes("VmHWM")
+            _ = try await recording.finish()
+            var zeros = SHA256()
+            for _ in 0..<(size >> 20) { zeros.update([UInt8](repeating: 0, count: 1 << 20)) }
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
+            #expect(recorded.body == Data("read \(size) bytes".utf8))
+            #expect(peak - resident < size / 4, "peak \(peak), resident before \(resident)")
+            #expect(request["bodySize"] as? Int == size)
+            #expect(request["_bodySHA256"] as? String == zeros.finalize().map { String(format: "%02x", $0) }.joined())
+        }
+
         @Test(
             "an upload relayed for a recording reaches the server as the direct upload does",
             arguments: [BodyStyle.uploadFromData, .uploadFromFile])

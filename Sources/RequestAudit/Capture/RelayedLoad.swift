@@ -64,13 +64,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let cache: CacheUse?
     private let recorder: HARRecorder?
     /// The request body, for the recording of the hop a 307 or 308 leads to (sent again).
-    private let recordedBody: Data?
+    private let recordedBody: RecordedRequestBody?
     private let started = ContinuousClock.now
     private let state = Locked(State())
 
     init(
         owner: RequestInfoProtocol, caller: CallerSession.Details, behaviour: CallerSession.Behaviour,
-        outgoing: URLRequest, body: Data?, auditor: Auditor, audited: AuditedRequest, cache: CacheUse? = nil
+        outgoing: URLRequest, body: RecordedRequestBody?, auditor: Auditor, audited: AuditedRequest,
+        cache: CacheUse? = nil
     ) {
         self.cache = cache
         recorder = auditor.recorder
@@ -413,7 +414,9 @@ extension RelayedLoad {
         let hop = state.withLock { state -> RecordedExchange? in
             guard var hop = state.recorded else { return nil }
             hop.respond(status: http.statusCode, headers: http.headerList, waitMilliseconds: wait)
-            let body = next.httpBody ?? ([307, 308].contains(http.statusCode) ? recordedBody : nil)
+            let body =
+                next.httpBody.map(RecordedRequestBody.data)
+                ?? ([307, 308].contains(http.statusCode) ? recordedBody : nil)
             state.recorded = RecordedExchange(
                 request: next, body: body, keepingAtMost: recorder?.maximumBodyBytes ?? .max)
             return hop

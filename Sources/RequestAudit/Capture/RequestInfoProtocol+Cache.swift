@@ -81,7 +81,8 @@ extension RequestInfoProtocol {
     ) {
         if let recorder {
             var exchange = RecordedExchange(
-                request: request, body: request.httpBody, keepingAtMost: recorder.maximumBodyBytes)
+                request: request, body: request.httpBody.map(RecordedRequestBody.data),
+                keepingAtMost: recorder.maximumBodyBytes)
             exchange.respond(
                 status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)
             if !isNotModified, exchange.method != "HEAD" {

@@ -24,7 +24,7 @@ extension RequestInfoProtocol {
     /// completes one only for its own protocol) cannot be answered from a recording: under `.fail`
     /// it fails with ``RequestAuditError/recording(_:)`` rather than reach the network.
     func answerFromRecording(
-        _ replay: AppReplay, body: Data?, delivery: CallerSession.Behaviour?, audited: AuditedRequest,
+        _ replay: AppReplay, body: RecordedRequestBody?, delivery: CallerSession.Behaviour?, audited: AuditedRequest,
         checkingHops hopVerdict: (URLRequest) -> RequestAuditError?
     ) -> Bool {
         guard let url = request.url?.absoluteString else { return false }
@@ -39,7 +39,9 @@ extension RequestInfoProtocol {
         }
         let this = Reference(self)
         let (found, followed, missed, refusal) = Self.follow(
-            replay.recording, method: method, url: url, body: body.map { [UInt8]($0) }, checkingHops: hopVerdict)
+            replay.recording, method: method, url: url,
+            // A file that cannot be read matches nothing, as an empty digest.
+            bodySHA256: body.map { $0.sha256 ?? [] } ?? SHA256.hash([]), checkingHops: hopVerdict)
         if let refusal {
             refuse(refusal, audited)
             return true
@@ -58,27 +60,27 @@ extension RequestInfoProtocol {
         return true
     }
 
-    /// The recorded response to `method` `url` with `body`, its recorded redirects followed as
+    /// The recorded response to `method` `url` with a body of `bodySHA256`, its recorded redirects followed as
     /// Foundation follows them (at most 20; a 303, or a 301 or 302 to a POST, goes on as a GET
     /// without a body), each hop checked by `hopVerdict` as a live redirect is; the URLs followed;
     /// the request that was not in the recording, if one was not; and the refusal of a hop the
     /// policy blocks, if one does.
     private static func follow(
-        _ recording: HARReplay, method: String, url: String, body: [UInt8]?,
+        _ recording: HARReplay, method: String, url: String, bodySHA256: [UInt8],
         checkingHops hopVerdict: (URLRequest) -> RequestAuditError?
     ) -> (
         HARReplay.Response?, followed: [URL], missed: (method: String, url: String), refusal: RequestAuditError?
     ) {
-        var (method, url, body) = (method, url, body)
+        var (method, url, bodySHA256) = (method, url, bodySHA256)
         var followed: [URL] = []
-        while let response = recording.response(method: method, url: url, body: body) {
+        while let response = recording.response(method: method, url: url, bodySHA256: bodySHA256) {
             guard [301, 302, 303, 307, 308].contains(response.status), followed.count < 20,
                 let location = response.headers.first(where: { $0.name.lowercased() == "location" })?.value,
                 let next = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
                 next.scheme == "http" || next.scheme == "https"
             else { return (response, followed, (method, url), nil) }
             if response.status == 303 || (response.status <= 302 && method == "POST") {
-                (method, body) = (method == "HEAD" ? "HEAD" : "GET", nil)
+                (method, bodySHA256) = (method == "HEAD" ? "HEAD" : "GET", SHA256.hash([]))
             }
             var hop = URLRequest(url: next)
             hop.httpMethod = method
@@ -89,21 +91,21 @@ extension RequestInfoProtocol {
         return (nil, followed, (method, url), nil)
     }
 
-    /// `request` and its body, for a recording: an upload task's body (the task keeps it), or a
-    /// body stream read whole (then sent from a new stream of the same bytes); without a recording,
-    /// `request` as it is with its `httpBody`.
-    func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, Data?) {
+    /// `request` and its body, for a recording: an upload task's body (the task keeps it, and it is
+    /// read a piece at a time), or a body stream read whole (then sent from a new stream of the same
+    /// bytes); without a recording, `request` as it is with its `httpBody`.
+    func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, RecordedRequestBody?) {
         guard auditor.usesRecording, request.httpBody == nil else {
-            return (request, request.httpBody)
+            return (request, request.httpBody.map(RecordedRequestBody.data))
         }
         if let task = task as? URLSessionUploadTask {
-            return (request, PlatformInternals.knownBody(of: task)?.bytes)
+            return (request, PlatformInternals.knownBody(of: task).map(RecordedRequestBody.upload))
         }
         guard request.httpBodyStream != nil else { return (request, nil) }
         let body = request.bodyForHandler ?? Data()
         var outgoing = request
         outgoing.httpBodyStream = InputStream(data: body)
-        return (outgoing, body)
+        return (outgoing, .data(body))
     }
 
     /// The recorded body, piece by piece, each when its time after the head comes (divided by

@@ -281,7 +281,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // A download, or an upload streamed from its delegate: a recording cannot see it whole.
             if let replay = auditor.replay,
                 answerFromRecording(
-                    replay, body: request.httpBody, delivery: delivery, audited: audited,
+                    replay, body: request.httpBody.map(RecordedRequestBody.data), delivery: delivery, audited: audited,
                     checkingHops: auditor.hopVerdict(audited.decision.policy))
             {
                 return
@@ -357,7 +357,7 @@ public final class RequestInfoProtocol: URLProtocol {
     /// Relays `request` (whose body is `body`, for a recording) by `route`.
     private func forward(
         _ request: URLRequest, _ auditor: Auditor, _ audited: AuditedRequest, _ caller: CallerSession.Details,
-        _ route: Route, body: Data?, cache: RelayedLoad.CacheUse? = nil
+        _ route: Route, body: RecordedRequestBody?, cache: RelayedLoad.CacheUse? = nil
     ) {
         guard case .relay(let behaviour) = route else { return }
         let load = RelayedLoad(

@@ -55,7 +55,7 @@ extension RecordedExchange {
     /// `Content-Encoding` is kept decoded, as HAR keeps bodies, so that it is redacted; its digest
     /// stays that of the bytes sent. (The response body needs no decoding: Foundation hands it over
     /// decoded.)
-    init(request: URLRequest, body: Data?, keepingAtMost limit: Int) {
+    init(request: URLRequest, body: RecordedRequestBody?, keepingAtMost limit: Int) {
         self.init(
             started: Date(), method: request.httpMethod?.uppercased() ?? "GET", url: request.url?.absoluteString ?? "",
             requestHeaders: request.sortedHeaders, requestBody: nil, status: 0, statusText: "", responseHeaders: [],

@@ -100,7 +100,9 @@ enum PlatformInternals {
 
 extension PlatformInternals {
     /// The body an upload task was made with (``knownBody(of:)``).
-    enum KnownBody {
+    enum KnownBody: @unchecked Sendable {
+        // @unchecked: DispatchData is an immutable value (its storage is never written after it is
+        // made), which Dispatch does not mark Sendable on Linux; a URL is Sendable.
         /// `uploadTask(with:from:)`'s bytes, as the task keeps them (not copied until asked for).
         case data(DispatchData)
         /// `uploadTask(with:fromFile:)`'s file.
@@ -120,6 +122,37 @@ extension PlatformInternals {
                 return bytes
             case .file(let file):
                 return try? Data(contentsOf: file)
+            }
+        }
+
+        /// The size of a piece ``forEachPiece(_:)`` hands over.
+        static let pieceSize = 64 * 1_024
+
+        /// Calls `take` with each piece of the body (at most ``pieceSize`` bytes), in order, so
+        /// that a large upload is never copied whole; false when its file cannot be read to its end.
+        func forEachPiece(_ take: ([UInt8]) -> Void) -> Bool {
+            switch self {
+            case .data(let data):
+                for region in data.regions {
+                    unsafe region.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+                        for start in stride(from: 0, to: buffer.count, by: Self.pieceSize) {
+                            let end = min(buffer.count, start + Self.pieceSize)
+                            take(unsafe [UInt8](UnsafeRawBufferPointer(rebasing: buffer[start..<end])))
+                        }
+                    }
+                }
+                return true
+            case .file(let file):
+                guard let handle = try? FileHandle(forReadingFrom: file) else { return false }
+                defer { try? handle.close() }
+                do {
+                    while let piece = try handle.read(upToCount: Self.pieceSize), !piece.isEmpty {
+                        take([UInt8](piece))
+                    }
+                    return true
+                } catch {
+                    return false
+                }
             }
         }
     }
