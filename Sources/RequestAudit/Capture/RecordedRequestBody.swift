@@ -4,10 +4,12 @@ import Foundation
 /// A request body as a recording reads it: in pieces, so that an upload of any size is hashed
 /// and measured without being held whole; the recording keeps its bytes only up to its bound.
 enum RecordedRequestBody: Sendable {
-    /// Bytes in memory: a request's `httpBody`, or a body stream read whole.
+    /// Bytes in memory: a request's `httpBody`.
     case data(Data)
     /// An upload task's body, as the task keeps it: bytes, or a file read a piece at a time.
     case upload(PlatformInternals.KnownBody)
+    /// A body stream read to its end, to be sent again from its spool (which lives as long as this).
+    case spooled(SpooledBody)
 
     /// Calls `take` with each piece of the body, in order; false when its file cannot be read
     /// to its end.
@@ -18,6 +20,8 @@ enum RecordedRequestBody: Sendable {
             return true
         case .upload(let body):
             return body.forEachPiece(take)
+        case .spooled(let body):
+            return body.recorded.forEachPiece(take)
         }
     }
 

@@ -63,7 +63,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     private let isOnSessionQueue: Bool
     private let cache: CacheUse?
     private let recorder: HARRecorder?
-    /// The request body, for the recording of the hop a 307 or 308 leads to (sent again).
+    /// The request body: for the recording of the hop a 307 or 308 leads to (sent again), and held
+    /// while the load lasts, so that a spooled body stream's file is there to be sent.
     private let recordedBody: RecordedRequestBody?
     private let started = ContinuousClock.now
     private let state = Locked(State())
@@ -79,7 +80,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             let recorded = RecordedExchange(request: outgoing, body: body, keepingAtMost: recorder.maximumBodyBytes)
             state.withLock { $0.recorded = recorded }
         }
-        recordedBody = recorder == nil ? nil : body
+        recordedBody = body
         self.owner = owner
         self.caller = caller
         self.behaviour = behaviour

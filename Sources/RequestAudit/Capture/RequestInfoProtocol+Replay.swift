@@ -92,8 +92,8 @@ extension RequestInfoProtocol {
     }
 
     /// `request` and its body, for a recording: an upload task's body (the task keeps it, and it is
-    /// read a piece at a time), or a body stream read whole (then sent from a new stream of the same
-    /// bytes); without a recording, `request` as it is with its `httpBody`.
+    /// read a piece at a time), or a body stream read to its end, spooled (then sent from a new
+    /// stream of the same bytes); without a recording, `request` as it is with its `httpBody`.
     func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, RecordedRequestBody?) {
         guard auditor.usesRecording, request.httpBody == nil else {
             return (request, request.httpBody.map(RecordedRequestBody.data))
@@ -101,11 +101,11 @@ extension RequestInfoProtocol {
         if let task = task as? URLSessionUploadTask {
             return (request, PlatformInternals.knownBody(of: task).map(RecordedRequestBody.upload))
         }
-        guard request.httpBodyStream != nil else { return (request, nil) }
-        let body = request.bodyForHandler ?? Data()
+        guard let stream = request.httpBodyStream else { return (request, nil) }
+        let spooled = SpooledBody(reading: stream)
         var outgoing = request
-        outgoing.httpBodyStream = InputStream(data: body)
-        return (outgoing, .data(body))
+        outgoing.httpBodyStream = spooled.makeStream()
+        return (outgoing, .spooled(spooled))
     }
 
     /// The recorded body, piece by piece, each when its time after the head comes (divided by
