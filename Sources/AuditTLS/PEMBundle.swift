@@ -6,7 +6,8 @@ import Foundation
 /// certificate once, however often they are made again.
 public struct PEMBundle {
     private var blocks: [String] = []
-    /// The base64 of each block kept (its lines, whitespace left out), and its type line.
+    /// Each block kept, as its lines without surrounding whitespace and without blank lines: the
+    /// same certificate however its lines end or are indented.
     private var seen: Set<String> = []
 
     /// An empty bundle.

@@ -28,6 +28,14 @@ import Testing
         HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
     }
 
+    /// A connection whose POST awaits its replay, its parts kept when `keepsParts`.
+    static func awaitingReplay(keepsParts: Bool) throws -> (ProxyConnection, ProxyConnection.Exchange) {
+        var connection = ProxyConnection()
+        let exchange = try exchange(head(.POST))
+        connection.awaitReplay(exchange, keepsParts: keepsParts)
+        return (connection, exchange)
+    }
+
     @Test("reads are held back while connecting upstream, and made once the request goes on")
     func readsHeldWhileConnecting() throws {
         var connection = ProxyConnection()
@@ -232,9 +240,7 @@ import Testing
 
     @Test("a request awaiting its replay is read on, its body handed over piece by piece, then its end")
     func replayReadsTheRequest() throws {
-        var connection = ProxyConnection()
-        let exchange = try Self.exchange(Self.head(.POST))
-        connection.awaitReplay(exchange, keepsParts: false)
+        var (connection, exchange) = try Self.awaitingReplay(keepsParts: false)
         let reads = connection.shouldRead(isUpstreamWritable: false)
         guard case .replayBody(let piece) = connection.requestPart(.body(ByteBuffer(string: "abc"))),
             case .replayRequestEnded(let id) = connection.requestPart(.end(nil))
@@ -249,9 +255,7 @@ import Testing
 
     @Test("a replay's miss goes to the server with the parts kept, and waits as if connecting")
     func replayMissSendsKeptParts() throws {
-        var connection = ProxyConnection()
-        let exchange = try Self.exchange(Self.head(.POST))
-        connection.awaitReplay(exchange, keepsParts: true)
+        var (connection, exchange) = try Self.awaitingReplay(keepsParts: true)
         _ = connection.requestPart(.body(ByteBuffer(string: "abc")))
         let missed = connection.replayMissed(for: exchange.decision.id)
         // The rest of the body waits for the connection, as for any request sent on.
@@ -268,9 +272,7 @@ import Testing
 
     @Test("a replay whose parts were not kept cannot go to the server; its answer drains the rest of the request")
     func replayMissWithoutKeptParts() throws {
-        var connection = ProxyConnection()
-        let exchange = try Self.exchange(Self.head(.POST))
-        connection.awaitReplay(exchange, keepsParts: false)
+        var (connection, exchange) = try Self.awaitingReplay(keepsParts: false)
         _ = connection.requestPart(.body(ByteBuffer(string: "abc")))
         let missed = connection.replayMissed(for: exchange.decision.id)
         let answered = connection.answerWithoutUpstream(for: exchange.decision.id)
@@ -284,9 +286,7 @@ import Testing
 
     @Test("a client that leaves while its request awaits the replay gets it recorded as cut short")
     func replayClientLeaves() throws {
-        var connection = ProxyConnection()
-        let exchange = try Self.exchange(Self.head(.POST))
-        connection.awaitReplay(exchange, keepsParts: true)
+        var (connection, exchange) = try Self.awaitingReplay(keepsParts: true)
         let cutShort = connection.clientClosed()
         let missed = connection.replayMissed(for: exchange.decision.id)
         #expect(cutShort?.decision.id == exchange.decision.id)

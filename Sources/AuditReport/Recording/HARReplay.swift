@@ -88,6 +88,11 @@ public final class HARReplay: Sendable {
 
         /// Whether a body of `size` bytes can match.
         public func canMatch(size: Int) -> Bool { isAnySize || sizes.contains(size) }
+
+        /// Adds a body of `size` bytes (nil: of any size).
+        mutating func insert(_ size: Int?) {
+            if let size { sizes.insert(size) } else { isAnySize = true }
+        }
     }
 
     private struct Queue {
@@ -136,11 +141,7 @@ public final class HARReplay: Sendable {
             }
             let (digest, size) = Self.bodyDigestAndSize(valid.request)
             let key = Self.key(method: method, url: url, digest: digest)
-            if let size {
-                matchingBodies[method + " " + url, default: MatchingBodies()].sizes.insert(size)
-            } else {
-                matchingBodies[method + " " + url, default: MatchingBodies()].isAnySize = true
-            }
+            matchingBodies[method + " " + url, default: MatchingBodies()].insert(size)
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }

@@ -9,7 +9,7 @@ final class SpooledBody: Sendable {
     static let inMemoryBytes = 1 << 20
 
     /// The bytes, when they are in memory.
-    private let bytes: Data?
+    let bytes: Data?
     /// The temporary file the bytes are in, when they are not in memory.
     let file: URL?
 
@@ -67,10 +67,5 @@ final class SpooledBody: Sendable {
     func makeStream() -> InputStream {
         if let file, let stream = InputStream(url: file) { return stream }
         return InputStream(data: bytes ?? Data())
-    }
-
-    /// The body as a recording reads it: the bytes, or the file a piece at a time.
-    var recorded: RecordedRequestBody {
-        file.map { .upload(.file($0)) } ?? .data(bytes ?? Data())
     }
 }

@@ -124,37 +124,6 @@ extension PlatformInternals {
                 return try? Data(contentsOf: file)
             }
         }
-
-        /// The size of a piece ``forEachPiece(_:)`` hands over.
-        static let pieceSize = 64 * 1_024
-
-        /// Calls `take` with each piece of the body (at most ``pieceSize`` bytes), in order, so
-        /// that a large upload is never copied whole; false when its file cannot be read to its end.
-        func forEachPiece(_ take: ([UInt8]) -> Void) -> Bool {
-            switch self {
-            case .data(let data):
-                for region in data.regions {
-                    unsafe region.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-                        for start in stride(from: 0, to: buffer.count, by: Self.pieceSize) {
-                            let end = min(buffer.count, start + Self.pieceSize)
-                            take(unsafe [UInt8](UnsafeRawBufferPointer(rebasing: buffer[start..<end])))
-                        }
-                    }
-                }
-                return true
-            case .file(let file):
-                guard let handle = try? FileHandle(forReadingFrom: file) else { return false }
-                defer { try? handle.close() }
-                do {
-                    while let piece = try handle.read(upToCount: Self.pieceSize), !piece.isEmpty {
-                        take([UInt8](piece))
-                    }
-                    return true
-                } catch {
-                    return false
-                }
-            }
-        }
     }
 }
 
