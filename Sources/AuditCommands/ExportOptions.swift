@@ -2,6 +2,7 @@ import ArgumentParser
 import AuditOpenTelemetry
 import AuditPipeline
 import AuditPrometheus
+import AuditProxy
 import Foundation
 
 /// The options of a long-running command (`audit proxy`, `audit authz`) that export its metrics and
@@ -83,7 +84,7 @@ struct ExportOptions: ParsableArguments {
         do {
             try await endpoint.start()
         } catch {
-            CommandOutput.errorLine("\(command): cannot serve metrics on \(metrics): \(error)")
+            CommandOutput.errorLine("\(command): cannot serve metrics on \(metrics): \(SocketErrorReason.of(error))")
             throw ExitCode.failure
         }
         CommandOutput.errorLine("\(command): metrics on http://\(host):\(endpoint.port ?? port)/metrics")

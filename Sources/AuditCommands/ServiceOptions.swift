@@ -67,7 +67,7 @@ struct ServiceOptions: ParsableArguments {
         do {
             try await start()
         } catch {
-            CommandOutput.errorLine("\(command): cannot listen on \(address): \(error)")
+            CommandOutput.errorLine("\(command): cannot listen on \(address): \(SocketErrorReason.of(error))")
             throw ExitCode.failure
         }
     }

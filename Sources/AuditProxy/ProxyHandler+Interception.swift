@@ -124,7 +124,7 @@ extension ProxyHandler {
         #if TLSInterception
             if target.isSecure { return TLSFailure.upstream(error, authority: target.authority) }
         #endif
-        return "the server connection failed: \(error)"
+        return "the server connection failed: \(SocketErrorReason.of(error))"
     }
 }
 

@@ -77,7 +77,7 @@ extension ProxyHandler {
                     case .close: channel.close(promise: nil)
                     }
                 case .failure(let error):
-                    failTunnel(reason: "cannot connect to \(target.authority): \(error)")
+                    failTunnel(reason: "cannot connect to \(target.authority): \(SocketErrorReason.of(error))")
                 }
             }
         }

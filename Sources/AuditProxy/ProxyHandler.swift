@@ -438,7 +438,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     id, .forbidden, { .blockedAddress($0.decision, refusal) }, kind: .blocked,
                     reason: refusal.description)
             case .failure(let error):
-                failUpstream(id, reason: "cannot connect to \(target.authority): \(error)")
+                failUpstream(id, reason: "cannot connect to \(target.authority): \(SocketErrorReason.of(error))")
             }
         }
     }

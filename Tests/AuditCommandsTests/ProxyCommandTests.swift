@@ -135,6 +135,21 @@ func nginx() throws -> String {
         #expect(records.filter { $0.request.method == "GET" }.map(\.outcome.kind) == [.response, .blocked, .response])
     }
 
+    @Test(
+        "audit proxy and audit authz say in words that the address they are to listen on is in use",
+        arguments: ["proxy", "authz"])
+    func addressInUse(_ command: String) throws {
+        let (folder, _) = try recordingPolicyFolder()
+        let first = try ProxyProcess(arguments: [], in: folder)
+        defer { _ = first.stop() }
+        let second = try runBinary(
+            [command, "--listen", "127.0.0.1:\(first.port)"], in: folder.url)
+        #expect(second.exitCode == 1)
+        #expect(
+            second.standardError
+                == "audit \(command): cannot listen on 127.0.0.1:\(first.port): address already in use\n")
+    }
+
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
         let (folder, rules) = try recordingPolicyFolder()

@@ -91,7 +91,9 @@ import Testing
         let records = try await proxy.finish()
         #expect(run.output.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
         #expect(try jsonObject(run.output)["error"] as? String == "upstream")
+        #expect(try jsonObject(run.output)["message"] as? String == "cannot connect to 127.0.0.1:1: connection refused")
         #expect(records.map(\.outcome.kind) == [.failure])
+        #expect(records.first?.outcome.error?.description == "cannot connect to 127.0.0.1:1: connection refused")
     }
 
     @Test("1,000 client connections at once are each served and recorded")
