@@ -10,8 +10,8 @@ package enum SocketErrorReason {
     package static func of(_ error: any Error) -> String {
         if let error = error as? NIOConnectionError {
             var reasons: [String] = []
-            for failure in error.connectionErrors where !reasons.contains(of(failure.error)) {
-                reasons.append(of(failure.error))
+            for reason in error.connectionErrors.map({ of($0.error) }) where !reasons.contains(reason) {
+                reasons.append(reason)
             }
             return reasons.isEmpty ? "\(error)" : reasons.joined(separator: "; ")
         }
