@@ -1,6 +1,10 @@
 import AuditReport
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A request body as a recording reads it: in pieces, so that an upload of any size is hashed
 /// and measured without being held whole; the recording keeps its bytes only up to its bound.
 ///
@@ -38,11 +42,13 @@ enum RecordedRequestBody: Sendable {
         case .upload(.file(let file)):
             return Self.forEachPiece(of: file, take)
         case .spooled(let body):
-            guard let file = body.file else {
-                take([UInt8](body.bytes ?? Data()))
+            switch body.storage {
+            case .memory(let bytes):
+                take([UInt8](bytes))
                 return true
+            case .file(let file):
+                return Self.forEachPiece(of: file, take)
             }
-            return Self.forEachPiece(of: file, take)
         }
     }
 
@@ -66,6 +72,11 @@ enum RecordedRequestBody: Sendable {
         var hash = SHA256()
         return forEachPiece { hash.update($0) } ? hash.finalize() : nil
     }
+}
+
+extension URLRequest {
+    /// The request's `httpBody`, as a recording reads it.
+    var recordedBody: RecordedRequestBody? { httpBody.map(RecordedRequestBody.data) }
 }
 
 extension RecordedExchange {

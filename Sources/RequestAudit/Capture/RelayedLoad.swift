@@ -416,7 +416,7 @@ extension RelayedLoad {
             guard var hop = state.recorded else { return nil }
             hop.respond(status: http.statusCode, headers: http.headerList, waitMilliseconds: wait)
             let body =
-                next.httpBody.map(RecordedRequestBody.data)
+                next.recordedBody
                 ?? ([307, 308].contains(http.statusCode) ? recordedBody : nil)
             state.recorded = RecordedExchange(
                 request: next, body: body, keepingAtMost: recorder?.maximumBodyBytes ?? .max)

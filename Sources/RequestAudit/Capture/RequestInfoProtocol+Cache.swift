@@ -81,7 +81,7 @@ extension RequestInfoProtocol {
     ) {
         if let recorder {
             var exchange = RecordedExchange(
-                request: request, body: request.httpBody.map(RecordedRequestBody.data),
+                request: request, body: request.recordedBody,
                 keepingAtMost: recorder.maximumBodyBytes)
             exchange.respond(
                 status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)

@@ -96,7 +96,7 @@ extension RequestInfoProtocol {
     /// stream of the same bytes); without a recording, `request` as it is with its `httpBody`.
     func withRecordableBody(_ request: URLRequest, _ auditor: Auditor) -> (URLRequest, RecordedRequestBody?) {
         guard auditor.usesRecording, request.httpBody == nil else {
-            return (request, request.httpBody.map(RecordedRequestBody.data))
+            return (request, request.recordedBody)
         }
         if let task = task as? URLSessionUploadTask {
             return (request, PlatformInternals.knownBody(of: task).map(RecordedRequestBody.upload))

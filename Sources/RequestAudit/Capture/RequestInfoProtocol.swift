@@ -281,7 +281,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // A download, or an upload streamed from its delegate: a recording cannot see it whole.
             if let replay = auditor.replay,
                 answerFromRecording(
-                    replay, body: request.httpBody.map(RecordedRequestBody.data), delivery: delivery, audited: audited,
+                    replay, body: request.recordedBody, delivery: delivery, audited: audited,
                     checkingHops: auditor.hopVerdict(audited.decision.policy))
             {
                 return

@@ -8,10 +8,14 @@ final class SpooledBody: Sendable {
     /// The most bytes kept in memory.
     static let inMemoryBytes = 1 << 20
 
-    /// The bytes, when they are in memory.
-    let bytes: Data?
-    /// The temporary file the bytes are in, when they are not in memory.
-    let file: URL?
+    /// Where the bytes are.
+    enum Storage {
+        case memory(Data)
+        /// A temporary file of this spool's own.
+        case file(URL)
+    }
+
+    let storage: Storage
 
     /// Reads `stream` to its end (or to a read error, as Foundation would send it). Should the
     /// temporary file fail, the bytes stay in memory.
@@ -43,12 +47,11 @@ final class SpooledBody: Sendable {
             memory.append(contentsOf: buffer[..<count])
         }
         try? spool?.handle.close()
-        bytes = spool == nil ? memory : nil
-        file = spool?.url
+        storage = spool.map { .file($0.url) } ?? .memory(memory)
     }
 
     deinit {
-        if let file { try? FileManager.default.removeItem(at: file) }
+        if case .file(let file) = storage { try? FileManager.default.removeItem(at: file) }
     }
 
     /// A temporary file that holds `bytes`, open for more; nil when it cannot be made.
@@ -65,7 +68,10 @@ final class SpooledBody: Sendable {
 
     /// A new stream of the bytes, to send them.
     func makeStream() -> InputStream {
-        if let file, let stream = InputStream(url: file) { return stream }
-        return InputStream(data: bytes ?? Data())
+        switch storage {
+        case .memory(let bytes): InputStream(data: bytes)
+        // InputStream(url:) is nil only for a URL it cannot stream from: then an empty body.
+        case .file(let file): InputStream(url: file) ?? InputStream(data: Data())
+        }
     }
 }
