@@ -94,25 +94,16 @@ struct DiffCommand: ParsableCommand {
         if detailedExitCode, !changes.changes.isEmpty { throw ExitCode(2) }
     }
 
-    /// Whether `path` is an audit log rather than a HAR file or a request list.
-    static func isAuditLog(_ path: String) -> Bool {
-        let name = path.lowercased()
-        return name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.gz")
-    }
-
     /// The changes of one traffic file, its requests decided on every core.
     static func compare(_ path: String, _ comparison: PolicyComparison) throws(AuditLogError) -> DecisionChanges {
         var changes = DecisionChanges()
-        if isAuditLog(path) {
+        if TrafficReader.isAuditLog(path) {
             let problems: [AuditLogProblem]
             do {
                 problems = try AuditLogReader.reduceRecords(
                     atPath: path, into: { DecisionChanges() },
                     add: { partial, record in
-                        let request = AuditRequest(
-                            method: record.request.method, url: record.request.url,
-                            headers: record.request.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
-                        partial.add(comparison.change(for: request))
+                        partial.add(comparison.change(for: ReplayEntry(record: record, position: path).request))
                     }, merge: { changes.merge($0) })
             } catch let error as AuditLogError {
                 throw error

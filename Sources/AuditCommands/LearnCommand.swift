@@ -68,19 +68,8 @@ struct LearnCommand: ParsableCommand {
 
     /// The requests of a HAR file, request list or audit log.
     static func requests(in path: String) throws(AuditLogError) -> [AuditRequest] {
-        guard DiffCommand.isAuditLog(path) else {
-            let (entries, problems) = try TrafficReader.read(path: path)
-            for problem in problems { CommandOutput.errorLine(problem.description) }
-            return entries.map(\.request)
-        }
-        do {
-            let (records, problems) = try AuditLogReader.read(atPath: path)
-            for problem in problems { CommandOutput.errorLine(problem.description) }
-            return records.map { AuditRequest(method: $0.request.method, url: $0.request.url) }
-        } catch let error as AuditLogError {
-            throw error
-        } catch {
-            throw .cannotOpen(path: path, reason: "\(error)")
-        }
+        let (entries, problems) = try TrafficReader.read(path: path)
+        for problem in problems { CommandOutput.errorLine(problem.description) }
+        return entries.map(\.request)
     }
 }

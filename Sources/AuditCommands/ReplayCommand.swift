@@ -8,15 +8,17 @@ import Foundation
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Evaluate recorded traffic (HAR 1.2 files, request lists) offline and append audit records to a log.",
+        abstract:
+            "Evaluate recorded traffic (HAR 1.2 files, audit logs, request lists) offline and append audit records to a log.",
         discussion: """
-            Inputs ending in .har (or starting with '{') are read as HAR 1.2; others as lists of 'URL' or \
+            Inputs ending in .har (or starting with '{') are read as HAR 1.2; audit logs (.jsonl, .jsonl.gz) give \
+            each logged request as it was decided, with its time; others are read as lists of 'URL' or \
             'METHOD URL' lines. Malformed entries are reported with their position and skipped. Nothing is sent \
             to the network.
             """
     )
 
-    @Argument(help: "HAR files and request lists.")
+    @Argument(help: "HAR files, audit logs and request lists.")
     var inputs: [String]
 
     @Option(name: .long, help: "The folder of .rules files.")
@@ -35,6 +37,23 @@ struct ReplayCommand: ParsableCommand {
 
     func validate() throws {
         _ = try ReportCommand.time(start, option: "--start")
+        if let input = inputs.first(where: { Self.isSameFile($0, log) }) {
+            throw ValidationError("\(input) is the log this replay appends to; give --log another file")
+        }
+    }
+
+    /// Whether `first` and `second` name one existing file (however spelled or linked).
+    static func isSameFile(_ first: String, _ second: String) -> Bool {
+        func identity(_ path: String) -> [AnyHashable]? {
+            let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
+                let device = attributes[.systemNumber] as? AnyHashable,
+                let inode = attributes[.systemFileNumber] as? AnyHashable
+            else { return nil }
+            return [device, inode]
+        }
+        guard let one = identity(first) else { return false }
+        return one == identity(second)
     }
 
     func run() throws {

@@ -31,6 +31,67 @@ import Testing
         #expect(json?["reportSchema"] as? Int == 1)
     }
 
+    @Test("an audit log replayed under the policy that wrote it gives every record's decision, time and status again")
+    func auditLogAsTraffic() throws {
+        let folder = try TemporaryFolder([:])
+        let first = folder.url.appendingPathComponent("first.jsonl").path
+        let second = folder.url.appendingPathComponent("second.jsonl").path
+        _ = try runBinary([
+            "replay", "policies/traffic/browsing-session.har", "policies/traffic/requests.txt", "--log", first,
+            "--start", "2026-11-20T10:30:00Z",
+        ])
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        gzip.arguments = ["gzip", "-k", first]
+        try gzip.run()
+        gzip.waitUntilExit()
+        let again = try runBinary(["replay", first + ".gz", "--log", second])
+        #expect(again.exitCode == 0)
+        #expect(again.standardError == "")
+        #expect(
+            again.outputLines == [
+                "replayed 104 requests from 1 file into \(second)",
+                "  pass 52 · allow 5 · block 10 · redirect 8 · warn 25 · respond 4",
+            ])
+        struct Decided: Equatable {
+            let time: String, method: String, url: String, verdict: String, rule: String?, status: Int?
+        }
+        func decisions(_ path: String) throws -> [Decided] {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { line in
+                let record = try #require(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let request = try #require(record["request"] as? [String: Any])
+                let decision = try #require(record["decision"] as? [String: Any])
+                let outcome = try #require(record["outcome"] as? [String: Any])
+                return Decided(
+                    time: try #require(record["time"] as? String), method: try #require(request["method"] as? String),
+                    url: try #require(request["url"] as? String), verdict: try #require(decision["verdict"] as? String),
+                    rule: decision["rule"] as? String, status: outcome["status"] as? Int)
+            }
+        }
+        let original = try decisions(first)
+        #expect(original.count == 104)
+        #expect(try decisions(second) == original)
+    }
+
+    @Test("a replay refuses to read the log it appends to, however its path is spelled (exit 64)")
+    func replayOfItsOwnLog() throws {
+        let folder = try TemporaryFolder([:])
+        let log = folder.url.appendingPathComponent("audit.jsonl").path
+        _ = try runBinary(["replay", "policies/traffic/requests.txt", "--log", log])
+        let link = folder.url.appendingPathComponent("link.jsonl").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: log)
+        let before = try Data(contentsOf: URL(fileURLWithPath: log))
+        for (input, output) in [(log, log), (link, log), (log, link), (folder.path + "/./audit.jsonl", log)] {
+            let run = runInProcess(["replay", input, "--log", output])
+            #expect(run.exitCode == 64)
+            #expect(
+                run.standardError.hasPrefix(
+                    "Error: \(input) is the log this replay appends to; give --log another file\n"))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: log)) == before)
+    }
+
     @Test("malformed entries are reported on stderr with their position and counted; the rest is replayed")
     func malformedEntries() throws {
         let folder = try TemporaryFolder([

@@ -83,6 +83,24 @@ enum Position: String, CaseIterable, Sendable {
         #expect(kept.contains("REDACTED-\(redaction.fingerprint(token))"), "\(kept)")
     }
 
+    @Test(
+        "a request redacted again, under another key, keeps the fingerprints it was redacted with",
+        arguments: TokenFormat.all, Position.allCases)
+    func redactionIsIdempotent(_ format: TokenFormat, _ position: Position) {
+        let once = redacted(format.make(), at: position)
+        var other = redaction
+        other.fingerprintKey = Array("another run's key".utf8)
+        let twice =
+            position == .headerValue || position == .headerText
+            ? other.redact(headerValue: once, name: position == .headerValue ? "X-Data" : "X-Client-Info")
+            : other.redact(url: once)
+        #expect(twice == once)
+        #expect(
+            other.redact(
+                headers: redaction.redact(headers: [RequestSnapshot.Header(name: "Authorization", value: once)]))
+                == redaction.redact(headers: [RequestSnapshot.Header(name: "Authorization", value: once)]))
+    }
+
     static let namedSecrets: [(String, String, String)] = [
         // (what, URL, the secret that must go)
         (

@@ -48,8 +48,9 @@ public struct Replayer: Sendable {
         }
     }
 
-    /// Replays every file in `paths` in order, appending a record per entry to `writer`; entries
-    /// without a time of their own (list lines) get `defaultTime`. A `warn` verdict proceeds, as
+    /// Replays every file in `paths` (HAR files, audit logs, request lists) in order, appending a
+    /// record per entry to `writer`; entries without a time of their own (list lines) get
+    /// `defaultTime`. A `warn` verdict proceeds, as
     /// recorded traffic did.
     ///
     /// - Throws: ``AuditLogError`` when an input cannot be read or the log cannot be written.
@@ -68,9 +69,7 @@ public struct Replayer: Sendable {
         }
         var summary = ReplaySummary()
         for path in paths {
-            let (entries, problems) = try TrafficReader.read(path: path)
-            summary.problems += problems
-            for entry in entries {
+            let problems = try TrafficReader.forEachEntry(path: path) { entry in
                 let audited = pipeline.admit(
                     entry.request, bodyBytes: entry.requestBodyBytes, at: entry.time ?? defaultTime)
                 // Recorded traffic went out: a warning proceeds.
@@ -81,6 +80,7 @@ public struct Replayer: Sendable {
                 summary.requests += 1
                 summary.verdicts[audited.verdict.action, default: 0] += 1
             }
+            summary.problems += problems
         }
         // Every record handed to the log, in order; a write that failed says so.
         pipeline.recordFinishedNow()

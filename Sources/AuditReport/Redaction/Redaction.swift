@@ -66,9 +66,24 @@ public struct Redaction: Sendable, Hashable {
         hidden(Array(secret.utf8)[...])
     }
 
-    /// `REDACTED-` and the fingerprint of the UTF-8 bytes `secret`.
+    /// `REDACTED-` and the fingerprint of the UTF-8 bytes `secret`. A value hidden already (by any
+    /// key: `REDACTED-` and eight hex digits, bare or in brackets) stays as it is, so a logged
+    /// request redacted again (`audit replay` of a log) keeps the fingerprints it was logged with.
     func hidden(_ secret: ArraySlice<UInt8>) -> String {
-        "\(Self.hiddenValue)-\(SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString)"
+        if let hiddenAlready = Self.hiddenForm(secret) { return hiddenAlready }
+        return "\(Self.hiddenValue)-\(SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString)"
+    }
+
+    /// `value` without its brackets when it is a hidden form, `REDACTED-` and eight lower-case hex
+    /// digits.
+    private static func hiddenForm(_ value: ArraySlice<UInt8>) -> String? {
+        var form = value
+        if form.first == UInt8(ascii: "["), form.last == UInt8(ascii: "]") { form = form.dropFirst().dropLast() }
+        let prefix = "\(hiddenValue)-".utf8
+        guard form.count == prefix.count + 8, form.starts(with: prefix),
+            form.suffix(8).allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
+        return String(decoding: form, as: UTF8.self)
     }
 
     /// Eight hex digits of the keyed hash of `secret`: the fingerprint a hidden value shows.

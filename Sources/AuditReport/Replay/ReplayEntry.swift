@@ -19,9 +19,25 @@ public struct ReplayEntry: Sendable, Equatable {
     public var position: String
 }
 
+extension ReplayEntry {
+    /// The request of an audit log's record as it was decided (its canonical URL, headers as
+    /// logged), with the record's time and what its outcome says of the response.
+    public init(record: AuditRecord, position: String) {
+        request = AuditRequest(
+            method: record.request.method, url: record.request.url,
+            headers: record.request.headers.map { AuditRequest.Header(name: $0.name, value: $0.value) })
+        time = record.time
+        status = record.outcome.status
+        bytes = record.outcome.bytes
+        requestBodyBytes = record.request.bodyBytes
+        durationMilliseconds = record.outcome.durationMilliseconds
+        self.position = position
+    }
+}
+
 /// An entry of recorded traffic that could not be read; it is skipped and counted.
 public struct ReplayProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Where: `file:line:column` for lists, `file: entry N` for HAR files.
+    /// Where: `file:line:column` for lists, `file:line` for audit logs, `file: entry N` for HAR files.
     public let position: String
     /// What is wrong.
     public let message: String
@@ -30,20 +46,59 @@ public struct ReplayProblem: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { "\(position): error: \(message)" }
 }
 
-/// Reads recorded traffic: HAR 1.2 files (`.har`, or any file starting with `{`) and request lists
+extension ReplayProblem {
+    /// A line of an audit log that is not a record, at `file:line`.
+    init(_ problem: AuditLogProblem) {
+        position = "\(problem.file):\(problem.line)"
+        message = "\(problem.isTornLastLine ? "torn last line" : "not a record"): \(problem.reason)"
+    }
+}
+
+/// Reads recorded traffic: HAR 1.2 files (`.har`, or any file starting with `{`), audit logs
+/// (`.jsonl`, `.jsonl.gz`: each record's request as it was decided) and request lists
 /// (`[METHOD] URL` per line, `#` comments).
 public enum TrafficReader {
+    /// Whether `path` names an audit log (`.jsonl` or `.jsonl.gz`) rather than a HAR file or a
+    /// request list.
+    public static func isAuditLog(_ path: String) -> Bool {
+        let name = path.lowercased()
+        return name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.gz")
+    }
+
     /// The entries and problems of the file at `path`.
     ///
     /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be read.
     public static func read(path: String) throws(AuditLogError) -> (entries: [ReplayEntry], problems: [ReplayProblem]) {
+        var entries: [ReplayEntry] = []
+        let problems = try forEachEntry(path: path) { entries.append($0) }
+        return (entries, problems)
+    }
+
+    /// Calls `body` with each entry of the file at `path`, in order, and returns the problems. An
+    /// audit log is read in constant memory, whatever its size.
+    ///
+    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be read.
+    public static func forEachEntry(path: String, _ body: (ReplayEntry) -> Void) throws(AuditLogError)
+        -> [ReplayProblem]
+    {
+        if isAuditLog(path) {
+            do {
+                return try AuditLogReader.forEachRecord(atPath: path) { body(ReplayEntry(record: $0, position: path)) }
+                    .map(ReplayProblem.init)
+            } catch let error as AuditLogError {
+                throw error
+            } catch {
+                throw .cannotOpen(path: path, reason: "\(error)")
+            }
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .cannotOpen(path: path, reason: "cannot read the file")
         }
         let firstByte = data.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
-        if path.lowercased().hasSuffix(".har") || firstByte == UInt8(ascii: "{") {
-            return HARReader.read(data, file: path)
-        }
-        return RequestListReader.read(data, file: path)
+        let (entries, problems) =
+            path.lowercased().hasSuffix(".har") || firstByte == UInt8(ascii: "{")
+            ? HARReader.read(data, file: path) : RequestListReader.read(data, file: path)
+        entries.forEach(body)
+        return problems
     }
 }
