@@ -55,13 +55,21 @@ func writeTemporary(_ text: String, name: String) throws -> String {
             ])
     }
 
-    @Test("a file that is not HAR JSON is one problem, not a crash")
-    func notHAR() throws {
-        let path = try writeTemporary("{\"log\": [1, 2", name: "broken.har")
+    @Test("a file that is not JSON is one problem at the line and column where it stops being JSON, not a crash")
+    func notJSON() throws {
+        let path = try writeTemporary(
+            "{\"log\": {\"entries\": [\n  {\"request\": {\"méthod\": \"GET\" \"url\"}}", name: "broken.har")
         let (entries, problems) = try TrafficReader.read(path: path)
         #expect(entries.isEmpty)
-        #expect(problems.count == 1)
-        #expect(problems.first?.description.hasPrefix("\(path): error: not a HAR file: not valid JSON") == true)
+        #expect(problems.map(\.description) == ["\(path):2:32: error: not valid JSON: invalid value"])
+    }
+
+    @Test("JSON that is not a HAR is one problem naming what it lacks")
+    func notHAR() throws {
+        let path = try writeTemporary("{\"log\": [1, 2]}", name: "other.har")
+        let (entries, problems) = try TrafficReader.read(path: path)
+        #expect(entries.isEmpty)
+        #expect(problems.map(\.description) == ["\(path): error: not a HAR file: wrong type at log"])
     }
 
     @Test("request lists read 'URL' and 'METHOD URL' lines and report bad lines at line and column")

@@ -215,11 +215,16 @@ public enum AuditLogReader {
         return (records, problems)
     }
 
-    /// Why `JSONDecoder` rejected a line.
-    static func describe(_ error: any Error) -> String {
+    /// Why `JSONDecoder` rejected `data` (a log's line, a summary): where it stops being JSON, or
+    /// the field that is missing or of the wrong type.
+    static func describe(_ error: any Error, in data: Data) -> String {
         guard let error = error as? DecodingError else { return "\(error)" }
         return switch error {
-        case .dataCorrupted(let context): "not valid JSON (\(context.debugDescription))"
+        case .dataCorrupted(let context):
+            JSONSyntaxError(in: data).map { syntax in
+                let place = syntax.line == 1 ? "" : "line \(syntax.line), "
+                return "not valid JSON at \(place)column \(syntax.column): \(syntax.reason)"
+            } ?? "not valid JSON (\(context.debugDescription))"
         case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
@@ -280,11 +285,12 @@ private struct LineReduction<Partial: Sendable>: Sendable {
         }
         let slow = decoder ?? AuditLogCoding.decoder()
         decoder = slow
+        let data = Data(line)
         do {
-            add(&run.partial, try slow.decode(AuditRecord.self, from: Data(line)))
+            add(&run.partial, try slow.decode(AuditRecord.self, from: data))
             return true
         } catch {
-            run.failures.append((index, AuditLogReader.describe(error)))
+            run.failures.append((index, AuditLogReader.describe(error, in: data)))
             return false
         }
     }

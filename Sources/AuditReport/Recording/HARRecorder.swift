@@ -48,7 +48,7 @@ public final class HARRecorder: Sendable {
         if let data = FileManager.default.contents(atPath: path), !data.isEmpty {
             guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
-            else { throw .notHAR(path: path) }
+            else { throw RecordingError.notHAR(data, path: path) }
             existing = entries
             if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
                 let known = LogChain.digest(hex: Array(hex.utf8))

@@ -113,7 +113,7 @@ public final class HARReplay: Sendable {
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
-        else { throw .notHAR(path: path) }
+        else { throw RecordingError.notHAR(data, path: path) }
         var redaction = Redaction.default
         if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
             let key = LogChain.digest(hex: Array(hex.utf8))

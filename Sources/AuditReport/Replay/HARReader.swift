@@ -59,6 +59,16 @@ enum HARReader {
         do {
             parsed = try JSONDecoder().decode(File.self, from: data)
         } catch {
+            if let syntax = JSONSyntaxError(in: data) {
+                return (
+                    [],
+                    [
+                        ReplayProblem(
+                            position: "\(file):\(syntax.line):\(syntax.column)",
+                            message: "not valid JSON: \(syntax.reason)")
+                    ]
+                )
+            }
             return ([], [ReplayProblem(position: file, message: "not a HAR file: \(describe(error))")])
         }
         var entries: [ReplayEntry] = []

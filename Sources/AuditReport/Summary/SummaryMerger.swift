@@ -17,7 +17,7 @@ public enum SummaryMerger {
         do {
             return try AuditLogCoding.decoder().decode(SummaryReport.self, from: data)
         } catch {
-            throw .invalidSummary(path: path, reason: AuditLogReader.describe(error))
+            throw .invalidSummary(path: path, reason: AuditLogReader.describe(error, in: data))
         }
     }
 
