@@ -18,7 +18,12 @@ import Testing
               {"request": {"method": "GET", "url": "http://a.test/"}},
               {"request": {"method": "GET", "url": "http://a.test/"},
                "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}},
-              {"request": {"method": "GET", "url": "http://a.test/ok"}, "response": {"status": 200}}
+              {"request": {"method": "GET", "url": "http://a.test/ok"}, "response": {"status": 200}},
+              {"request": 5, "response": {"status": 200}},
+              {"request": {"method": "", "url": "http://a.test/"}, "response": {"status": 200}},
+              {"request": {"method": "GET", "url": ["http://a.test/"]}, "response": {"status": 200}},
+              {"request": {"method": "GET", "url": "http://a.test/"}, "response": null},
+              {"request": {"method": "GET", "url": "http://a.test/"}, "response": {"status": 1000}}
             ]}}
             """, name: "broken-entries.har")
         #expect(throws: RecordingError.self) { try HARReplay(path: path) }
@@ -28,10 +33,15 @@ import Testing
             #expect(
                 error.description.split(separator: "\n") == [
                     "\(path): entry 2: error: request.method is missing",
-                    "\(path): entry 3: error: response.status is missing or not a status code",
+                    "\(path): entry 3: error: response.status is not a status code",
                     "\(path): entry 4: error: not an object",
                     "\(path): entry 5: error: response is missing",
                     "\(path): entry 6: error: response.content.text is not base64, as its encoding says",
+                    "\(path): entry 8: error: request is not an object",
+                    "\(path): entry 9: error: request.method is not a method",
+                    "\(path): entry 10: error: request.url is not a URL",
+                    "\(path): entry 11: error: response is missing",
+                    "\(path): entry 12: error: response.status is not a status code",
                 ])
         }
     }

@@ -170,15 +170,25 @@ public final class HARReplay: Sendable {
     /// - Throws: what keeps the entry from being replayed, naming the field.
     private static func validated(_ entry: Any) throws(EntryProblem) -> ValidEntry? {
         func problem(_ message: String) -> EntryProblem { EntryProblem(message: message) }
-        guard let entry = entry as? [String: Any] else { throw problem("not an object") }
-        guard let request = entry["request"] as? [String: Any] else { throw problem("request is missing") }
-        guard let method = request["method"] as? String, !method.isEmpty else {
-            throw problem("request.method is missing")
+        /// `name is missing`, or `name is not kind` when it is there but of another type or empty.
+        func absent(_ name: String, _ value: Any?, _ kind: String) -> EntryProblem {
+            problem(value == nil || value is NSNull ? "\(name) is missing" : "\(name) is not \(kind)")
         }
-        guard let url = request["url"] as? String, !url.isEmpty else { throw problem("request.url is missing") }
-        guard let response = entry["response"] as? [String: Any] else { throw problem("response is missing") }
+        guard let entry = entry as? [String: Any] else { throw problem("not an object") }
+        guard let request = entry["request"] as? [String: Any] else {
+            throw absent("request", entry["request"], "an object")
+        }
+        guard let method = request["method"] as? String, !method.isEmpty else {
+            throw absent("request.method", request["method"], "a method")
+        }
+        guard let url = request["url"] as? String, !url.isEmpty else {
+            throw absent("request.url", request["url"], "a URL")
+        }
+        guard let response = entry["response"] as? [String: Any] else {
+            throw absent("response", entry["response"], "an object")
+        }
         guard let status = response["status"] as? Int, (0...999).contains(status) else {
-            throw problem("response.status is missing or not a status code")
+            throw absent("response.status", response["status"], "a status code")
         }
         guard status > 0 else { return nil }
         let content = response["content"] as? [String: Any]
