@@ -23,11 +23,30 @@
             help: "The CA folder (made on first use; default: $XDG_CONFIG_HOME/request-audit/ca).")
         var caDirectory: String?
 
-        @Option(help: "The proxy's URL.")
+        @Option(help: "The proxy's URL, http://HOST:PORT (a bare HOST:PORT is read as one).")
         var proxy = "http://127.0.0.1:8080"
 
         @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
         var noProxy = ""
+
+        mutating func validate() throws {
+            proxy = try Self.proxyURL(proxy)
+        }
+
+        /// `text` as the URL every tool reads the same way: `http` or `https`, a host and a port
+        /// (tools disagree on the default port), nothing after; a bare `HOST:PORT` gets `http://`.
+        static func proxyURL(_ text: String) throws(ValidationError) -> String {
+            let url = text.contains("://") ? text : "http://" + text
+            guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
+                ["http", "https"].contains(scheme), let host = parts.host, !host.isEmpty, let port = parts.port,
+                (1...65_535).contains(port), ["", "/"].contains(parts.path), parts.query == nil, parts.fragment == nil,
+                parts.user == nil
+            else {
+                throw ValidationError(
+                    "--proxy: expected the proxy's URL with its port, such as http://127.0.0.1:8080, got '\(text)'")
+            }
+            return url
+        }
 
         func run() throws {
             let folder = CertificateAuthorityDirectory(path: caDirectory ?? defaultCADirectory())

@@ -18,6 +18,9 @@ package enum SocketErrorReason {
         if let error = error as? IOError {
             return unsafe String(cString: strerror(error.errnoCode)).lowercased()
         }
+        if let error = error as? SocketAddressError.UnknownHost {
+            return "cannot resolve \(error.host): \(error.errorDescription)"
+        }
         if case .connectTimeout(let timeout) = error as? ChannelError {
             return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
         }

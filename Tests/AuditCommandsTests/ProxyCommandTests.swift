@@ -150,6 +150,20 @@ func nginx() throws -> String {
                 == "audit \(command): cannot listen on 127.0.0.1:\(first.port): address already in use\n")
     }
 
+    @Test(
+        "audit proxy and audit authz say that a host to listen on cannot be resolved, in words",
+        arguments: ["proxy", "authz"])
+    func listenHostUnknown(_ command: String) throws {
+        let (folder, _) = try recordingPolicyFolder()
+        let run = try runBinary([command, "--listen", "1.2.3.4.5:8080"], in: folder.url)
+        #expect(run.exitCode == 1)
+        #expect(
+            run.standardError.hasPrefix(
+                "audit \(command): cannot listen on 1.2.3.4.5:8080: cannot resolve 1.2.3.4.5: "),
+            "\(run.standardError)")
+        #expect(!run.standardError.contains("SocketAddressError"))
+    }
+
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
         let (folder, rules) = try recordingPolicyFolder()

@@ -99,6 +99,38 @@ import Testing
             ])
     }
 
+    @Test(
+        "audit env reads a bare HOST:PORT as http://HOST:PORT and keeps a proxy URL as given",
+        arguments: [
+            ("127.0.0.1:8080", "http://127.0.0.1:8080"), ("localhost:3128", "http://localhost:3128"),
+            ("[::1]:8080", "http://[::1]:8080"), ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/"),
+            ("HTTPS://proxy.test:443", "HTTPS://proxy.test:443"),
+        ])
+    func envProxySpellings(_ given: String, _ exported: String) throws {
+        let folder = try TemporaryFolder([:])
+        let run = runInProcess(["env", "--ca-dir", folder.path + "/ca", "--proxy", given])
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.outputLines.prefix(2) == ["export HTTP_PROXY='\(exported)'", "export http_proxy='\(exported)'"])
+    }
+
+    @Test(
+        "audit env refuses a proxy that is not an http(s) URL with a port, and writes no CA (exit 64)",
+        arguments: [
+            "notaurl", "http://127.0.0.1:99999", "http://127.0.0.1:0", "http://proxy.test", "socks5://127.0.0.1:1080",
+            "http://127.0.0.1:8080/path", "http://user:secret@127.0.0.1:8080", "http://:8080", "",
+        ])
+    func envRefusesProxy(_ given: String) throws {
+        let folder = try TemporaryFolder([:])
+        let run = runInProcess(["env", "--ca-dir", folder.path + "/ca", "--proxy", given])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.hasPrefix(
+                "Error: --proxy: expected the proxy's URL with its port, such as http://127.0.0.1:8080, got '\(given)'\n"
+            ))
+        #expect(run.standardOutput == "")
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/ca"))
+    }
+
     @Test("audit env keeps a bundle the user set: the variables name one that holds it, the system roots and the CA")
     func envKeepsUserBundle() throws {
         let folder = try TemporaryFolder([
