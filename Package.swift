@@ -159,6 +159,7 @@ let package = Package(
                 "AuditCache",
                 "AuditRegex",
                 "AuditAuthz",
+                "AuditLocking",
                 .target(name: "AuditTLS", condition: .when(traits: ["TLSInterception"])),
                 .target(name: "AuditAuthzGRPC", condition: .when(traits: ["EnvoyGRPC"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AuditLocking
 import AuditPolicy
 import AuditReport
 import Dispatch
@@ -148,16 +149,14 @@ struct DiffCommand: ParsableCommand {
 }
 
 /// Results of concurrent chunks, kept in chunk order.
-private final class ChunkResults: @unchecked Sendable {
-    // Each slot is written once, by its own chunk, before `all` is read after the loop.
-    private var slots: [DecisionChanges]
-    private let lock = NSLock()
+private final class ChunkResults: Sendable {
+    private let slots: Locked<[DecisionChanges]>
 
-    init(count: Int) { slots = Array(repeating: DecisionChanges(), count: count) }
+    init(count: Int) { slots = Locked(Array(repeating: DecisionChanges(), count: count)) }
 
-    func set(_ index: Int, _ value: DecisionChanges) { lock.withLock { slots[index] = value } }
+    func set(_ index: Int, _ value: DecisionChanges) { slots.withLock { $0[index] = value } }
 
-    var all: [DecisionChanges] { lock.withLock { slots } }
+    var all: [DecisionChanges] { slots.withLock { $0 } }
 }
 
 /// The diff for people: text, Markdown and HTML.
