@@ -2,7 +2,7 @@ import Foundation
 
 /// Where JSON text stops parsing and why, for messages that point at the spot
 /// (`file:line:column: error: not valid JSON: invalid value`).
-struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+struct JSONSyntaxError: Sendable, Equatable, CustomStringConvertible {
     /// 1-based line of the text.
     let line: Int
     /// 1-based column on that line, in characters.

@@ -50,8 +50,7 @@ public struct Replayer: Sendable {
 
     /// Replays every file in `paths` (HAR files, audit logs, request lists) in order, appending a
     /// record per entry to `writer`; entries without a time of their own (list lines) get
-    /// `defaultTime`. A `warn` verdict proceeds, as
-    /// recorded traffic did.
+    /// `defaultTime`. A `warn` verdict proceeds, as recorded traffic did.
     ///
     /// - Throws: ``AuditLogError`` when an input cannot be read or the log cannot be written.
     public func replay(_ paths: [String], into writer: AuditLogWriter, defaultTime: Date = Date())
