@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuditPolicy
+import AuditReport
 import Foundation
 
 /// `audit check`: print the verdict for each URL.
@@ -8,7 +9,9 @@ struct CheckCommand: ParsableCommand {
         commandName: "check",
         abstract: "Print the verdict of the policy for each URL.",
         discussion: """
-            Without URL arguments, reads one request per line from standard input: 'URL' or 'METHOD URL'.
+            Without URL arguments, reads one request per line from standard input: 'URL' or 'METHOD URL'
+            ('#' comments and blank lines skipped); a line that is neither is reported at its line and
+            column on standard error, and the exit status is 1. A URL must have a scheme (https://…).
             Each line of output is: VERDICT METHOD URL, then rule=, message=, redirect=, recorded= and
             errors= where they apply. With --json, one JSON object per line with the keys url, method,
             verdict, rule, message, redirect, recorded and errors.
@@ -44,6 +47,9 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("invalid method '\(method)'")
         }
         _ = try headers()
+        if let problem = urls.lazy.compactMap(TrafficReader.schemeProblem).first {
+            throw ValidationError(problem)
+        }
     }
 
     func headers() throws -> [AuditRequest.Header] {
@@ -59,12 +65,14 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let policy = try loadPolicy(directory: policies)
         let headers = try headers()
-        let requests =
-            urls.isEmpty
-            ? Self.readRequests(defaultMethod: method, headers: headers)
-            : urls.map {
-                AuditRequest(method: method, url: $0, headers: headers)
-            }
+        var requests = urls.map { AuditRequest(method: method, url: $0, headers: headers) }
+        var problems: [ReplayProblem] = []
+        if urls.isEmpty {
+            let input = FileHandle.standardInput.readDataToEndOfFile()
+            let list = TrafficReader.requestList(input, name: "<stdin>", defaultMethod: method)
+            requests = list.requests.map { AuditRequest(method: $0.method, url: $0.url, headers: headers) }
+            problems = list.problems
+        }
         for request in requests {
             let verdict = policy.evaluate(request, onError: onError)
             if json {
@@ -76,6 +84,8 @@ struct CheckCommand: ParsableCommand {
                 if explain { CommandOutput.line(Self.explanation(of: request)) }
             }
         }
+        for problem in problems { CommandOutput.errorLine(problem.description) }
+        if !problems.isEmpty { throw ExitCode.failure }
     }
 
     /// `  canonical: URL` and `  changed: …` (or `  invalid: why`), for `--explain`.
@@ -112,19 +122,6 @@ struct CheckCommand: ParsableCommand {
 
     private static func quoted(_ text: String) -> String {
         "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-    }
-
-    private static func readRequests(defaultMethod: String, headers: [AuditRequest.Header]) -> [AuditRequest] {
-        var requests: [AuditRequest] = []
-        while let line = readLine() {
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            switch words.count {
-            case 0: continue
-            case 1: requests.append(AuditRequest(method: defaultMethod, url: String(words[0]), headers: headers))
-            default: requests.append(AuditRequest(method: String(words[0]), url: String(words[1]), headers: headers))
-            }
-        }
-        return requests
     }
 }
 

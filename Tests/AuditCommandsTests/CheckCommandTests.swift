@@ -104,4 +104,59 @@ import Testing
                 #"block    DELETE https://api.rival.com/x  rule=competitor/rival-api-write  message="No writes to competitor APIs"  recorded=statistics/state-changing"#,
             ])
     }
+
+    @Test(
+        "a URL without a scheme is refused with the URL it was likely meant to be (exit 64), not passed",
+        arguments: [
+            ("www.rivalshop.com/cart", "https://www.rivalshop.com/cart"), ("//a.test/x", "https://a.test/x"),
+            ("localhost:8080/admin", "https://localhost:8080/admin"), ("127.0.0.1:8080", "https://127.0.0.1:8080"),
+            ("example.com:443", "https://example.com:443"),
+        ])
+    func urlWithoutScheme(_ url: String, _ guess: String) {
+        let run = runInProcess(["check", url])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.hasPrefix(
+                "Error: '\(url)' is not an absolute URL: it has no scheme (\(guess)?)\n"))
+        #expect(run.standardOutput == "")
+    }
+
+    @Test(
+        "URLs of any scheme are decided, custom ones included", arguments: ["app://local/x", "ftp://x/", "urn:isbn:1"])
+    func anyScheme(_ url: String) {
+        let run = runInProcess(["check", url])
+        #expect(run.exitCode == 0)
+        #expect(run.outputLines == ["pass     GET \(url)"])
+    }
+
+    @Test("standard input skips comments and blank lines; a line that is no request is reported at its column, exit 1")
+    func stdinProblems() throws {
+        let run = try runBinary(
+            ["check", "--method", "HEAD"],
+            input: """
+                # competitors
+                https://www.rivalshop.com/cart
+
+                DELETE https://api.rival.com/x
+                GET https://a.test/ extra
+                www.rivalshop.com/cart
+                P@ST https://a.test/
+                app://local/x
+                """)
+        #expect(run.exitCode == 1)
+        #expect(
+            run.outputLines == [
+                #"block    HEAD https://www.rivalshop.com/cart  rule=competitor/rival-shop  message="Competitor storefront""#,
+                #"block    DELETE https://api.rival.com/x  rule=competitor/rival-api-write  message="No writes to competitor APIs"  recorded=statistics/state-changing"#,
+                "pass     HEAD app://local/x",
+            ])
+        #expect(
+            run.standardError == """
+                <stdin>:5:21: error: unexpected 'extra' (expected '[METHOD] URL')
+                <stdin>:6:1: error: 'www.rivalshop.com/cart' is not an absolute URL: it has no scheme \
+                (https://www.rivalshop.com/cart?)
+                <stdin>:7:1: error: invalid method 'P@ST'
+
+                """)
+    }
 }

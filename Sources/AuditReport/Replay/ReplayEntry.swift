@@ -74,6 +74,24 @@ public enum TrafficReader {
         return (entries, problems)
     }
 
+    /// The requests of a request list that is not a file (standard input, say), named `name` in
+    /// problems: `URL` or `METHOD URL` per line (a line without a method gets `defaultMethod`), `#`
+    /// comments and blank lines skipped. A URL of any scheme is read (`app://`, which a policy may
+    /// answer); one without a scheme is a problem at its line and column.
+    public static func requestList(_ data: Data, name: String, defaultMethod: String) -> (
+        requests: [AuditRequest], problems: [ReplayProblem]
+    ) {
+        let (entries, problems) = RequestListReader.read(
+            data, file: name, defaultMethod: defaultMethod, anyScheme: true)
+        return (entries.map(\.request), problems)
+    }
+
+    /// Why `url` cannot be decided as a URL: it has no scheme (`example.com/admin`); nil when it
+    /// has one.
+    public static func schemeProblem(_ url: String) -> String? {
+        RequestListReader.schemeProblem(url).map { "'\(url)' \($0)" }
+    }
+
     /// Calls `body` with each entry of the file at `path`, in order, and returns the problems. An
     /// audit log is read in constant memory, whatever its size.
     ///

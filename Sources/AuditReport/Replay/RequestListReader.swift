@@ -7,7 +7,12 @@ import Foundation
 /// Lines are split on their UTF-8 bytes (spaces and tabs are ASCII), so a list of a hundred
 /// thousand URLs reads in a few milliseconds; columns in messages count characters.
 enum RequestListReader {
-    static func read(_ data: Data, file: String) -> (entries: [ReplayEntry], problems: [ReplayProblem]) {
+    /// The entries of `data` and the problems of its lines that are not requests. A line without a
+    /// method gets `defaultMethod`. With `anyScheme`, a URL of any scheme (`app://`) is read, as a
+    /// policy may decide custom schemes; without, only `http` and `https` URLs are.
+    static func read(
+        _ data: Data, file: String, defaultMethod: String = "GET", anyScheme: Bool = false
+    ) -> (entries: [ReplayEntry], problems: [ReplayProblem]) {
         var entries: [ReplayEntry] = []
         var problems: [ReplayProblem] = []
         let bytes = [UInt8](data)
@@ -20,7 +25,9 @@ enum RequestListReader {
             var end = lineEnd
             if end > lineStart, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
             if lineEnd == bytes.count, lineStart == lineEnd { break }
-            read(bytes[lineStart..<end], lineNumber: lineNumber, file: file, entries: &entries, problems: &problems)
+            read(
+                bytes[lineStart..<end], at: "\(file):\(lineNumber)", defaultMethod: defaultMethod, anyScheme: anyScheme,
+                entries: &entries, problems: &problems)
         }
         return (entries, problems)
     }
@@ -43,8 +50,8 @@ enum RequestListReader {
     }
 
     private static func read(
-        _ line: ArraySlice<UInt8>, lineNumber: Int, file: String, entries: inout [ReplayEntry],
-        problems: inout [ReplayProblem]
+        _ line: ArraySlice<UInt8>, at position: String, defaultMethod: String, anyScheme: Bool,
+        entries: inout [ReplayEntry], problems: inout [ReplayProblem]
     ) {
         let words = words(line)
         guard let first = words.first, line[first.lowerBound] != UInt8(ascii: "#") else { return }
@@ -55,7 +62,6 @@ enum RequestListReader {
         func column(_ range: Range<Int>) -> Int {
             line[line.startIndex..<range.lowerBound].count { $0 & 0xC0 != 0x80 } + 1
         }
-        let position = "\(file):\(lineNumber)"
         let methodRange: Range<Int>?
         let urlRange: Range<Int>
         switch words.count {
@@ -81,14 +87,36 @@ enum RequestListReader {
             }
         }
         let url = text(urlRange)
-        guard isAbsoluteHTTPURL(url) else {
-            problems.append(
-                ReplayProblem(
-                    position: "\(position):\(column(urlRange))", message: "'\(url)' is not an absolute http(s) URL"))
+        if let problem = anyScheme
+            ? schemeProblem(url) : isAbsoluteHTTPURL(url) ? nil : "is not an absolute http(s) URL"
+        {
+            problems.append(ReplayProblem(position: "\(position):\(column(urlRange))", message: "'\(url)' \(problem)"))
             return
         }
-        let method = methodRange.map(text) ?? "GET"
+        let method = methodRange.map(text) ?? defaultMethod
         entries.append(ReplayEntry(request: AuditRequest(method: method, url: url), position: position))
+    }
+
+    /// Why `text` is not an absolute URL of some scheme (`scheme:` first, RFC 3986 §3.1), or nil
+    /// when it is one; the policy judges the rest.
+    static func schemeProblem(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[0] | 0x20),
+            bytes[1..<colon].allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("+-.".utf8).contains(byte)
+            })
+        else {
+            let guess = text.hasPrefix("//") ? "https:" + text : "https://" + text
+            return "is not an absolute URL: it has no scheme (\(guess)?)"
+        }
+        // `localhost:8080/admin` is a host and port (as curl reads it), not the scheme `localhost`.
+        let port = bytes[(colon + 1)...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        if (1...5).contains(port.count), port.endIndex == bytes.endIndex || bytes[port.endIndex] == UInt8(ascii: "/") {
+            return "is not an absolute URL: it has no scheme (https://\(text)?)"
+        }
+        return nil
     }
 
     /// `http://` or `https://` (any case) followed by a host.
