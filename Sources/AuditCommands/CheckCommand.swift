@@ -47,7 +47,7 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError("invalid method '\(method)'")
         }
         _ = try headers()
-        if let problem = urls.lazy.compactMap(TrafficReader.schemeProblem).first {
+        if let problem = urls.lazy.compactMap(SchemeCheck.problem(in:)).first {
             throw ValidationError(problem)
         }
     }

@@ -110,6 +110,9 @@ import Testing
                     warn - https://x.test/ -> https://y.test/
                     block - https://x.test/ extra
                     pass - https://example.org/
+                    pass - POST www.rivalshop.com/cart
+                    pass - localhost:8080/admin X-A:1
+                    respond local/pixel app://local/pixel.gif -> 200
                     """)
         ])
         #expect(
@@ -121,8 +124,13 @@ import Testing
                 "c.test:5:28: error: expected a URL (line format: EXPECT RULE [METHOD] URL [Header:value …] [-> TARGET or STATUS])",
                 "c.test:6:24: error: only a redirect case takes '-> TARGET' and a respond case '-> STATUS'",
                 "c.test:7:25: error: unexpected 'extra' after the URL (headers are written Name:value)",
+                "c.test:9:13: error: 'www.rivalshop.com/cart' is not an absolute URL: it has no scheme "
+                    + "(https://www.rivalshop.com/cart?)",
+                "c.test:10:8: error: 'localhost:8080/admin' is not an absolute URL: it has no scheme "
+                    + "(https://localhost:8080/admin?)",
+                "c.test:11:9: error: unknown rule 'local/pixel'",
             ])
-        #expect(report.summary == "1 passed, 7 failed")
+        #expect(report.summary == "1 passed, 10 failed")
     }
 
     @Test("coverage lists the rules no case exercised (deciding or recorded counts as exercised)")

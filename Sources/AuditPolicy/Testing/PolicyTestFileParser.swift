@@ -47,6 +47,7 @@ enum PolicyTestFileParser {
         guard let url = rest.popFirst() else {
             throw error(text.count + 1, "expected a URL (line format: \(syntax))")
         }
+        if let problem = SchemeCheck.problem(in: url.text) { throw error(url.column, problem) }
         var headers: [AuditRequest.Header] = []
         while let word = rest.first, word.text != "->" {
             guard let colon = word.text.firstIndex(of: ":"), colon != word.text.startIndex,

@@ -86,12 +86,6 @@ public enum TrafficReader {
         return (entries.map(\.request), problems)
     }
 
-    /// Why `url` cannot be decided as a URL: it has no scheme (`example.com/admin`); nil when it
-    /// has one.
-    public static func schemeProblem(_ url: String) -> String? {
-        RequestListReader.schemeProblem(url).map { "'\(url)' \($0)" }
-    }
-
     /// Calls `body` with each entry of the file at `path`, in order, and returns the problems. An
     /// audit log is read in constant memory, whatever its size.
     ///

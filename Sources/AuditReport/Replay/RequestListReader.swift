@@ -87,36 +87,15 @@ enum RequestListReader {
             }
         }
         let url = text(urlRange)
-        if let problem = anyScheme
-            ? schemeProblem(url) : isAbsoluteHTTPURL(url) ? nil : "is not an absolute http(s) URL"
-        {
-            problems.append(ReplayProblem(position: "\(position):\(column(urlRange))", message: "'\(url)' \(problem)"))
+        let problem =
+            anyScheme
+            ? SchemeCheck.problem(in: url) : isAbsoluteHTTPURL(url) ? nil : "'\(url)' is not an absolute http(s) URL"
+        if let problem {
+            problems.append(ReplayProblem(position: "\(position):\(column(urlRange))", message: problem))
             return
         }
         let method = methodRange.map(text) ?? defaultMethod
         entries.append(ReplayEntry(request: AuditRequest(method: method, url: url), position: position))
-    }
-
-    /// Why `text` is not an absolute URL of some scheme (`scheme:` first, RFC 3986 §3.1), or nil
-    /// when it is one; the policy judges the rest.
-    static func schemeProblem(_ text: String) -> String? {
-        let bytes = Array(text.utf8)
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[0] | 0x20),
-            bytes[1..<colon].allSatisfy({ byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("+-.".utf8).contains(byte)
-            })
-        else {
-            let guess = text.hasPrefix("//") ? "https:" + text : "https://" + text
-            return "is not an absolute URL: it has no scheme (\(guess)?)"
-        }
-        // `localhost:8080/admin` is a host and port (as curl reads it), not the scheme `localhost`.
-        let port = bytes[(colon + 1)...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-        if (1...5).contains(port.count), port.endIndex == bytes.endIndex || bytes[port.endIndex] == UInt8(ascii: "/") {
-            return "is not an absolute URL: it has no scheme (https://\(text)?)"
-        }
-        return nil
     }
 
     /// `http://` or `https://` (any case) followed by a host.
