@@ -134,7 +134,7 @@ import Testing
         #expect(replay.exitCode == 64)
         #expect(
             replay.standardError.contains(
-                "audit proxy: --replay: cannot open the recording \(missing): cannot read the file"))
+                "audit proxy: --replay: cannot open the recording \(missing): no such file"))
         let speed = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--replay-speed=-1"])
         #expect(speed.exitCode == 64)
         #expect(speed.standardError.contains("--replay-speed: expected 0 or more, got -1.0"))

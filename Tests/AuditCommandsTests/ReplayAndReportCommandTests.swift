@@ -74,6 +74,23 @@ import Testing
         #expect(try decisions(second) == original)
     }
 
+    @Test("an input that cannot be read is named with the reason, as traffic or as a log (exit 1)")
+    func unreadableInputs() throws {
+        let folder = try TemporaryFolder([:])
+        let log = folder.path + "/out.jsonl"
+        try FileManager.default.createDirectory(atPath: folder.path + "/folder.har", withIntermediateDirectories: true)
+        for (input, message) in [
+            (folder.path + "/missing.har", "cannot read the traffic file: no such file"),
+            (folder.path + "/missing.txt", "cannot read the traffic file: no such file"),
+            (folder.path + "/folder.har", "cannot read the traffic file: it is a folder"),
+            (folder.path + "/missing.jsonl", "cannot open the audit log: no such file"),
+        ] {
+            let run = runInProcess(["replay", input, "--log", log])
+            #expect(run.exitCode == 1)
+            #expect(run.standardError == "\(input): \(message)\n")
+        }
+    }
+
     @Test("a replay refuses to read the log it appends to, however its path is spelled (exit 64)")
     func replayOfItsOwnLog() throws {
         let folder = try TemporaryFolder([:])
@@ -134,6 +151,6 @@ import Testing
         #expect(run.exitCode == 1)
         #expect(
             run.standardError
-                == "/nonexistent/audit.jsonl: cannot open the audit log: cannot open the file for reading\n")
+                == "/nonexistent/audit.jsonl: cannot open the audit log: no such file\n")
     }
 }

@@ -480,7 +480,7 @@ extension InterceptionTests {
             configuration.recording = .replay("/nonexistent/x.har", onMiss: .fail)
             #expect(
                 throws: RequestAuditError.recording(
-                    "cannot open the recording /nonexistent/x.har: cannot read the file")
+                    "cannot open the recording /nonexistent/x.har: no such file")
             ) {
                 try Auditor(policy: Policy(parsing: "", file: "p.rules"), configuration: configuration)
             }

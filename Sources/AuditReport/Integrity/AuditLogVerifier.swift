@@ -123,7 +123,7 @@ extension AuditLogVerifier {
         inFileAt path: String, _ body: (ArraySlice<UInt8>, Int, Bool) -> Void
     ) throws(AuditLogError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw .cannotOpen(path: path, reason: "cannot read the file")
+            throw .cannotOpen(path: path, reason: UnreadableFile.reason(path))
         }
         defer { try? handle.close() }
         var pending: [UInt8] = []

@@ -186,11 +186,11 @@ public enum AuditLogReader {
     /// The file's bytes, decompressed through `gzip -dc` when its name ends in `.gz`.
     private static func open(_ path: String) throws -> (FileHandle, Process?) {
         guard FileManager.default.isReadableFile(atPath: path) else {
-            throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+            throw AuditLogError.cannotOpen(path: path, reason: UnreadableFile.reason(path))
         }
         guard path.hasSuffix(".gz") else {
             guard let handle = FileHandle(forReadingAtPath: path) else {
-                throw AuditLogError.cannotOpen(path: path, reason: "cannot open the file for reading")
+                throw AuditLogError.cannotOpen(path: path, reason: UnreadableFile.reason(path))
             }
             return (handle, nil)
         }

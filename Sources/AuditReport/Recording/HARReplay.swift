@@ -109,7 +109,7 @@ public final class HARReplay: Sendable {
         self.path = path
         ignoredParameters = parameters
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .cannotOpen(path: path, reason: "cannot read the file")
+            throw .cannotOpen(path: path, reason: UnreadableFile.reason(path))
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]

@@ -67,7 +67,8 @@ public enum TrafficReader {
 
     /// The entries and problems of the file at `path`.
     ///
-    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be read.
+    /// - Throws: ``AuditLogError/cannotReadTraffic(path:reason:)`` when the file cannot be read
+    ///   (``AuditLogError/cannotOpen(path:reason:)`` for an audit log).
     public static func read(path: String) throws(AuditLogError) -> (entries: [ReplayEntry], problems: [ReplayProblem]) {
         var entries: [ReplayEntry] = []
         let problems = try forEachEntry(path: path) { entries.append($0) }
@@ -89,7 +90,8 @@ public enum TrafficReader {
     /// Calls `body` with each entry of the file at `path`, in order, and returns the problems. An
     /// audit log is read in constant memory, whatever its size.
     ///
-    /// - Throws: ``AuditLogError/cannotOpen(path:reason:)`` when the file cannot be read.
+    /// - Throws: ``AuditLogError/cannotReadTraffic(path:reason:)`` when the file cannot be read
+    ///   (``AuditLogError/cannotOpen(path:reason:)`` for an audit log).
     public static func forEachEntry(path: String, _ body: (ReplayEntry) -> Void) throws(AuditLogError)
         -> [ReplayProblem]
     {
@@ -104,7 +106,7 @@ public enum TrafficReader {
             }
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .cannotOpen(path: path, reason: "cannot read the file")
+            throw .cannotReadTraffic(path: path, reason: UnreadableFile.reason(path))
         }
         let firstByte = data.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
         let (entries, problems) =
