@@ -99,19 +99,21 @@ struct DiffCommand: ParsableCommand {
     static func compare(_ path: String, _ comparison: PolicyComparison) throws(AuditLogError) -> DecisionChanges {
         var changes = DecisionChanges()
         if TrafficReader.isAuditLog(path) {
-            let problems: [AuditLogProblem]
-            do {
-                problems = try AuditLogReader.reduceRecords(
-                    atPath: path, into: { DecisionChanges() },
-                    add: { partial, record in
-                        partial.add(comparison.change(for: ReplayEntry(record: record, position: path).request))
-                    }, merge: { changes.merge($0) })
-            } catch let error as AuditLogError {
-                throw error
-            } catch {
-                throw .cannotOpen(path: path, reason: "\(error)")
+            for file in AuditLogReader.files(ofLog: path) {
+                let problems: [AuditLogProblem]
+                do {
+                    problems = try AuditLogReader.reduceRecords(
+                        atPath: file, into: { DecisionChanges() },
+                        add: { partial, record in
+                            partial.add(comparison.change(for: ReplayEntry(record: record, position: file).request))
+                        }, merge: { changes.merge($0) })
+                } catch let error as AuditLogError {
+                    throw error
+                } catch {
+                    throw .cannotOpen(path: file, reason: "\(error)")
+                }
+                for problem in problems { CommandOutput.errorLine(problem.description) }
             }
-            for problem in problems { CommandOutput.errorLine(problem.description) }
             return changes
         }
         let (entries, problems) = try TrafficReader.read(path: path)

@@ -91,6 +91,34 @@ import Testing
         }
     }
 
+    @Test("an audit log is read with its rotated files, oldest first; a rotated file named alone is read alone")
+    func rotatedLogAsTraffic() throws {
+        let folder = try TemporaryFolder([:])
+        let whole = folder.path + "/whole.jsonl"
+        _ = try runBinary([
+            "replay", "policies/traffic/browsing-session.har", "policies/traffic/requests.txt", "--log", whole,
+        ])
+        let lines = try String(contentsOfFile: whole, encoding: .utf8).split(separator: "\n")
+        let log = folder.path + "/audit.jsonl"
+        try (lines[..<30].joined(separator: "\n") + "\n").write(toFile: log + ".2", atomically: true, encoding: .utf8)
+        try (lines[30..<50].joined(separator: "\n") + "\n").write(toFile: log + ".1", atomically: true, encoding: .utf8)
+        try (lines[50...].joined(separator: "\n") + "\n").write(toFile: log, atomically: true, encoding: .utf8)
+        let all = try runBinary(["replay", log, "--log", folder.path + "/all.jsonl"])
+        #expect(all.outputLines.first == "replayed 104 requests from 1 file into \(folder.path)/all.jsonl")
+        let replayed = try String(contentsOfFile: folder.path + "/all.jsonl", encoding: .utf8).split(separator: "\n")
+        let urls = { (lines: [Substring]) in
+            lines.map { line in
+                ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])
+                    .flatMap { $0["request"] as? [String: Any] }?["url"] as? String
+            }
+        }
+        #expect(urls(replayed) == urls(lines))
+        let one = try runBinary(["replay", log + ".1", "--log", folder.path + "/one.jsonl"])
+        #expect(one.outputLines.first == "replayed 20 requests from 1 file into \(folder.path)/one.jsonl")
+        let diff = try runBinary(["diff", "policies", "policies", log, "--json"])
+        #expect(diff.standardError == "0 of 104 requests change\n")
+    }
+
     @Test("a replay refuses to read the log it appends to, however its path is spelled (exit 64)")
     func replayOfItsOwnLog() throws {
         let folder = try TemporaryFolder([:])

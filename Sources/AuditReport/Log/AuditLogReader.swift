@@ -27,6 +27,14 @@ public struct AuditLogProblem: Sendable, Equatable, CustomStringConvertible {
 /// Reads audit logs line by line, in constant memory, skipping and reporting lines that are not
 /// valid records (never crashing on them).
 public enum AuditLogReader {
+    /// The files that hold the records of the log at `path`, oldest first: its rotated files
+    /// (`path.N` … `path.1`) and `path` itself; `path` alone when none of them exists (so that
+    /// reading it says why).
+    public static func files(ofLog path: String) -> [String] {
+        let files = AuditLogVerifier.files(forLog: path)
+        return files.isEmpty ? [path] : files
+    }
+
     /// Calls `body` with each valid record of the log at `path`, in order, and returns the problems.
     ///
     /// - Throws: ``AuditLogError/cannotOpen(path:reason:)``, or whatever `body` throws.

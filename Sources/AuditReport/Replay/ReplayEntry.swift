@@ -58,11 +58,17 @@ extension ReplayProblem {
 /// (`.jsonl`, `.jsonl.gz`: each record's request as it was decided) and request lists
 /// (`[METHOD] URL` per line, `#` comments).
 public enum TrafficReader {
-    /// Whether `path` names an audit log (`.jsonl` or `.jsonl.gz`) rather than a HAR file or a
-    /// request list.
+    /// Whether `path` names an audit log (`.jsonl`, `.jsonl.gz`, or a rotated file such as
+    /// `.jsonl.3`) rather than a HAR file or a request list.
     public static func isAuditLog(_ path: String) -> Bool {
-        let name = path.lowercased()
-        return name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.gz")
+        var name = Substring(path.lowercased())
+        if name.hasSuffix(".gz") { name = name.dropLast(3) }
+        if let dot = name.lastIndex(of: "."), name.index(after: dot) < name.endIndex,
+            name[name.index(after: dot)...].allSatisfy({ $0.isASCII && $0.isNumber })
+        {
+            name = name[..<dot]
+        }
+        return name.hasSuffix(".jsonl")
     }
 
     /// The entries and problems of the file at `path`.
@@ -88,7 +94,8 @@ public enum TrafficReader {
     }
 
     /// Calls `body` with each entry of the file at `path`, in order, and returns the problems. An
-    /// audit log is read in constant memory, whatever its size.
+    /// audit log is read with its rotated files, oldest first, as `audit report` reads it, in
+    /// constant memory whatever its size.
     ///
     /// - Throws: ``AuditLogError/cannotReadTraffic(path:reason:)`` when the file cannot be read
     ///   (``AuditLogError/cannotOpen(path:reason:)`` for an audit log).
@@ -96,14 +103,19 @@ public enum TrafficReader {
         -> [ReplayProblem]
     {
         if isAuditLog(path) {
-            do {
-                return try AuditLogReader.forEachRecord(atPath: path) { body(ReplayEntry(record: $0, position: path)) }
-                    .map(ReplayProblem.init)
-            } catch let error as AuditLogError {
-                throw error
-            } catch {
-                throw .cannotOpen(path: path, reason: "\(error)")
+            var problems: [ReplayProblem] = []
+            for file in AuditLogReader.files(ofLog: path) {
+                do {
+                    problems += try AuditLogReader.forEachRecord(atPath: file) {
+                        body(ReplayEntry(record: $0, position: file))
+                    }.map(ReplayProblem.init)
+                } catch let error as AuditLogError {
+                    throw error
+                } catch {
+                    throw .cannotOpen(path: file, reason: "\(error)")
+                }
             }
+            return problems
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .cannotReadTraffic(path: path, reason: UnreadableFile.reason(path))

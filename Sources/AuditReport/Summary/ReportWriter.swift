@@ -59,8 +59,7 @@ public struct ReportWriter: Sendable {
         var sequences: [AuditLogVerification] = []
         var files: [String] = []
         for log in logs {
-            let withRotated = AuditLogVerifier.files(forLog: log)
-            let logFiles = withRotated.isEmpty ? [log] : withRotated
+            let logFiles = AuditLogReader.files(ofLog: log)
             files += logFiles
             guard !log.hasSuffix(".gz") else {
                 for file in logFiles { try counting.read(file, progress: progress, linking: nil) }
