@@ -107,10 +107,8 @@ struct DiffCommand: ParsableCommand {
                         add: { partial, record in
                             partial.add(comparison.change(for: ReplayEntry(record: record, position: file).request))
                         }, merge: { changes.merge($0) })
-                } catch let error as AuditLogError {
-                    throw error
                 } catch {
-                    throw .cannotOpen(path: file, reason: "\(error)")
+                    throw AuditLogError.reading(file, error)
                 }
                 for problem in problems { CommandOutput.errorLine(problem.description) }
             }

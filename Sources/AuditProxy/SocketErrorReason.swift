@@ -19,7 +19,7 @@ package enum SocketErrorReason {
             return unsafe String(cString: strerror(error.errnoCode)).lowercased()
         }
         if let error = error as? SocketAddressError.UnknownHost {
-            return "cannot resolve \(error.host): \(error.errorDescription)"
+            return HostResolution.Failure(host: error.host, reason: error.errorDescription).description
         }
         if case .connectTimeout(let timeout) = error as? ChannelError {
             return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"

@@ -109,10 +109,8 @@ public enum TrafficReader {
                     problems += try AuditLogReader.forEachRecord(atPath: file) {
                         body(ReplayEntry(record: $0, position: file))
                     }.map(ReplayProblem.init)
-                } catch let error as AuditLogError {
-                    throw error
                 } catch {
-                    throw .cannotOpen(path: file, reason: "\(error)")
+                    throw AuditLogError.reading(file, error)
                 }
             }
             return problems
