@@ -307,7 +307,7 @@ struct ProxyConnection {
         case splice(Exchange)
         /// The response ended: record the exchange, close the server connection when
         /// `closesUpstream`, write the end (flushed), then ``Next`` (nil: the request has not
-        /// ended yet, and its rest is read and dropped).
+        /// ended yet, and its rest is read and dropped; the server connection is not kept).
         case end(Exchange, trailers: HTTPHeaders?, closesUpstream: Bool, next: Next?)
     }
 
@@ -354,8 +354,12 @@ struct ProxyConnection {
             }
             exchange.isResponseEnded = true
             phase = .forwarding(exchange)
-            let next = exchange.isRequestEnded ? leave(exchange) : nil
-            return .end(exchange, trailers: trailers, closesUpstream: !exchange.keepsUpstream, next: next)
+            guard exchange.isRequestEnded else {
+                // The rest of the request is dropped, so the server, which would read it as the
+                // start of the next request, is not kept.
+                return .end(exchange, trailers: trailers, closesUpstream: true, next: nil)
+            }
+            return .end(exchange, trailers: trailers, closesUpstream: !exchange.keepsUpstream, next: leave(exchange))
         }
     }
 
@@ -428,30 +432,27 @@ struct ProxyConnection {
     }
 
     /// Whether to read from the client now: not while connecting upstream or opening a tunnel, nor while
-    /// the server connection cannot take more (`isUpstreamWritable`); the read is then held back
-    /// until ``resumeReading(isUpstreamWritable:)``.
+    /// the request goes to a server connection that cannot take more (`isUpstreamWritable`); the read
+    /// is then held back until ``resumeReading(isUpstreamWritable:)``. The rest of a request the
+    /// server answered already is read and dropped, whatever the server connection's state (it may
+    /// have closed).
     mutating func shouldRead(isUpstreamWritable: Bool) -> Bool {
-        switch phase {
-        case .connecting, .openingTunnel:
-            isReadHeld = true
-            return false
-        case .forwarding where !isUpstreamWritable:
-            isReadHeld = true
-            return false
-        default:
-            return true
-        }
+        isReadHeld = !mayRead(isUpstreamWritable: isUpstreamWritable)
+        return !isReadHeld
     }
 
     /// Whether to make the read held back, now that the state or the server connection allows it.
     mutating func resumeReading(isUpstreamWritable: Bool) -> Bool {
-        guard isReadHeld else { return false }
+        guard isReadHeld, mayRead(isUpstreamWritable: isUpstreamWritable) else { return false }
+        isReadHeld = false
+        return true
+    }
+
+    private func mayRead(isUpstreamWritable: Bool) -> Bool {
         switch phase {
-        case .connecting, .openingTunnel: return false
-        case .forwarding where !isUpstreamWritable: return false
-        default:
-            isReadHeld = false
-            return true
+        case .connecting, .openingTunnel: false
+        case .forwarding(let exchange): isUpstreamWritable || exchange.isResponseEnded
+        default: true
         }
     }
 

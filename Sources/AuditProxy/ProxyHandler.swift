@@ -501,7 +501,9 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // The state moved on before the end is written: writing it hands this handler the
             // next pipelined request at once, which must find the connection idle.
             context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
-            if let next { follow(next) }
+            // Without `next`, the rest of the request is read and dropped: a read held back for
+            // the server is made now.
+            if let next { follow(next) } else { resumeClientReads() }
         }
     }
 

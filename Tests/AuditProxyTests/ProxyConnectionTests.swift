@@ -98,12 +98,14 @@ import Testing
         #expect(connection.isAwaitingHead)
     }
 
-    @Test("a response that ends before its request keeps the exchange until the request's end, whose rest is dropped")
+    @Test(
+        "a response that ends before its request keeps the exchange until the request's end, whose rest is dropped, and closes the server connection"
+    )
     func responseBeforeRequestEnd() throws {
         var connection = ProxyConnection()
         _ = connection.forward(try Self.exchange(Self.head(.POST)), onKeptUpstream: true)
         _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .payloadTooLarge)))
-        guard case .end(_, _, _, nil) = connection.responsePart(.end(nil)) else {
+        guard case .end(_, _, true, nil) = connection.responsePart(.end(nil)) else {
             Issue.record("the exchange ended before its request")
             return
         }
@@ -116,6 +118,21 @@ import Testing
             return
         }
         #expect(connection.isAwaitingHead)
+    }
+
+    @Test(
+        "the rest of a request the server answered already is read, whether or not the server connection can take more")
+    func readsAfterEarlyResponse() throws {
+        var connection = ProxyConnection()
+        _ = connection.forward(try Self.exchange(Self.head(.POST)), onKeptUpstream: true)
+        _ = connection.requestPart(.body(ByteBuffer(string: "first")))
+        let readsWhileServerFull = connection.shouldRead(isUpstreamWritable: false)
+        _ = connection.responsePart(.head(HTTPResponseHead(version: .http1_1, status: .payloadTooLarge)))
+        _ = connection.responsePart(.end(nil))
+        let resumesWithoutServer = connection.resumeReading(isUpstreamWritable: false)
+        let readsWithoutServer = connection.shouldRead(isUpstreamWritable: false)
+        #expect(!readsWhileServerFull)
+        #expect(resumesWithoutServer && readsWithoutServer)
     }
 
     @Test("a server that closes after its response is not kept; the client's connection is")

@@ -252,16 +252,21 @@ import Testing
         #expect(proxy.servers.isEmpty)
     }
 
-    @Test("a server that answers before the request's body ends: the rest is dropped, the next request served")
+    @Test(
+        "a server that answers before the request's body ends: the rest is dropped, the next request served on a new server connection"
+    )
     func earlyResponse() async throws {
         let proxy = try EmbeddedProxy(rules: Self.rules)
         try proxy.send("POST http://a.test/up HTTP/1.1\r\nHost: a.test\r\nContent-Length: 6\r\n\r\nabc")
         _ = try proxy.sent(toServer: 0)
         try proxy.reply(fromServer: 0, "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n")
         #expect(try proxy.answer().statusLine.hasPrefix("HTTP/1.1 413 "))
+        // The server still waits for 3 bytes of body: the next request on its connection would be read as them.
+        #expect(!proxy.servers[0].isActive)
         try proxy.send("def" + "GET http://a.test/next HTTP/1.1\r\nHost: a.test\r\n\r\n")
-        #expect(try proxy.sent(toServer: 0) == "GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n")
-        try proxy.reply(fromServer: 0, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        #expect(try proxy.sent(toServer: 0) == "")
+        #expect(try proxy.sent(toServer: 1) == "GET /next HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        try proxy.reply(fromServer: 1, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         #expect(try proxy.answer().statusLine == "HTTP/1.1 200 OK")
         let records = try await proxy.records()
         #expect(records.compactMap(\.outcome.status) == [413, 200])

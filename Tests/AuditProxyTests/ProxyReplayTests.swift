@@ -322,6 +322,50 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.replayed, .replayed])
     }
 
+    @Test(
+        "a server that answers and closes before the upload ends: the rest is read and recorded whole, the next request served"
+    )
+    func earlyAnswerThenClose() async throws {
+        let url = try Servers.variable("RAW_URL") + "/ok"
+        let upload = NSTemporaryDirectory() + "early-close-\(UUID().uuidString).bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: upload))
+        // Sends the head and 1,000 bytes, reads the answer (its server has closed meanwhile), then
+        // the other 299,000 bytes in pieces 20 ms apart and a second request on the same connection,
+        // and reads its answer.
+        let client = """
+            import socket, sys, time, urllib.parse
+            proxy = urllib.parse.urlsplit(sys.argv[3])
+            client = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+            head = (b" " + sys.argv[1].encode() + b" HTTP/1.1\\r\\nHost: "
+                + urllib.parse.urlsplit(sys.argv[1]).netloc.encode())
+            body = open(sys.argv[2], "rb").read()
+            client.sendall(b"POST" + head + b"\\r\\nContent-Length: 300000\\r\\n\\r\\n" + body[:1000])
+            answers = b""
+            while not answers.endswith(b"ok"):
+                answers += client.recv(4096)
+            for start in range(1000, 300000, 29900):
+                client.sendall(body[start:start + 29900])
+                time.sleep(0.02)
+            client.sendall(b"GET" + head + b"\\r\\n\\r\\n")
+            while answers.count(b"ok") < 2:
+                answers += client.recv(4096)
+            print(answers.count(b"HTTP/1.1 200 OK"), end="")
+            """
+        var answered = ""
+        let har = try await Self.record(keepingAtMost: 64 << 10) { proxy in
+            answered = try runClient("python3", ["-c", client, url, upload, proxy]).output
+        }
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
+        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
+        let requests = (entries ?? []).compactMap { $0["request"] as? [String: Any] }
+        #expect(answered == "2")
+        #expect(requests.map { $0["method"] as? String } == ["POST", "GET"])
+        #expect(requests.first?["bodySize"] as? Int == 300_000)
+        #expect(requests.first?["_bodyIncomplete"] == nil)
+        #expect(
+            requests.first?["_bodySHA256"] as? String == String(try runClient("sha256sum", [upload]).output.prefix(64)))
+    }
+
     @Test("an upload that waits for 100 Continue is asked for its body, then answered from the recording")
     func expectContinue() async throws {
         let url = try Servers.variable("RAW_URL") + "/read-body"
