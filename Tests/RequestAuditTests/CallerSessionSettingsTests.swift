@@ -67,19 +67,24 @@ extension InterceptionTests {
             init(_ task: URLSessionTask) { self.task = task }
         }
 
-        /// A drip of 4 bytes over a second.
-        private static var drip: URLRequest { URLRequest(url: HTTPBin.url(.drip(seconds: 1, bytes: 4))) }
+        /// A drip of 4 bytes over a second, starting after `delay` seconds.
+        private static func drip(startingAfter delay: Int) -> URLRequest {
+            URLRequest(url: HTTPBin.url(.drip(seconds: 1, bytes: 4, delay: delay)))
+        }
 
         /// How long the suspension tests keep a task suspended.
         private static let pause = Duration.milliseconds(1_500)
 
-        /// The drip run directly, then audited, each suspended `suspendAfter` after it was resumed for
-        /// ``pause``; and the audited run's records.
-        private static func suspendedDrips(withDelegate: Bool, suspendAfter: Duration) async throws -> (
+        /// The drip (starting after `dripDelay` seconds) run directly, then audited, each suspended
+        /// `suspendAfter` after it was resumed for ``pause``; and the audited run's records.
+        private static func suspendedDrips(
+            withDelegate: Bool, suspendAfter: Duration, dripDelay: Int = 0
+        ) async throws -> (
             direct: (exchange: Exchange, elapsed: Duration), intercepted: (exchange: Exchange, elapsed: Duration),
             records: [AuditRecord]
         ) {
             let audited = try AuditedSession()
+            let drip = drip(startingAfter: dripDelay)
             let direct = await suspendedRun(
                 drip, on: audited.direct, withDelegate: withDelegate, suspendAfter: suspendAfter, pause: pause)
             let intercepted = await suspendedRun(
@@ -91,13 +96,17 @@ extension InterceptionTests {
             "a task suspended as soon as resumed completes after its pause, as without RequestAudit",
             .timeLimit(.minutes(1)), arguments: [false, true])
         func suspendAtOnce(withDelegate: Bool) async throws {
-            var runs = try await Self.suspendedDrips(withDelegate: withDelegate, suspendAfter: .zero)
-            // Under load, FoundationNetworking itself sometimes delivers this 4-byte drip as 5 bytes to a task
-            // suspended at once: to the caller's task directly, or to the forwarding session's task it relays
-            // (a Foundation task suspended at once too; seen once in a CI run). The pair is run again then, so
-            // that the comparison has a sound oracle; a duplicate of RequestAudit's own would fail every run.
+            // The drip starts a second late, so that the suspension comes before its first byte even under
+            // load: a task suspended after it gets that byte again from FoundationNetworking (the mid-transfer
+            // fact below), directly as audited (seen in full-suite runs with an undelayed drip). A pair that
+            // still got 5 bytes is run again, so that the comparison has a sound oracle; a duplicate of
+            // RequestAudit's own would fail every run.
+            let suspendedAtOnce = {
+                try await Self.suspendedDrips(withDelegate: withDelegate, suspendAfter: .zero, dripDelay: 1)
+            }
+            var runs = try await suspendedAtOnce()
             for _ in 0..<2 where runs.direct.exchange.body?.count != 4 || runs.intercepted.exchange.body?.count != 4 {
-                runs = try await Self.suspendedDrips(withDelegate: withDelegate, suspendAfter: .zero)
+                runs = try await suspendedAtOnce()
             }
             let (direct, intercepted, records) = runs
             #expect(direct.exchange.status == 200)

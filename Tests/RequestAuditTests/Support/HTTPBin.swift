@@ -80,7 +80,8 @@ enum Endpoint: Sendable, CustomTestStringConvertible {
     case redirect(count: Int)
     case absoluteRedirect(count: Int)
     case delay(seconds: Int)
-    case drip(seconds: Int, bytes: Int)
+    /// `/drip`: `bytes` bytes spread over `seconds`, starting after `delay` seconds.
+    case drip(seconds: Int, bytes: Int, delay: Int = 0)
     /// `/response-headers`: a response carrying each header given (with a marker to find it by).
     case responseHeaders([String: String])
 
@@ -101,7 +102,7 @@ enum Endpoint: Sendable, CustomTestStringConvertible {
         case .redirect(let count): "/redirect/\(count)"
         case .absoluteRedirect(let count): "/absolute-redirect/\(count)"
         case .delay(let seconds): "/delay/\(seconds)"
-        case .drip(let seconds, let bytes): "/drip?duration=\(seconds)&numbytes=\(bytes)&delay=0"
+        case .drip(let seconds, let bytes, let delay): "/drip?duration=\(seconds)&numbytes=\(bytes)&delay=\(delay)"
         case .responseHeaders(let headers):
             "/response-headers?"
                 + headers.sorted { $0.key < $1.key }.map { name, value in
