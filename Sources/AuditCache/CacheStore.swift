@@ -22,13 +22,15 @@ final class CacheStore: Sendable {
     }
 
     private struct Item {
-        var size: Int
+        /// The entry's file: the index forgets an entry whose file is gone or replaced.
+        var file: POSIXFile.Identity
+        var size: Int { file.size }
         var lastUse: Date
         var lastTouch: Date
         /// The entry's head, once written or read: a hit decodes no JSON.
-        var head: StoredHead?
+        var head: StoredHead? = nil
         /// A small body, held in memory: a hit reads no file.
-        var body: [UInt8]?
+        var body: [UInt8]? = nil
     }
 
     /// Bodies up to this size are held in memory beside their heads...
@@ -62,9 +64,9 @@ final class CacheStore: Sendable {
                 try? manager.removeItem(atPath: directory + "/tmp/" + name)
             }
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
-                guard let (size, modified) = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
-                index.items[name] = Item(size: size, lastUse: modified, lastTouch: modified, head: nil, body: nil)
-                index.totalBytes += size
+                guard let file = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
+                index.items[name] = Item(file: file.identity, lastUse: file.lastAccess, lastTouch: file.lastAccess)
+                index.totalBytes += file.size
             }
         } catch {
             throw .unusableDirectory(path: directory, reason: (error as NSError).localizedDescription)
@@ -87,8 +89,12 @@ final class CacheStore: Sendable {
 
     /// The stored response of `key`, opened for reading; nil when there is none or its file is not
     /// whole. A read at `now` counts as a use for eviction; a read without (listing) does not.
+    ///
+    /// The entry's file is looked at even for a body held in memory: another process on the folder
+    /// (`audit cache purge`, another proxy) may have removed or replaced it. The index then forgets
+    /// what it held, and the file, if any, is read afresh and indexed.
     func read(key: String, now: Date?) -> (head: StoredHead, body: StoredBody)? {
-        let known = state.withLock { index -> (StoredHead, [UInt8]?, Int, Bool)? in
+        let known = state.withLock { index -> (StoredHead, [UInt8]?, POSIXFile.Identity, Bool)? in
             // One lookup; the use is noted in place.
             guard let slot = index.items.index(forKey: key) else { return nil }
             var isDue = false
@@ -98,31 +104,37 @@ final class CacheStore: Sendable {
                 if isDue { index.items.values[slot].lastTouch = now }
             }
             let item = index.items.values[slot]
-            return item.head.map { ($0, item.body, item.size, isDue) }
+            return item.head.map { ($0, item.body, item.file, isDue) }
         }
-        // The use is kept on disk too (the file's modification time), at most once a minute, so
-        // the order of eviction survives a restart.
-        if let (head, body, size, isDue) = known {
-            if isDue { POSIXFile.touch(entryPath(key)) }
-            if let body { return (head, StoredBody(bytes: body)) }
-            guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
-            guard POSIXFile.size(descriptor) == size else {
+        if let (head, body, file, isDue) = known {
+            // The use is kept on disk too (the file's access time), at most once a minute, so the
+            // order of eviction survives a restart.
+            if isDue { POSIXFile.markUsed(entryPath(key)) }
+            if let body {
+                if POSIXFile.attributes(entryPath(key))?.identity == file { return (head, StoredBody(bytes: body)) }
+            } else if let descriptor = POSIXFile.openForReading(entryPath(key)) {
+                if POSIXFile.attributes(descriptor)?.identity == file {
+                    return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
+                }
                 POSIXFile.close(descriptor)
-                return nil
             }
-            return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
+            forget(key, ifStill: file)
         }
         guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
-        guard let (head, bodyLength) = Self.readHead(descriptor) else {
+        guard let (head, bodyLength) = Self.readHead(descriptor), let file = POSIXFile.attributes(descriptor) else {
             POSIXFile.close(descriptor)
             return nil
         }
         let body = StoredBody(descriptor: descriptor, length: bodyLength)
         let small = bodyLength <= Self.memoryBodyLimit ? body.readAll() : nil
         state.withLock { index in
-            guard var item = index.items[key] else { return }
+            var item = index.items[key] ?? Item(file: file.identity, lastUse: now ?? Date(), lastTouch: now ?? Date())
+            index.totalBytes += file.size - (index.items[key]?.size ?? 0)
+            item.file = file.identity
             item.head = head
-            if let small, small.count == bodyLength, index.memoryBytes + small.count <= Self.memoryLimit {
+            if item.body == nil, let small, small.count == bodyLength,
+                index.memoryBytes + small.count <= Self.memoryLimit
+            {
                 item.body = small
                 index.memoryBytes += small.count
             }
@@ -134,7 +146,7 @@ final class CacheStore: Sendable {
     /// The head of the entry file open at `descriptor` and its body's length; nil when the file is
     /// not a whole entry.
     static func readHead(_ descriptor: Int32) -> (StoredHead, Int)? {
-        guard let size = POSIXFile.size(descriptor), size >= trailerLength else { return nil }
+        guard let size = POSIXFile.attributes(descriptor)?.size, size >= trailerLength else { return nil }
         let trailer = POSIXFile.read(descriptor, count: trailerLength, at: size - trailerLength)
         guard trailer.count == trailerLength, Array(trailer[4...]) == magic else { return nil }
         let headLength = trailer[0..<4].reduce(0) { $0 << 8 | Int($1) }
@@ -153,7 +165,7 @@ final class CacheStore: Sendable {
         return POSIXFile.create(path).map { (path, $0) }
     }
 
-    /// Finishes the entry written at `path` (its body already there, `size` bytes so far): appends
+    /// Finishes the entry written at `path` (its body already there, `bodyLength` bytes): appends
     /// `head` and the trailer, flushes it to disk and renames it into place as `key`'s entry; then
     /// evicts what exceeds the bound. False (and the file removed) when any step fails.
     func commit(
@@ -172,17 +184,16 @@ final class CacheStore: Sendable {
         ]
         tail += Self.magic
         guard POSIXFile.writeAll(tail, to: descriptor), POSIXFile.sync(descriptor),
-            POSIXFile.rename(path, to: entryPath(key))
+            let file = POSIXFile.attributes(descriptor), POSIXFile.rename(path, to: entryPath(key))
         else {
             POSIXFile.remove(path)
             return false
         }
-        let size = bodyLength + tail.count
         state.withLock { index in
             let old = index.items[key]
-            index.totalBytes += size - (old?.size ?? 0)
+            index.totalBytes += file.size - (old?.size ?? 0)
             index.memoryBytes -= old?.body?.count ?? 0
-            var item = Item(size: size, lastUse: now, lastTouch: now, head: head)
+            var item = Item(file: file.identity, lastUse: now, lastTouch: now, head: head)
             if let body, body.count <= Self.memoryBodyLimit, index.memoryBytes + body.count <= Self.memoryLimit {
                 item.body = body
                 index.memoryBytes += body.count
@@ -196,11 +207,17 @@ final class CacheStore: Sendable {
     /// Removes `key`'s entry.
     func remove(key: String) {
         POSIXFile.remove(entryPath(key))
+        forget(key)
+    }
+
+    /// Drops `key` from the index: its file is removed, or is gone or no longer `file` (an entry
+    /// stored meanwhile in its place, another file, is kept).
+    private func forget(_ key: String, ifStill file: POSIXFile.Identity? = nil) {
         state.withLock { index in
-            if let item = index.items.removeValue(forKey: key) {
-                index.totalBytes -= item.size
-                index.memoryBytes -= item.body?.count ?? 0
-            }
+            guard let item = index.items[key], file == nil || item.file == file else { return }
+            index.items[key] = nil
+            index.totalBytes -= item.size
+            index.memoryBytes -= item.body?.count ?? 0
         }
     }
 

@@ -11,9 +11,12 @@ import Foundation
 /// Each call passes buffers it owns for the duration of the call only; descriptors are plain
 /// integers whose owner (``StoredBody``, a writer, ``CacheStore``) closes them once.
 enum POSIXFile {
-    /// Opens `path` for reading; nil when it cannot be opened.
+    /// Opens `path` for reading, without changing its access time where the system allows (that
+    /// time is the entry's last use, ``markUsed(_:)``); nil when it cannot be opened.
     static func openForReading(_ path: String) -> Int32? {
-        let descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC)
+        var descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC | noAccessTime)
+        // Refused to a process that does not own the file.
+        if descriptor < 0, errno == EPERM { descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC) }
         return descriptor >= 0 ? descriptor : nil
     }
 
@@ -23,17 +26,34 @@ enum POSIXFile {
         return descriptor >= 0 ? descriptor : nil
     }
 
-    /// The size of the open file, in bytes.
-    static func size(_ descriptor: Int32) -> Int? {
-        var info = stat()
-        return unsafe fstat(descriptor, &info) == 0 ? Int(info.st_size) : nil
+    /// What the cache reads of a file's status.
+    struct Attributes {
+        /// Which file it is.
+        let identity: Identity
+        /// When the entry was last used (``markUsed(_:)``), or read.
+        let lastAccess: Date
+        var size: Int { identity.size }
     }
 
-    /// The size and modification time of `path`.
-    static func attributes(_ path: String) -> (size: Int, modified: Date)? {
+    /// A file's inode number, size and modification time (to the nanosecond), which tell it from
+    /// a file that replaced it: a new entry renamed into place may reuse a removed one's inode,
+    /// but not at the same nanosecond. Marking an entry used changes none of them.
+    struct Identity: Equatable {
+        let inode: UInt64
+        let size: Int
+        let modified: Int
+    }
+
+    /// The status of the open file.
+    static func attributes(_ descriptor: Int32) -> Attributes? {
         var info = stat()
-        guard unsafe stat(path, &info) == 0 else { return nil }
-        return (Int(info.st_size), Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)))
+        return unsafe fstat(descriptor, &info) == 0 ? Attributes(info) : nil
+    }
+
+    /// The status of `path`.
+    static func attributes(_ path: String) -> Attributes? {
+        var info = stat()
+        return unsafe stat(path, &info) == 0 ? Attributes(info) : nil
     }
 
     /// Up to `count` bytes from `offset` (fewer at the end of the file or on an error).
@@ -71,8 +91,12 @@ enum POSIXFile {
     /// Flushes the file to the disk.
     static func sync(_ descriptor: Int32) -> Bool { fsync(descriptor) == 0 }
 
-    /// Sets the modification time of `path` to now.
-    static func touch(_ path: String) { _ = unsafe utimes(path, nil) }
+    /// Sets the access time of `path` to now, its modification time left as it is: the use is
+    /// kept on disk, and the file's ``Identity`` stays.
+    static func markUsed(_ path: String) {
+        let times = [timespec(tv_sec: 0, tv_nsec: utimeNow), timespec(tv_sec: 0, tv_nsec: utimeOmit)]
+        _ = unsafe utimensat(AT_FDCWD, path, times, 0)
+    }
 
     /// Renames `path` to `target`, replacing it, atomically.
     static func rename(_ path: String, to target: String) -> Bool { unsafe Glibc.rename(path, target) == 0 }
@@ -83,3 +107,24 @@ enum POSIXFile {
     /// Closes the descriptor.
     static func close(_ descriptor: Int32) { _ = Glibc.close(descriptor) }
 }
+
+extension POSIXFile.Attributes {
+    fileprivate init(_ info: stat) {
+        identity = POSIXFile.Identity(
+            inode: UInt64(info.st_ino), size: Int(info.st_size),
+            modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))
+        lastAccess = Date(timeIntervalSince1970: Double(info.st_atim.tv_sec) + Double(info.st_atim.tv_nsec) / 1e9)
+    }
+}
+
+#if canImport(Glibc)
+    /// `UTIME_NOW` and `UTIME_OMIT` of `<sys/stat.h>`, and Linux's `O_NOATIME`, which Swift does
+    /// not import from Glibc.
+    private let utimeNow = (1 << 30) - 1
+    private let utimeOmit = (1 << 30) - 2
+    private let noAccessTime: Int32 = 0o1_000_000
+#else
+    private let utimeNow = Int(UTIME_NOW)
+    private let utimeOmit = Int(UTIME_OMIT)
+    private let noAccessTime: Int32 = 0
+#endif

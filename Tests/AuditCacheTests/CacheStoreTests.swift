@@ -16,6 +16,21 @@ import Testing
         #expect(second.cache.usage.entries == 1)
     }
 
+    @Test("the order of use survives a restart: the reopened cache evicts the least recently used entry first")
+    func useOrderSurvivesRestart() throws {
+        let first = try CacheFixture(maximumBytes: 1 << 20)
+        let body = String(repeating: "u", count: 300_000)
+        first.fetch(first.request("http://a.test/used"), headers: maxAge, body: body)
+        first.fetch(first.request("http://a.test/unused"), headers: maxAge, body: body)
+        // A use is kept on disk at most once a minute.
+        first.clock.advance(61)
+        #expect(first.served(first.request("http://a.test/used")) != nil)
+        let second = try CacheFixture(maximumBytes: 1 << 20, folder: first.folder)
+        for number in 0..<2 { second.fetch(second.request("http://a.test/\(number)"), headers: maxAge, body: body) }
+        #expect(second.served(second.request("http://a.test/unused")) == nil)
+        #expect(second.served(second.request("http://a.test/used")) != nil)
+    }
+
     @Test("an entry file cut short (a crash mid-write, a full disk) is never served")
     func tornEntry() throws {
         let fixture = try CacheFixture()
@@ -94,6 +109,22 @@ import Testing
         #expect(Set(fixture.cache.entries().map(\.url)) == ["http://a.test/a", "http://a.test/b", "http://a.test/c"])
         #expect(fixture.cache.purge { $0.hasSuffix("/b") } == 1)
         #expect(Set(fixture.cache.entries().map(\.url)) == ["http://a.test/a", "http://a.test/c"])
+    }
+
+    @Test(
+        "an entry another process purged or replaced is not served from memory: the index holds what the folder holds",
+        arguments: ["purged", "replaced"])
+    func changedByAnotherProcess(_ change: String) throws {
+        let running = try CacheFixture()
+        running.fetch(running.request(), headers: maxAge, body: "small, held in memory")
+        #expect(running.served(running.request())?.text == "small, held in memory")
+        let other = try CacheFixture(folder: running.folder)
+        other.cache.purge { _ in true }
+        // Replaced by a body of the same length: only the file's identity tells them apart.
+        if change == "replaced" { other.fetch(other.request(), headers: maxAge, body: "SMALL, HELD IN MEMORY") }
+        let served = running.served(running.request())?.text
+        #expect(served == (change == "replaced" ? "SMALL, HELD IN MEMORY" : nil))
+        #expect(running.cache.usage.entries == (change == "replaced" ? 1 : 0))
     }
 
     @Test("a changing request's answer drops the stored response of its URL")

@@ -119,6 +119,21 @@ import Testing
         #expect(after.outputLines.first?.hasSuffix("/page.html") == true)
     }
 
+    @Test("audit cache purge while the proxy runs: the purged response is fetched from the server again")
+    func purgeWhileRunning() throws {
+        let folder = try Self.cachingFolder()
+        let cacheDirectory = folder.path + "/cache"
+        let proxy = try ProxyProcess(arguments: ["--cache-dir", cacheDirectory], in: folder)
+        let url = try nginx() + "/small.txt"
+        for _ in 0..<2 { _ = try curl(["-o", "/dev/null", url], through: proxy) }
+        let purged = try runBinary(["cache", "purge", "--cache-dir", cacheDirectory])
+        _ = try curl(["-o", "/dev/null", url], through: proxy)
+        #expect(proxy.stop() == 0)
+        #expect(purged.standardOutput == "removed 1 entry\n")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored])
+    }
+
     @Test("audit cache names a folder that is not a cache, and a bad --cache-size, as usage errors")
     func usageErrors() throws {
         let folder = try TemporaryFolder([:])
