@@ -26,7 +26,8 @@ final class CacheStore: Sendable {
         var file: POSIXFile.Identity
         var size: Int { file.size }
         var lastUse: Date
-        var lastTouch: Date
+        /// When the use was last marked on the file (``POSIXFile/markUsed(_:)``), at most once a minute.
+        var lastMarked: Date
         /// The entry's head, once written or read: a hit decodes no JSON.
         var head: StoredHead? = nil
         /// A small body, held in memory: a hit reads no file.
@@ -65,7 +66,7 @@ final class CacheStore: Sendable {
             }
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
                 guard let file = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
-                index.items[name] = Item(file: file.identity, lastUse: file.lastAccess, lastTouch: file.lastAccess)
+                index.items[name] = Item(file: file.identity, lastUse: file.lastAccess, lastMarked: file.lastAccess)
                 index.totalBytes += file.size
             }
         } catch {
@@ -99,9 +100,9 @@ final class CacheStore: Sendable {
             guard let slot = index.items.index(forKey: key) else { return nil }
             var isDue = false
             if let now {
-                isDue = now.timeIntervalSince(index.items.values[slot].lastTouch) > 60
+                isDue = now.timeIntervalSince(index.items.values[slot].lastMarked) > 60
                 index.items.values[slot].lastUse = now
-                if isDue { index.items.values[slot].lastTouch = now }
+                if isDue { index.items.values[slot].lastMarked = now }
             }
             let item = index.items.values[slot]
             return item.head.map { ($0, item.body, item.file, isDue) }
@@ -121,15 +122,18 @@ final class CacheStore: Sendable {
             forget(key, ifStill: file)
         }
         guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
-        guard let (head, bodyLength) = Self.readHead(descriptor), let file = POSIXFile.attributes(descriptor) else {
+        guard let file = POSIXFile.attributes(descriptor),
+            let (head, bodyLength) = Self.readHead(descriptor, size: file.size)
+        else {
             POSIXFile.close(descriptor)
             return nil
         }
         let body = StoredBody(descriptor: descriptor, length: bodyLength)
         let small = bodyLength <= Self.memoryBodyLimit ? body.readAll() : nil
         state.withLock { index in
-            var item = index.items[key] ?? Item(file: file.identity, lastUse: now ?? Date(), lastTouch: now ?? Date())
-            index.totalBytes += file.size - (index.items[key]?.size ?? 0)
+            let old = index.items[key]
+            var item = old ?? Item(file: file.identity, lastUse: now ?? Date(), lastMarked: now ?? Date())
+            index.totalBytes += file.size - (old?.size ?? 0)
             item.file = file.identity
             item.head = head
             if item.body == nil, let small, small.count == bodyLength,
@@ -143,10 +147,10 @@ final class CacheStore: Sendable {
         return (head, body)
     }
 
-    /// The head of the entry file open at `descriptor` and its body's length; nil when the file is
-    /// not a whole entry.
-    static func readHead(_ descriptor: Int32) -> (StoredHead, Int)? {
-        guard let size = POSIXFile.attributes(descriptor)?.size, size >= trailerLength else { return nil }
+    /// The head of the entry file open at `descriptor` (`size` bytes) and its body's length; nil
+    /// when the file is not a whole entry.
+    static func readHead(_ descriptor: Int32, size: Int) -> (StoredHead, Int)? {
+        guard size >= trailerLength else { return nil }
         let trailer = POSIXFile.read(descriptor, count: trailerLength, at: size - trailerLength)
         guard trailer.count == trailerLength, Array(trailer[4...]) == magic else { return nil }
         let headLength = trailer[0..<4].reduce(0) { $0 << 8 | Int($1) }
@@ -193,7 +197,7 @@ final class CacheStore: Sendable {
             let old = index.items[key]
             index.totalBytes += file.size - (old?.size ?? 0)
             index.memoryBytes -= old?.body?.count ?? 0
-            var item = Item(file: file.identity, lastUse: now, lastTouch: now, head: head)
+            var item = Item(file: file.identity, lastUse: now, lastMarked: now, head: head)
             if let body, body.count <= Self.memoryBodyLimit, index.memoryBytes + body.count <= Self.memoryLimit {
                 item.body = body
                 index.memoryBytes += body.count
