@@ -21,6 +21,20 @@ import Testing
         return path
     }
 
+    /// The `request` objects of the HAR file at `path`, in order.
+    static func recordedRequests(_ path: String) throws -> [[String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
+        return (entries ?? []).compactMap { $0["request"] as? [String: Any] }
+    }
+
+    /// A new file of 300,000 bytes to upload: more than a recording keeps at 64 KiB.
+    static func upload300000Bytes() throws -> String {
+        let path = NSTemporaryDirectory() + "upload-\(UUID().uuidString).bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
     /// A proxy replaying `path`.
     static func replaying(
         _ path: String, onMiss: HARReplay.OnMiss = .fail, speed: Double = 1, ignoring: Set<String> = [],
@@ -256,9 +270,7 @@ import Testing
         }
         var recorded = ""
         let har = try await Self.record(keepingAtMost: 64 << 10) { recorded = try post($0, upload) }
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
-        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
-        let request = try #require(entries?.first?["request"] as? [String: Any])
+        let request = try #require(try Self.recordedRequests(har).first)
         let digest = try runClient("sha256sum", [upload]).output.prefix(64)
         #expect(request["bodySize"] as? Int == 300_000)
         #expect(request["_bodySHA256"] as? String == String(digest))
@@ -277,8 +289,7 @@ import Testing
     )
     func earlyAnswer() async throws {
         let url = try Servers.variable("RAW_URL") + "/ok"
-        let upload = NSTemporaryDirectory() + "early-\(UUID().uuidString).bin"
-        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: upload))
+        let upload = try Self.upload300000Bytes()
         // Python's requests sends the whole body before it reads the answer; the socket client
         // sends the head and 1,000 of the 300,000 bytes it announces, reads the answer and leaves.
         let sendsOn = """
@@ -305,9 +316,7 @@ import Testing
                 answers.append(try runClient("python3", ["-c", client, url, upload, proxy]).output)
             }
         }
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
-        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
-        let requests = (entries ?? []).compactMap { $0["request"] as? [String: Any] }
+        let requests = try Self.recordedRequests(har)
         #expect(answers == ["ok", "ok"])
         #expect(requests.map { $0["bodySize"] as? Int } == [300_000, 1_000])
         #expect(requests.map { $0["_bodyIncomplete"] as? Bool } == [nil, true])
@@ -327,8 +336,7 @@ import Testing
     )
     func earlyAnswerThenClose() async throws {
         let url = try Servers.variable("RAW_URL") + "/ok"
-        let upload = NSTemporaryDirectory() + "early-close-\(UUID().uuidString).bin"
-        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: upload))
+        let upload = try Self.upload300000Bytes()
         // Sends the head and 1,000 bytes, reads the answer (its server has closed meanwhile), then
         // the other 299,000 bytes in pieces 20 ms apart and a second request on the same connection,
         // and reads its answer.
@@ -355,9 +363,7 @@ import Testing
         let har = try await Self.record(keepingAtMost: 64 << 10) { proxy in
             answered = try runClient("python3", ["-c", client, url, upload, proxy]).output
         }
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har)))
-        let entries = ((object as? [String: Any])?["log"] as? [String: Any])?["entries"] as? [[String: Any]]
-        let requests = (entries ?? []).compactMap { $0["request"] as? [String: Any] }
+        let requests = try Self.recordedRequests(har)
         #expect(answered == "2")
         #expect(requests.map { $0["method"] as? String } == ["POST", "GET"])
         #expect(requests.first?["bodySize"] as? Int == 300_000)
