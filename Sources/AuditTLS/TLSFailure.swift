@@ -35,17 +35,24 @@ public enum TLSFailure {
     }
 
     /// Why a client's handshake with the proxy for `host` failed, with what to do about it.
+    ///
+    /// A client that refuses the proxy's certificate says so in an alert (`UNKNOWN_CA`,
+    /// `BAD_CERTIFICATE`…). An OpenSSL client (curl, Python, Node, git) sends that TLS 1.3 alert
+    /// unencrypted, before it has keys for the handshake's end, so the proxy reads a record it
+    /// cannot decrypt (`DECRYPTION_FAILED_OR_BAD_RECORD_MAC`): the same refusal.
     public static func client(_ error: any Error, host: String) -> String {
         let text = shortCodes(error)
-        let refusedCertificate = ["UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "DECRYPT_ERROR"].contains {
-            text.contains($0)
+        let hint = "'audit env --ca-dir DIR' prints the settings that make tools trust it"
+        let refusals = ["UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "DECRYPT_ERROR"]
+        if refusals.contains(where: text.contains) {
+            return "the client refused the proxy's certificate for \(host): it does not trust the audit CA; " + hint
         }
-        if refusedCertificate {
-            return "the client refused the proxy's certificate for \(host): it does not trust the audit CA; "
-                + "'audit env --ca-dir DIR' prints the settings that make tools trust it"
+        if text.contains("DECRYPTION_FAILED_OR_BAD_RECORD_MAC") {
+            return "the client refused the proxy's certificate for \(host) (its alert came unencrypted, as OpenSSL "
+                + "clients send it): it does not trust the audit CA; " + hint
         }
         return "the client ended the TLS handshake for \(host) (\(text)): most likely it does not trust the audit "
-            + "CA; 'audit env --ca-dir DIR' prints the settings that make tools trust it"
+            + "CA; " + hint
     }
 
     /// BoringSSL's reason codes in `error` (`UNKNOWN_CA, BAD_PACKET_LENGTH`), or its description when it

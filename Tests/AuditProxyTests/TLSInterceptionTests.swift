@@ -340,16 +340,31 @@ import Testing
         #expect(connect.outcome.error?.description.contains("no TLS handshake") == true)
     }
 
-    @Test("a client that does not trust the CA fails its handshake, recorded with the hint naming audit env")
-    func untrustingClient() async throws {
+    @Test(
+        "a client that does not trust the CA fails its handshake, recorded as refusing the certificate with the hint naming audit env",
+        arguments: ["curl", "python3"])
+    func untrustingClient(_ client: String) async throws {
         let proxy = try await InterceptingProxy(rules: Self.rules)
-        let run = try runClient("curl", ["-sS", "-x", proxy.address, try Servers.nginxTLS + "/small.txt"])
+        let url = try Servers.nginxTLS + "/small.txt"
+        let arguments =
+            client == "curl"
+            ? ["-sS", "-x", proxy.address, url]
+            : ["-c", "import sys, urllib.request; urllib.request.urlopen(sys.argv[1])", url]
+        let run = try runClient(
+            client, arguments, environment: client == "curl" ? [:] : ["HTTPS_PROXY": proxy.address])
         let records = try await proxy.finish()
-        #expect(run.status == 60, "\(run.errors)")
-        let connect = try #require(records.first)
+        #expect(run.status != 0, "\(run.errors)")
         #expect(records.count == 1)
+        let connect = try #require(records.first)
+        let host = try #require(URL(string: url)?.host)
         #expect(connect.outcome.kind == .failure)
-        #expect(connect.outcome.error?.description.contains("audit env") == true)
+        #expect(
+            connect.outcome.error?.description.hasPrefix("the client refused the proxy's certificate for \(host)")
+                == true)
+        #expect(
+            connect.outcome.error?.description.hasSuffix(
+                "it does not trust the audit CA; 'audit env --ca-dir DIR' prints the settings that make tools trust it")
+                == true)
     }
 
     @Test("Python requests with VERIFY_X509_STRICT accepts the minted leaf and gets the server's body")
