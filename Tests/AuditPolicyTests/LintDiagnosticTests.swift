@@ -31,6 +31,11 @@ struct LintCase: CustomTestStringConvertible, Sendable {
                 "unknown option 'prio' (expected message, field, methods, priority, case, tags, body, file, type, ttl, offline, private)"
         ),
         LintCase(source: "[block] 1️⃣message\nr x", message: "option 'message' needs a value (key=value)"),
+        LintCase(
+            source: "[cache] offline 1️⃣privat\nr x",
+            message:
+                "unknown option 'privat' (expected message, field, methods, priority, case, tags, body, file, type, ttl, offline, private)"
+        ),
         LintCase(source: "[block] priority=1 1️⃣priority=2\nr x", message: "option 'priority' is given twice"),
         LintCase(source: "[block] message=1️⃣\"never closed\nr x", message: "quoted value has no closing '\"'"),
         LintCase(

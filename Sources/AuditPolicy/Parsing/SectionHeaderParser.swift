@@ -148,7 +148,11 @@ struct SectionHeaderParser {
                 (value, valueColumn) = ("", keyColumn)
             } else {
                 guard scanner.current == "=" else {
-                    error(at: location(keyColumn), "option '\(key)' needs a value (key=value)")
+                    if Section.optionNames.contains(key) {
+                        error(at: location(keyColumn), "option '\(key)' needs a value (key=value)")
+                    } else {
+                        unknownOption(key, at: keyColumn)
+                    }
                     continue
                 }
                 scanner.advance()
@@ -157,10 +161,7 @@ struct SectionHeaderParser {
                 value = read
             }
             if !Section.optionNames.contains(key) {
-                error(
-                    at: location(keyColumn),
-                    "unknown option '\(key)' (expected \(Section.optionNames.joined(separator: ", ")))"
-                )
+                unknownOption(key, at: keyColumn)
             } else if Section.flagOptionNames.contains(key), !value.isEmpty {
                 error(at: location(keyColumn), "option '\(key)' takes no value (write it alone: \(key))")
             } else if !seen.insert(key).inserted {
@@ -169,6 +170,11 @@ struct SectionHeaderParser {
                 options.append(Option(key: key, value: value, keyColumn: keyColumn, valueColumn: valueColumn))
             }
         }
+    }
+
+    /// Reports `key`, which is no option's name, with the names there are.
+    private mutating func unknownOption(_ key: String, at column: Int) {
+        error(at: location(column), "unknown option '\(key)' (expected \(Section.optionNames.joined(separator: ", ")))")
     }
 
     /// A bare word, or a double-quoted string in which `\"` and `\\` stand for `"` and `\`.
