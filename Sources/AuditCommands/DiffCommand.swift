@@ -99,17 +99,12 @@ struct DiffCommand: ParsableCommand {
     static func compare(_ path: String, _ comparison: PolicyComparison) throws(AuditLogError) -> DecisionChanges {
         var changes = DecisionChanges()
         if TrafficReader.isAuditLog(path) {
-            for file in AuditLogReader.files(ofLog: path) {
-                let problems: [AuditLogProblem]
-                do {
-                    problems = try AuditLogReader.reduceRecords(
-                        atPath: file, into: { DecisionChanges() },
-                        add: { partial, record in
-                            partial.add(comparison.change(for: ReplayEntry(record: record, position: file).request))
-                        }, merge: { changes.merge($0) })
-                } catch {
-                    throw AuditLogError.reading(file, error)
-                }
+            try AuditLogReader.forEachFile(ofLog: path) { file in
+                let problems = try AuditLogReader.reduceRecords(
+                    atPath: file, into: { DecisionChanges() },
+                    add: { partial, record in
+                        partial.add(comparison.change(for: ReplayEntry(record: record, position: file).request))
+                    }, merge: { changes.merge($0) })
                 for problem in problems { CommandOutput.errorLine(problem.description) }
             }
             return changes

@@ -11,12 +11,6 @@ public enum AuditLogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A file given as a `summary.json` is not one (`audit report --merge`).
     case invalidSummary(path: String, reason: String)
 
-    /// `error`, thrown while reading the log at `path`, as an audit log error: itself when it is
-    /// one, else a failure to read `path`.
-    public static func reading(_ path: String, _ error: any Error) -> AuditLogError {
-        error as? AuditLogError ?? .cannotOpen(path: path, reason: "\(error)")
-    }
-
     /// The error for people.
     public var description: String {
         switch self {

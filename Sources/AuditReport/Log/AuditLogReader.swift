@@ -35,6 +35,18 @@ public enum AuditLogReader {
         return files.isEmpty ? [path] : files
     }
 
+    /// Calls `body` with each file of the log at `path` (``files(ofLog:)``), oldest first. What
+    /// `body` throws is rethrown as an ``AuditLogError`` naming that file.
+    public static func forEachFile(ofLog path: String, _ body: (String) throws -> Void) throws(AuditLogError) {
+        for file in files(ofLog: path) {
+            do {
+                try body(file)
+            } catch {
+                throw error as? AuditLogError ?? .cannotOpen(path: file, reason: "\(error)")
+            }
+        }
+    }
+
     /// Calls `body` with each valid record of the log at `path`, in order, and returns the problems.
     ///
     /// - Throws: ``AuditLogError/cannotOpen(path:reason:)``, or whatever `body` throws.

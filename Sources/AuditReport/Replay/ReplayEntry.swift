@@ -104,14 +104,10 @@ public enum TrafficReader {
     {
         if isAuditLog(path) {
             var problems: [ReplayProblem] = []
-            for file in AuditLogReader.files(ofLog: path) {
-                do {
-                    problems += try AuditLogReader.forEachRecord(atPath: file) {
-                        body(ReplayEntry(record: $0, position: file))
-                    }.map(ReplayProblem.init)
-                } catch {
-                    throw AuditLogError.reading(file, error)
-                }
+            try AuditLogReader.forEachFile(ofLog: path) { file in
+                problems += try AuditLogReader.forEachRecord(atPath: file) {
+                    body(ReplayEntry(record: $0, position: file))
+                }.map(ReplayProblem.init)
             }
             return problems
         }
