@@ -8,11 +8,19 @@ import Foundation
 /// An entry file is the body, then the head as JSON, then a trailer: the head's length (4 bytes,
 /// big-endian) and the magic `RACACHE1`. A file is served only when its trailer is there and its
 /// length adds up, so a store cut short (a crash, a full disk) is never served: it is either
-/// still under `tmp/` (removed when the cache opens) or not renamed at all.
+/// still under `tmp/` or not renamed at all.
+///
+/// Several processes may use one folder (a proxy, `audit cache`, another proxy): each holds a
+/// shared lock on its `lock` file while it has the folder open. What is under `tmp/` is removed
+/// only by a process that opens the folder alone (an exclusive lock), since another one's files
+/// there are entries being written.
 final class CacheStore: Sendable {
     let directory: String
     let maximumBytes: Int
     private let state: Locked<Index>
+    /// The open `lock` file, whose shared lock says the folder is in use; nil when it could not be
+    /// opened.
+    private let lockDescriptor: Int32?
 
     private struct Index {
         var items: [String: Item] = [:]
@@ -55,25 +63,43 @@ final class CacheStore: Sendable {
         self.maximumBytes = maximumBytes
         let manager = FileManager.default
         var index = Index()
+        var lockDescriptor: Int32? = nil
         do {
             for path in [directory, directory + "/entries", directory + "/tmp"] {
                 try manager.createDirectory(
                     atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             }
-            // What a crash left half-written is removed: it was never in place.
-            for name in try manager.contentsOfDirectory(atPath: directory + "/tmp") {
-                try? manager.removeItem(atPath: directory + "/tmp/" + name)
+            lockDescriptor = POSIXFile.openLockFile(directory + "/lock")
+            if let lockDescriptor, POSIXFile.lock(lockDescriptor, exclusive: true, wait: false) {
+                // Alone on the folder: what a crash left half-written is removed (it was never in place).
+                for name in try manager.contentsOfDirectory(atPath: directory + "/tmp") {
+                    try? manager.removeItem(atPath: directory + "/tmp/" + name)
+                }
             }
+            if let lockDescriptor { _ = POSIXFile.lock(lockDescriptor, exclusive: false, wait: true) }
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
                 guard let file = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
                 index.items[name] = Item(file: file.identity, lastUse: file.lastAccess, lastMarked: file.lastAccess)
                 index.totalBytes += file.size
             }
         } catch {
+            if let lockDescriptor { POSIXFile.close(lockDescriptor) }
             throw .unusableDirectory(path: directory, reason: (error as NSError).localizedDescription)
         }
         state = Locked(index)
+        self.lockDescriptor = lockDescriptor
         evictIfNeeded()
+    }
+
+    deinit {
+        if let lockDescriptor { POSIXFile.close(lockDescriptor) }
+    }
+
+    /// Whether a process (this one or another) has the cache folder `directory` open.
+    static func isInUse(directory: String) -> Bool {
+        guard let descriptor = POSIXFile.openForReading(directory + "/lock") else { return false }
+        defer { POSIXFile.close(descriptor) }
+        return !POSIXFile.lock(descriptor, exclusive: true, wait: false)
     }
 
     /// The file name of `url`'s entry: the SHA-256 of the URL, in hex.

@@ -116,6 +116,10 @@ public final class HTTPCache: Sendable {
         self.clock = clock
     }
 
+    /// Whether a process (this one or another) has the cache folder `directory` open: an
+    /// ``HTTPCache`` of it exists and has not been released.
+    public static func isInUse(directory: String) -> Bool { CacheStore.isInUse(directory: directory) }
+
     /// Looks `request` up, calling `then` once with what to do: at once, or when the fill another
     /// request of the same URL is making ends.
     public func lookup(_ request: CacheRequest, then: @escaping @Sendable (CacheLookup) -> Void) {

@@ -106,6 +106,26 @@ enum POSIXFile {
 
     /// Closes the descriptor.
     static func close(_ descriptor: Int32) { _ = Glibc.close(descriptor) }
+
+    /// Opens the lock file `path`, creating it (mode 0600) when missing; nil when it cannot be
+    /// opened. Its lock (``lock(_:exclusive:wait:)``) is held until the descriptor is closed, or
+    /// the process ends however it ends.
+    static func openLockFile(_ path: String) -> Int32? {
+        var descriptor = unsafe open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // A folder the process may read but not write (`audit cache ls` of another's cache).
+        if descriptor < 0, errno == EACCES || errno == EROFS { descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC) }
+        return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// Takes the lock of `descriptor` (`flock`), shared or exclusive, waiting for it or not;
+    /// whether it was taken. A shared lock taken over an exclusive one replaces it.
+    static func lock(_ descriptor: Int32, exclusive: Bool, wait: Bool) -> Bool {
+        let operation = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB)
+        while flock(descriptor, operation) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return true
+    }
 }
 
 extension POSIXFile.Attributes {

@@ -7,20 +7,42 @@ import Foundation
 struct CacheCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cache",
-        abstract: "List, count and purge the responses cache rules kept (audit proxy --cache-dir).",
+        abstract:
+            "List, count and purge the responses cache rules kept (audit proxy --cache-dir, or a running proxy's).",
         subcommands: [List.self, Stats.self, Purge.self]
     )
 
     /// The folder and an optional URL pattern, shared by the subcommands.
     struct Selection: ParsableArguments {
-        @Option(name: .customLong("cache-dir"), help: "The cache folder (as given to audit proxy --cache-dir).")
-        var cacheDirectory: String
+        @Option(
+            name: .customLong("cache-dir"),
+            help: """
+                The cache folder (as given to audit proxy --cache-dir). Default: the temporary one of the running \
+                audit proxy or audit run that was given none.
+                """)
+        var cacheDirectory: String?
 
         @Argument(help: "A PCRE2 pattern the entries' URLs must match (default: every entry).")
         var pattern: String?
 
+        /// `--cache-dir`, or else the one temporary cache folder a running proxy has open.
+        func folder() throws -> String {
+            if let cacheDirectory { return cacheDirectory }
+            let running = CacheOptions.temporaryFoldersInUse()
+            guard running.count == 1 else {
+                throw ValidationError(
+                    running.isEmpty
+                        ? "no --cache-dir, and no running audit proxy or audit run keeps a temporary cache in "
+                            + "\(NSTemporaryDirectory()): give --cache-dir DIR"
+                        : "no --cache-dir, and \(running.count) running proxies keep temporary caches "
+                            + "(\(running.joined(separator: ", "))): give --cache-dir with one of them")
+            }
+            return running[0]
+        }
+
         /// The cache folder opened, and the entries the pattern selects.
         func entries() throws -> (HTTPCache, [StoredHead]) {
+            let cacheDirectory = try folder()
             guard FileManager.default.fileExists(atPath: cacheDirectory + "/entries") else {
                 throw ValidationError("--cache-dir: '\(cacheDirectory)' is not a cache folder (it has no entries/)")
             }

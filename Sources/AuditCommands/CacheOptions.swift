@@ -7,7 +7,10 @@ import Foundation
 struct CacheOptions: ParsableArguments {
     @Option(
         name: .customLong("cache-dir"),
-        help: "Where cache rules keep responses (kept across runs). Default: a temporary folder removed at exit.")
+        help: """
+            Where cache rules keep responses (kept across runs). Default: a temporary folder removed at exit \
+            (audit cache finds it while the proxy runs).
+            """)
     var cacheDirectory: String?
 
     @Option(
@@ -26,10 +29,38 @@ struct CacheOptions: ParsableArguments {
             if isTemporary { try? FileManager.default.removeItem(atPath: cache.directory) }
         }
 
-        /// E.g. `, cache /var/cache/audit (1 GiB)`.
+        /// E.g. `, cache /var/cache/audit (1 GB)` or `, cache /tmp/audit-cache-812-5f0c1d2e (temporary, 1 GB)`.
         var note: String {
-            ", cache " + (isTemporary ? "in a temporary folder" : cache.directory)
-                + " (\(ByteCountFormatter.string(fromByteCount: Int64(cache.maximumBytes), countStyle: .binary)))"
+            ", cache \(cache.directory) (\(isTemporary ? "temporary, " : "")"
+                + "\(ByteCountFormatter.string(fromByteCount: Int64(cache.maximumBytes), countStyle: .binary)))"
+        }
+    }
+
+    /// The name of a temporary cache folder, in the system's temporary folder, starts with this.
+    static let temporaryFolderPrefix = "audit-cache-"
+
+    /// The temporary cache folders, sorted.
+    private static func temporaryFolders() -> [String] {
+        let parent = NSTemporaryDirectory()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+        return names.filter { $0.hasPrefix(temporaryFolderPrefix) }.sorted()
+            .map { (parent.hasSuffix("/") ? parent : parent + "/") + $0 }
+    }
+
+    /// The temporary cache folders that a running `audit proxy` or `audit run` has open.
+    static func temporaryFoldersInUse() -> [String] {
+        temporaryFolders().filter { HTTPCache.isInUse(directory: $0) }
+    }
+
+    /// Removes the temporary cache folders of proxies that were killed: those no process has
+    /// open, made more than a minute ago (one made just now may not be open yet).
+    private static func removeAbandonedTemporaryFolders() {
+        let manager = FileManager.default
+        for folder in temporaryFolders() where !HTTPCache.isInUse(directory: folder) {
+            guard let made = try? manager.attributesOfItem(atPath: folder)[.modificationDate] as? Date,
+                made.timeIntervalSinceNow < -60
+            else { continue }
+            try? manager.removeItem(atPath: folder)
         }
     }
 
@@ -38,7 +69,10 @@ struct CacheOptions: ParsableArguments {
     func open(for policy: Policy, command: String) throws -> Opened? {
         let hasCacheRules = policy.rules.contains { $0.cacheSettings != nil }
         guard hasCacheRules || cacheDirectory != nil else { return nil }
-        let folder = cacheDirectory ?? NSTemporaryDirectory() + "audit-cache-\(getpid())-\(UUID().uuidString.prefix(8))"
+        if cacheDirectory == nil { Self.removeAbandonedTemporaryFolders() }
+        let folder =
+            cacheDirectory ?? NSTemporaryDirectory() + Self.temporaryFolderPrefix
+            + "\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
         do {
             let cache = try HTTPCache(directory: folder, maximumBytes: cacheSize, isShared: true)
             return Opened(cache: cache, isTemporary: cacheDirectory == nil)

@@ -49,20 +49,44 @@ import Testing
         #expect(fixture.served(fixture.request())?.body.length == 100_000)
     }
 
-    @Test("what a crash left in tmp/ is removed when the cache opens")
+    @Test("what a crash left in tmp/ is removed when a cache opens the folder alone")
     func temporaryFilesRemoved() throws {
-        let fixture = try CacheFixture()
-        guard case .send(let fill) = fixture.lookup(fixture.request()) else {
+        let folder = try CacheFixture().folder
+        _ = FileManager.default.createFile(atPath: folder + "/tmp/left-by-a-crash", contents: Data("half".utf8))
+        let reopened = try CacheFixture(folder: folder)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/tmp").isEmpty)
+        #expect(reopened.served(reopened.request()) == nil)
+    }
+
+    @Test("a cache opened on a folder another has open leaves the entry the other is writing, which is stored whole")
+    func sharedFolder() throws {
+        let first = try CacheFixture()
+        guard case .send(let fill) = first.lookup(first.request()) else {
             Issue.record("expected a send")
             return
         }
         let writer = try #require(
             fill.store(status: 200, headers: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=60")]))
-        writer.append(Array("half".utf8))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").count == 1)
-        let reopened = try CacheFixture(folder: fixture.folder)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder + "/tmp").isEmpty)
-        #expect(reopened.served(reopened.request()) == nil)
+        writer.append(Array("half ".utf8))
+        let second = try CacheFixture(folder: first.folder)
+        writer.append(Array("whole".utf8))
+        #expect(writer.commit())
+        #expect(first.served(first.request())?.text == "half whole")
+        #expect(second.served(second.request())?.text == "half whole")
+    }
+
+    @Test("a folder is in use while a cache has it open, and not once every cache on it is gone")
+    func inUse() throws {
+        var folder = ""
+        do {
+            let fixture = try CacheFixture()
+            folder = fixture.folder
+            #expect(HTTPCache.isInUse(directory: folder))
+            let second = try CacheFixture(folder: folder)
+            #expect(HTTPCache.isInUse(directory: second.folder))
+        }
+        #expect(!HTTPCache.isInUse(directory: folder))
+        #expect(!HTTPCache.isInUse(directory: folder + "/missing"))
     }
 
     @Test("over its size bound the cache evicts the least recently used entries")

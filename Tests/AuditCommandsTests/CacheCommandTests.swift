@@ -134,6 +134,65 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored])
     }
 
+    @Test(
+        "without --cache-dir, audit cache ls and purge work on the temporary cache of the running proxy, and say when there is none"
+    )
+    func temporaryCacheOfRunningProxy() throws {
+        let folder = try Self.cachingFolder()
+        let temporary = folder.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        let environment = ["TMPDIR": temporary]
+        let proxy = try ProxyProcess(arguments: [], in: folder, environment: environment)
+        let url = try nginx() + "/small.txt"
+        for _ in 0..<2 { _ = try curl(["-o", "/dev/null", url], through: proxy) }
+        let cacheDirectory = try #require(Self.files(in: temporary).first { $0.hasPrefix("audit-cache-") })
+        let listed = try runBinary(["cache", "ls"], environment: environment)
+        let purged = try runBinary(["cache", "purge"], environment: environment)
+        _ = try curl(["-o", "/dev/null", url], through: proxy)
+        #expect(proxy.stop() == 0)
+        #expect(proxy.firstLine.contains(", cache \(temporary)/\(cacheDirectory) (temporary, 1 GB)"))
+        #expect(listed.exitCode == 0)
+        #expect(listed.outputLines.count == 1)
+        #expect(listed.outputLines.first?.hasSuffix(url) == true)
+        #expect(purged.standardOutput == "removed 1 entry\n")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored])
+        #expect(Self.files(in: temporary).isEmpty)
+
+        let none = try runBinary(["cache", "ls"], environment: environment)
+        #expect(none.exitCode == 64)
+        #expect(
+            none.standardError.contains(
+                "no --cache-dir, and no running audit proxy or audit run keeps a temporary cache in \(temporary)/: "
+                    + "give --cache-dir DIR"))
+    }
+
+    @Test("a proxy without --cache-dir removes the temporary caches of killed proxies, not a running one's")
+    func abandonedTemporaryCaches() throws {
+        let folder = try Self.cachingFolder()
+        let temporary = folder.path + "/tmp"
+        let environment = ["TMPDIR": temporary]
+        let manager = FileManager.default
+        for name in ["audit-cache-1-old", "audit-cache-2-new"] {
+            try manager.createDirectory(atPath: temporary + "/" + name + "/entries", withIntermediateDirectories: true)
+        }
+        try manager.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: temporary + "/audit-cache-1-old")
+        let running = try ProxyProcess(arguments: [], in: folder, environment: environment)
+        let runningCache = try #require(
+            Self.files(in: temporary).first { !["audit-cache-1-old", "audit-cache-2-new"].contains($0) })
+        try manager.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: temporary + "/" + runningCache)
+        let second = try ProxyProcess(arguments: [], in: folder, environment: environment)
+        let left = Set(Self.files(in: temporary))
+        #expect(second.stop() == 0)
+        #expect(running.stop() == 0)
+        #expect(!left.contains("audit-cache-1-old"))
+        #expect(left.contains("audit-cache-2-new"))
+        #expect(left.contains(runningCache))
+        #expect(left.count == 3)
+    }
+
     @Test("audit cache names a folder that is not a cache, and a bad --cache-size, as usage errors")
     func usageErrors() throws {
         let folder = try TemporaryFolder([:])

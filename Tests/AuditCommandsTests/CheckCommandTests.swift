@@ -82,7 +82,7 @@ import Testing
             (
                 ["cache", "purge", "--cache-dir", "policies", "("],
                 "--cache-dir: 'policies' is not a cache folder "
-                    + "(it has no entries/)", "audit cache purge --cache-dir <cache-dir> [<pattern>]",
+                    + "(it has no entries/)", "audit cache purge [--cache-dir <cache-dir>] [<pattern>]",
                 "audit cache purge"
             ),
         ])

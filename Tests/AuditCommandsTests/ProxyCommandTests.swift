@@ -24,10 +24,18 @@ final class ProxyProcess {
         var value: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
     }
 
-    init(command: String = "proxy", arguments: [String], in folder: TemporaryFolder) throws {
+    /// Starts `audit COMMAND --listen 127.0.0.1:0 ARGUMENTS` in `folder`, with this process's
+    /// environment changed by `environment`.
+    init(
+        command: String = "proxy", arguments: [String], in folder: TemporaryFolder,
+        environment: [String: String] = [:]
+    ) throws {
         process.executableURL = try auditExecutable()
         process.arguments = [command, "--listen", "127.0.0.1:0"] + arguments
         process.currentDirectoryURL = folder.url
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errors
