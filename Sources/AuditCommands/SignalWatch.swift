@@ -1,30 +1,50 @@
+import AuditLocking
 import Dispatch
 import Foundation
 
 /// SIGHUP (reload) and SIGINT/SIGTERM (stop), delivered on a queue of their own.
+///
+/// `init` returns once the three signals are caught. libdispatch arms a signal source on its own
+/// thread after `resume()`, and until then the signal is ignored (`SIG_IGN`, so that its default
+/// action does not end the process): without the wait, a stop sent as soon as a service says it
+/// listens could be lost, and the service would run on.
 final class SignalWatch: @unchecked Sendable {
-    // @unchecked: `sources` is set in `init` and never changed; dispatch sources are thread-safe.
-    private let queue = DispatchQueue(label: "audit.signals")
+    // @unchecked: `sources` is set in `init` and never changed; dispatch sources are thread-safe;
+    // the reload action is behind a lock.
     private let sources: [DispatchSourceSignal]
-    private let stop = DispatchSemaphore(value: 0)
+    private let stop: DispatchSemaphore
+    private let reload: ReloadAction
 
-    init() {
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM, SIGHUP] {
-            signal(number, SIG_IGN)
-            sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
-        }
-        self.sources = sources
-        let stop = stop
-        for source in sources.prefix(2) {
-            source.setEventHandler { stop.signal() }
-            source.resume()
-        }
+    /// What a SIGHUP runs, set once the service can reload.
+    private final class ReloadAction: Sendable {
+        let action = Locked<(@Sendable () -> Void)?>(nil)
     }
 
-    func onReload(_ reload: @escaping @Sendable () -> Void) {
-        sources[2].setEventHandler(handler: reload)
-        sources[2].resume()
+    init() {
+        let armed = DispatchSemaphore(value: 0)
+        let queue = DispatchQueue(label: "audit.signals")
+        let (stop, reload) = (DispatchSemaphore(value: 0), ReloadAction())
+        (self.stop, self.reload) = (stop, reload)
+        sources = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setRegistrationHandler { armed.signal() }
+            if number == SIGHUP {
+                source.setEventHandler { reload.action.withLock { $0 }?() }
+            } else {
+                source.setEventHandler { stop.signal() }
+            }
+            source.resume()
+            return source
+        }
+        // Each source's registration handler runs once it is armed (within microseconds; the bound
+        // only keeps a broken libdispatch from hanging the start).
+        for _ in sources { _ = armed.wait(timeout: .now() + 10) }
+    }
+
+    /// Runs `action` on each SIGHUP from now on.
+    func onReload(_ action: @escaping @Sendable () -> Void) {
+        reload.action.withLock { $0 = action }
     }
 
     /// Returns once SIGINT or SIGTERM arrives.

@@ -79,8 +79,13 @@ final class ProxyProcess {
         return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1_024
     }
 
+    /// Sends SIGTERM and returns the exit status; one that has not exited 60 s later is killed
+    /// (status 9), so that a stop the process missed fails the test instead of hanging the run.
     func stop() -> Int32 {
         signal(SIGTERM)
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { signal(SIGKILL) }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -141,6 +146,29 @@ func nginx() throws -> String {
         #expect(printed == "200\n403\n200\n", "\(proxy.standardError)")
         let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
         #expect(records.filter { $0.request.method == "GET" }.map(\.outcome.kind) == [.response, .blocked, .response])
+    }
+
+    @Test(
+        "audit proxy and audit authz stop on a SIGTERM sent as soon as they say they listen",
+        arguments: ["proxy", "authz"])
+    func stopAtOnce(command: String) throws {
+        let (folder, _) = try recordingPolicyFolder()
+        // Busy cores: the service's own threads then start late, as on a loaded machine, where a
+        // stop sent before its signal handling was armed used to be ignored.
+        let busy = try (0..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
+            let loop = Process()
+            loop.executableURL = URL(fileURLWithPath: "/bin/sh")
+            loop.arguments = ["-c", "while :; do :; done"]
+            try loop.run()
+            return loop
+        }
+        // SIGKILL: a child started from a dispatch thread may inherit SIGTERM blocked.
+        defer { for loop in busy { kill(loop.processIdentifier, SIGKILL) } }
+        for attempt in 1...10 {
+            let status = try ProxyProcess(command: command, arguments: [], in: folder).stop()
+            #expect(status == 0, "start \(attempt): the stop was missed, and the service killed 60 s later")
+            if status != 0 { break }
+        }
     }
 
     @Test(
