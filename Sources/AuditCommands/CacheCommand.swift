@@ -99,8 +99,9 @@ struct CacheCommand: ParsableCommand {
             }
             let usage = cache.usage
             CommandOutput.line(
-                "\(entries.count) entries, \(entries.reduce(0) { $0 + $1.bodyLength }) body bytes"
-                    + " (folder: \(usage.entries) entries, \(usage.bytes) bytes on disk)")
+                "\(plural(entries.count, "entry", plural: "entries")), "
+                    + "\(entries.reduce(0) { $0 + $1.bodyLength }) body bytes"
+                    + " (folder: \(plural(usage.entries, "entry", plural: "entries")), \(usage.bytes) bytes on disk)")
             for (host, count) in hosts.sorted(by: { ($0.value.bytes, $1.key) > ($1.value.bytes, $0.key) }) {
                 CommandOutput.line("  \(host.padded(40)) \(String(count.count).leftPadded(6)) \(count.bytes) bytes")
             }

@@ -147,6 +147,7 @@ import Testing
         for _ in 0..<2 { _ = try curl(["-o", "/dev/null", url], through: proxy) }
         let cacheDirectory = try #require(Self.files(in: temporary).first { $0.hasPrefix("audit-cache-") })
         let listed = try runBinary(["cache", "ls"], environment: environment)
+        let stats = try runBinary(["cache", "stats"], environment: environment)
         let purged = try runBinary(["cache", "purge"], environment: environment)
         _ = try curl(["-o", "/dev/null", url], through: proxy)
         #expect(proxy.stop() == 0)
@@ -154,6 +155,7 @@ import Testing
         #expect(listed.exitCode == 0)
         #expect(listed.outputLines.count == 1)
         #expect(listed.outputLines.first?.hasSuffix(url) == true)
+        #expect(stats.outputLines.first?.hasPrefix("1 entry, 1024 body bytes (folder: 1 entry, ") == true)
         #expect(purged.standardOutput == "removed 1 entry\n")
         let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
         #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored])
