@@ -6,7 +6,7 @@
     import Dispatch
     import Foundation
 
-    /// `audit run -- COMMAND ARGS…`: runs one command with every request it and its children make
+    /// `audit run [--] COMMAND ARGS…`: runs one command with every request it and its children make
     /// going through an audit proxy of its own.
     struct RunCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -38,10 +38,15 @@
         @Option(name: .customLong("no-proxy"), help: "Hosts that go around the proxy (NO_PROXY), comma-separated.")
         var noProxy = ""
 
-        @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
+        @Argument(
+            parsing: .captureForPassthrough,
+            help: "The command and its arguments, after -- (or after audit run's options, which end at its name).")
         var command: [String] = []
 
-        func validate() throws {
+        mutating func validate() throws {
+            // `audit run -- COMMAND ARGS…` and `audit run COMMAND ARGS…` alike: audit run's options end at the
+            // first `--` or at the command's name; every argument after that is the command's, `--` included.
+            if command.first == "--" { command.removeFirst() }
             if command.isEmpty { throw ValidationError("name the command to run after --: audit run -- COMMAND ARGS…") }
         }
 

@@ -287,6 +287,24 @@ import Testing
         #expect(run.standardError.hasSuffix("audit: 0 requests · log \(folder.log)\n"), "\(run.standardError)")
     }
 
+    @Test(
+        "audit run takes the command after -- or after its own options, and passes every later argument on, -- and options included",
+        arguments: [
+            (["--", "printf", "[%s]", "-s", "--", "--log", "x"], "[-s][--][--log][x]"),
+            (["printf", "[%s]", "-s", "--", "--log", "x"], "[-s][--][--log][x]"),
+            (["--warn", "allow", "printf", "[%s]", "--policies"], "[--policies]"),
+            (["--intercept-tls", "printf", "[%s]", "a"], "[a]"),
+        ])
+    func runCommandSpellings(_ arguments: [String], printed: String) throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        let run = try runBinary(
+            ["run", "--policies", folder.folder.path + "/policies", "--log", folder.log] + arguments,
+            in: folder.folder.url)
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.standardOutput == printed)
+        #expect(run.standardError.hasSuffix("audit: 0 requests · log \(folder.log)\n"), "\(run.standardError)")
+    }
+
     @Test("audit run without a command is a usage error")
     func runNeedsCommand() throws {
         let run = try runBinary(["run", "--policies", "policies"])
