@@ -50,7 +50,7 @@ final class CacheStore: Sendable {
     static let magic = Array("RACACHE1".utf8)
     static let trailerLength = 12
 
-    var entriesPath: String { directory + "/entries" }
+    let entriesPath: String
 
     /// The file of the entry `key`.
     private func entryPath(_ key: String) -> String { entriesPath + "/" + key }
@@ -61,6 +61,7 @@ final class CacheStore: Sendable {
         guard maximumBytes >= 1 << 20 else { throw .invalidSize(maximumBytes) }
         self.directory = directory
         self.maximumBytes = maximumBytes
+        entriesPath = directory + "/entries"
         let manager = FileManager.default
         var index = Index()
         var lockDescriptor: Int32? = nil
@@ -133,13 +134,14 @@ final class CacheStore: Sendable {
             let item = index.items.values[slot]
             return item.head.map { ($0, item.body, item.file, isDue) }
         }
+        let path = entryPath(key)
         if let (head, body, file, isDue) = known {
             // The use is kept on disk too (the file's access time), at most once a minute, so the
             // order of eviction survives a restart.
-            if isDue { POSIXFile.markUsed(entryPath(key)) }
+            if isDue { POSIXFile.markUsed(path) }
             if let body {
-                if POSIXFile.attributes(entryPath(key))?.identity == file { return (head, StoredBody(bytes: body)) }
-            } else if let descriptor = POSIXFile.openForReading(entryPath(key)) {
+                if POSIXFile.attributes(path)?.identity == file { return (head, StoredBody(bytes: body)) }
+            } else if let descriptor = POSIXFile.openForReading(path) {
                 if POSIXFile.attributes(descriptor)?.identity == file {
                     return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
                 }
@@ -147,7 +149,7 @@ final class CacheStore: Sendable {
             }
             forget(key, ifStill: file)
         }
-        guard let descriptor = POSIXFile.openForReading(entryPath(key)) else { return nil }
+        guard let descriptor = POSIXFile.openForReading(path) else { return nil }
         guard let file = POSIXFile.attributes(descriptor),
             let (head, bodyLength) = Self.readHead(descriptor, size: file.size)
         else {

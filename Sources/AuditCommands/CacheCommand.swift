@@ -40,18 +40,22 @@ struct CacheCommand: ParsableCommand {
             return running[0]
         }
 
-        /// The cache folder opened, and the entries the pattern selects.
-        func entries() throws -> (HTTPCache, [StoredHead]) {
+        /// The cache folder, opened.
+        func open() throws -> HTTPCache {
             let cacheDirectory = try folder()
             guard FileManager.default.fileExists(atPath: cacheDirectory + "/entries") else {
                 throw ValidationError("--cache-dir: '\(cacheDirectory)' is not a cache folder (it has no entries/)")
             }
-            let cache: HTTPCache
             do {
-                cache = try HTTPCache(directory: cacheDirectory, maximumBytes: Int.max, isShared: true)
+                return try HTTPCache(directory: cacheDirectory, maximumBytes: Int.max, isShared: true)
             } catch {
                 throw ValidationError(error.description)
             }
+        }
+
+        /// The cache folder opened, and the entries the pattern selects.
+        func entries() throws -> (HTTPCache, [StoredHead]) {
+            let cache = try open()
             let matcher = try self.matcher()
             return (cache, cache.entries().filter { matcher($0.url) })
         }
@@ -114,9 +118,8 @@ struct CacheCommand: ParsableCommand {
         @OptionGroup var selection: Selection
 
         func run() throws {
-            let (cache, _) = try selection.entries()
-            let matcher = try selection.matcher()
-            let removed = cache.purge(where: matcher)
+            let cache = try selection.open()
+            let removed = cache.purge(where: try selection.matcher())
             CommandOutput.line("removed \(removed) \(removed == 1 ? "entry" : "entries")")
         }
     }

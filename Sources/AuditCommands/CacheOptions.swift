@@ -41,10 +41,8 @@ struct CacheOptions: ParsableArguments {
 
     /// The temporary cache folders, sorted.
     private static func temporaryFolders() -> [String] {
-        let parent = NSTemporaryDirectory()
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
-        return names.filter { $0.hasPrefix(temporaryFolderPrefix) }.sorted()
-            .map { (parent.hasSuffix("/") ? parent : parent + "/") + $0 }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
+        return names.filter { $0.hasPrefix(temporaryFolderPrefix) }.sorted().map { NSTemporaryDirectory() + $0 }
     }
 
     /// The temporary cache folders that a running `audit proxy` or `audit run` has open.

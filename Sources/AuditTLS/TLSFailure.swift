@@ -44,12 +44,11 @@ public enum TLSFailure {
         let text = shortCodes(error)
         let hint = "'audit env --ca-dir DIR' prints the settings that make tools trust it"
         let refusals = ["UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_UNKNOWN", "DECRYPT_ERROR"]
-        if refusals.contains(where: text.contains) {
-            return "the client refused the proxy's certificate for \(host): it does not trust the audit CA; " + hint
-        }
-        if text.contains("DECRYPTION_FAILED_OR_BAD_RECORD_MAC") {
-            return "the client refused the proxy's certificate for \(host) (its alert came unencrypted, as OpenSSL "
-                + "clients send it): it does not trust the audit CA; " + hint
+        let isAlert = refusals.contains(where: text.contains)
+        if isAlert || text.contains("DECRYPTION_FAILED_OR_BAD_RECORD_MAC") {
+            let how = isAlert ? "" : " (its alert came unencrypted, as OpenSSL clients send it)"
+            return "the client refused the proxy's certificate for \(host)\(how): it does not trust the audit CA; "
+                + hint
         }
         return "the client ended the TLS handshake for \(host) (\(text)): most likely it does not trust the audit "
             + "CA; " + hint
