@@ -44,7 +44,7 @@ struct ProxyCommand: AsyncParsableCommand {
     @OptionGroup var recording: RecordingOptions
 
     /// Refused, naming the trait, in a build without TLS interception.
-    @OptionGroup var tls: TLSOptions
+    @OptionGroup var tls: ProxyTLSOptions
 
     func validate() throws {
         _ = try Self.hostAndPort(listen)

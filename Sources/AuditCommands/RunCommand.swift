@@ -29,7 +29,7 @@
         @Option(help: "What a warn verdict does: deny (403 until acknowledged) or allow (proceed and record).")
         var warn = ProxyConfiguration.WarningMode.deny
 
-        @OptionGroup var tls: TLSOptions
+        @OptionGroup var tls: TLSOptions<OneHostPerOption>
 
         @OptionGroup var cacheOptions: CacheOptions
 
@@ -89,7 +89,7 @@
 
         /// Runs the command with the proxy's environment, passing SIGTERM and SIGHUP on to it (SIGINT
         /// from a terminal reaches it directly: it stays in the terminal's process group).
-        private func runChild(proxyURL: String, ca: TLSOptions.CAFolder?) async throws -> Int32 {
+        private func runChild(proxyURL: String, ca: CAFolder?) async throws -> Int32 {
             var environment = ProcessInfo.processInfo.environment
             let variables =
                 try ca.map { ca in

@@ -37,7 +37,7 @@
     typealias CACommand = CommandWithoutTLSInterception<CA>
 
     /// `audit proxy`'s TLS options in a build without TLS interception: hidden, and refused when given.
-    struct TLSOptions: ParsableArguments {
+    struct ProxyTLSOptions: ParsableArguments {
         @Option(name: .customLong("intercept-tls"), help: .hidden) var scope: String?
         @Option(name: .customLong("tls-passthrough"), parsing: .upToNextOption, help: .hidden)
         var passthrough: [String] = []

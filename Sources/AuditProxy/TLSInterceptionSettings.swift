@@ -22,8 +22,9 @@
         /// Which tunnels are terminated.
         public var scope: Scope
         /// Hosts whose tunnels are never terminated (pinned clients): `example.org`, or
-        /// `*.example.org` for its subdomains and itself; case-insensitive.
-        public var passthrough: [String]
+        /// `*.example.org` for its subdomains and itself, in canonical form (lower case, IDNA-mapped, no
+        /// trailing dot, IPv6 without brackets).
+        public private(set) var passthrough: [String]
         /// The certificates shown to clients, minted per host by the CA.
         public let leaves: LeafCertificates
         /// How servers are verified: the system's roots plus `--upstream-ca` files.
@@ -32,21 +33,33 @@
         /// Interception with certificates from `authority`, servers verified against the system's roots
         /// and the PEM certificates of `upstreamRootFiles`.
         ///
-        /// - Throws: ``TLSSetupError`` naming a roots file that cannot be used.
+        /// - Throws: ``TLSSetupError`` naming a roots file that cannot be used, or a `passthrough` pattern
+        ///   that names no host (a URL, a port, a path).
         public init(
             authority: CertificateAuthority, scope: Scope = .selective, passthrough: [String] = [],
             upstreamRootFiles: [String] = [], leafCapacity: Int = 1_024
         ) throws(TLSSetupError) {
             self.scope = scope
-            // Written as hosts are canonical: lower case, no trailing dot, IPv6 without brackets.
-            self.passthrough = passthrough.map { pattern in
-                var host = pattern.lowercased()
-                if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-                if host.hasSuffix("."), host.count > 1 { host.removeLast() }
-                return host
-            }
+            self.passthrough = try passthrough.map(Self.canonicalPassthrough)
             leaves = try LeafCertificates(authority: authority, capacity: leafCapacity)
             upstreamContext = try UpstreamTLS.clientContext(additionalRootFiles: upstreamRootFiles)
+        }
+
+        /// `pattern` (`example.org`, `*.example.org`, an IP address) with its host in canonical form, as
+        /// a CONNECT's host is compared: `EXAMPLE.org.`, `[::1]` and `2130706433` name `example.org`, `::1`
+        /// and `127.0.0.1`.
+        ///
+        /// - Throws: ``TLSSetupError/passthroughPattern(_:)`` for a pattern that names no host.
+        public static func canonicalPassthrough(_ pattern: String) throws(TLSSetupError) -> String {
+            let wildcard = pattern.hasPrefix("*.")
+            var host = wildcard ? String(pattern.dropFirst(2)) : pattern
+            // An IPv6 address is written with or without its brackets, so a `:` outside them is a port:
+            // `[example.org:443]` and `[::1]:443` are refused.
+            if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+            guard !host.contains(where: { "/?#@*".contains($0) }), !host.hasPrefix("[") || host.hasSuffix("]"),
+                let url = try? CanonicalURL("https://" + host), !url.host.isEmpty
+            else { throw .passthroughPattern(pattern) }
+            return wildcard ? "*." + url.host : url.host
         }
 
         /// Whether `host` (canonical) is one of ``passthrough``.

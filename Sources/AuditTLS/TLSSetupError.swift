@@ -11,6 +11,8 @@ public enum TLSSetupError: Error, Sendable, Equatable, CustomStringConvertible {
     case keyMismatch(certificate: String, key: String)
     /// A certificate or key could not be made.
     case minting(String)
+    /// A passthrough host pattern that names no host: a URL, a port, a path, or no host at all.
+    case passthroughPattern(String)
 
     /// The message a user reads, naming the file.
     public var description: String {
@@ -26,6 +28,9 @@ public enum TLSSetupError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(key): this private key does not belong to the certificate in \(certificate)"
         case .minting(let reason):
             return "cannot make a certificate: \(reason)"
+        case .passthroughPattern(let pattern):
+            return "'\(pattern)' is not a passthrough host: write a host name (example.org), *.example.org or an "
+                + "IP address, without a scheme, port or path"
         }
     }
 }

@@ -294,6 +294,14 @@ import Testing
             (["printf", "[%s]", "-s", "--", "--log", "x"], "[-s][--][--log][x]"),
             (["--warn", "allow", "printf", "[%s]", "--policies"], "[--policies]"),
             (["--intercept-tls", "printf", "[%s]", "a"], "[a]"),
+            (["--intercept-tls", "--tls-passthrough", "pinned.example", "printf", "[%s]", "-s"], "[-s]"),
+            (
+                [
+                    "--intercept-tls", "--tls-passthrough", "a.example,b.example", "--tls-passthrough", "c.example",
+                    "echo",
+                ],
+                "\n"
+            ),
         ])
     func runCommandSpellings(_ arguments: [String], printed: String) throws {
         let folder = try RunFolder(rules: "[record]\nall .\n")
@@ -310,5 +318,25 @@ import Testing
         let run = try runBinary(["run", "--policies", "policies"])
         #expect(run.exitCode == 64)
         #expect(run.standardError.contains("name the command to run after --"))
+    }
+
+    @Test(
+        "a --tls-passthrough value that names no host is a usage error that names it",
+        arguments: [
+            (
+                ["proxy", "--intercept-tls", "--tls-passthrough", "a.example", "https://pinned.example"],
+                "https://pinned.example"
+            ),
+            (
+                ["run", "--intercept-tls", "--tls-passthrough", "a.example,pinned.example:443", "true"],
+                "pinned.example:443"
+            ),
+        ])
+    func passthroughNamesNoHost(_ arguments: [String], pattern: String) throws {
+        let run = try runBinary(arguments)
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.contains("--tls-passthrough: '\(pattern)' is not a passthrough host: write a host name"),
+            "\(run.standardError)")
     }
 }
