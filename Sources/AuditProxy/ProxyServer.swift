@@ -32,7 +32,7 @@ public final class ProxyServer: Sendable {
     }
 
     /// A proxy (not yet listening) for `pipeline`; `report` receives one line per problem
-    /// (standard error by default).
+    /// (standard error by default), its URLs redacted as the pipeline's records are.
     public init(
         configuration: ProxyConfiguration, pipeline: AuditPipeline,
         report: @escaping @Sendable (String) -> Void = { line in
@@ -41,7 +41,8 @@ public final class ProxyServer: Sendable {
     ) {
         self.configuration = configuration
         self.pipeline = pipeline
-        self.report = report
+        let redaction = pipeline.configuration.redaction
+        self.report = { line in report(redaction.redact(text: line)) }
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
     }
 

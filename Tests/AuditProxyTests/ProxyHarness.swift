@@ -3,6 +3,7 @@ import AuditPolicy
 import AuditProxy
 import AuditReport
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -28,8 +29,10 @@ final class RunningProxy: Sendable {
     let logPath: String
     let folder: String
 
-    /// A proxy deciding by `rules` (one rule file, category `p`).
-    init(rules: String, adjust: (inout ProxyConfiguration) -> Void = { _ in }) async throws {
+    /// A proxy deciding by `rules` (one rule file, category `p`); its problem lines go to `reported`.
+    init(
+        rules: String, reported: ReportedLines? = nil, adjust: (inout ProxyConfiguration) -> Void = { _ in }
+    ) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder + "/policies", withIntermediateDirectories: true)
         try Data(rules.utf8).write(to: URL(fileURLWithPath: folder + "/policies/p.rules"))
@@ -43,7 +46,8 @@ final class RunningProxy: Sendable {
         adjust(&configuration)
         let pipeline = try AuditPipeline(
             policy: Policy(directory: folder + "/policies"), configuration: configuration.pipeline)
-        server = ProxyServer(configuration: configuration, pipeline: pipeline, report: { _ in })
+        server = ProxyServer(
+            configuration: configuration, pipeline: pipeline, report: { line in reported?.append(line) })
         try await server.start()
     }
 
@@ -55,6 +59,15 @@ final class RunningProxy: Sendable {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         return try AuditLogReader.read(atPath: logPath).records
     }
+}
+
+/// The problem lines a proxy reported (its standard error in `audit proxy`).
+final class ReportedLines: Sendable {
+    private let lines = NIOLockedValueBox<[String]>([])
+
+    func append(_ line: String) { lines.withLockedValue { $0.append(line) } }
+
+    var all: [String] { lines.withLockedValue { $0 } }
 }
 
 /// The `Host` header a request to `url` carries: its authority (`127.0.0.1:PORT`).

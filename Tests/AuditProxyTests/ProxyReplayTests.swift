@@ -38,10 +38,10 @@ import Testing
     /// A proxy replaying `path`.
     static func replaying(
         _ path: String, onMiss: HARReplay.OnMiss = .fail, speed: Double = 1, ignoring: Set<String> = [],
-        recordingTo recorder: HARRecorder? = nil
+        recordingTo recorder: HARRecorder? = nil, reported: ReportedLines? = nil
     ) async throws -> RunningProxy {
         let replay = try HARReplay(path: path, ignoring: ignoring)
-        return try await RunningProxy(rules: rules) { configuration in
+        return try await RunningProxy(rules: rules, reported: reported) { configuration in
             configuration.replay = replay
             configuration.replayMiss = onMiss
             configuration.replaySpeed = speed
@@ -149,6 +149,23 @@ import Testing
         #expect((body["message"] as? String)?.contains("GET \(url)") == true)
         #expect((body["message"] as? String)?.contains(har) == true)
         #expect(records.map(\.outcome.kind) == [.failure])
+    }
+
+    @Test("a miss's line on standard error has its URL's secrets redacted, as its record has")
+    func missLineRedacted() async throws {
+        let har = try await Self.record { proxy in
+            _ = try runClient("curl", ["-sS", "-x", proxy, try Servers.nginx + "/small.txt"])
+        }
+        let reported = ReportedLines()
+        let proxy = try await Self.replaying(har, reported: reported)
+        let url = try Servers.nginx + "/small.txt?access_token=s3cr3t-value&page=2"
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        let recordedURL = try #require(records.first?.request.url)
+        #expect(recordedURL.contains("access_token=REDACTED-"))
+        let line = try #require(reported.all.first)
+        #expect(line.contains("no recorded response matches GET \(recordedURL) in the recording"), "\(line)")
+        #expect(!line.contains("s3cr3t"))
     }
 
     @Test("--on-miss pass sends a miss on, and recording into the same file appends it (new episodes)")
