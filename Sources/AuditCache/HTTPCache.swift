@@ -39,8 +39,13 @@ public struct CacheRequest: Sendable {
     }
 
     func value(_ name: String) -> String? {
-        let values = headers.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
+        // Asked several times a hit, mostly of headers the request does not have: nothing is
+        // allocated for those.
+        var joined: String?
+        for header in headers where header.name.equalsIgnoringASCIICase(name) {
+            joined = joined.map { $0 + ", " + header.value } ?? header.value
+        }
+        return joined
     }
 }
 

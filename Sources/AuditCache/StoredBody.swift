@@ -36,11 +36,15 @@ public final class StoredBody: Sendable {
         return POSIXFile.read(descriptor, count: count, at: offset)
     }
 
-    /// Adds the body to `exchange` as one piece, `milliseconds` after the response head; only its
-    /// size, unread, when it is larger than `limit` (what the recording keeps of a body).
-    public func record(into exchange: inout RecordedExchange, at milliseconds: Double = 0, keepingAtMost limit: Int) {
-        guard length <= limit else { return exchange.omitBody(bytes: length) }
-        exchange.appendBody(readAll(), at: milliseconds, keepingAtMost: limit)
+    /// Adds the bytes `range` of the body to `exchange` as one piece, `milliseconds` after the
+    /// response head; only their count, unread, when it is larger than `limit` (what the recording
+    /// keeps of a body).
+    public func record(
+        _ range: Range<Int>, into exchange: inout RecordedExchange, at milliseconds: Double = 0,
+        keepingAtMost limit: Int
+    ) {
+        guard range.count <= limit else { return exchange.omitBody(bytes: range.count) }
+        exchange.appendBody(chunk(at: range.lowerBound, maximum: range.count), at: milliseconds, keepingAtMost: limit)
     }
 
     /// The whole body (for small bodies and tests).
@@ -81,7 +85,7 @@ extension StoredResponse {
     /// Whether `request`'s own condition holds for this response, so that the client is answered
     /// 304 Not Modified (RFC 9110 §13.2.2): `If-None-Match` naming its `ETag` (weak comparison) or
     /// `*`; else `If-Modified-Since` no earlier than its `Last-Modified`.
-    public func isNotModified(for request: CacheRequest) -> Bool {
+    func isNotModified(for request: CacheRequest) -> Bool {
         if let tags = request.value("if-none-match") {
             guard let etag = head.value("etag") else { return false }
             let weak = { (tag: Substring) in tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }

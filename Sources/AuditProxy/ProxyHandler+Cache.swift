@@ -54,7 +54,7 @@ extension ProxyHandler {
 
     /// Looks the exchange of decision `id` up in the cache while it waits as if connecting, then
     /// serves what the cache has or sends it on (``CacheSending``).
-    func lookUp(_ request: CacheRequest, in cache: HTTPCache, id: UUID, isHead: Bool, sending: CacheSending) {
+    func lookUp(_ request: CacheRequest, in cache: HTTPCache, id: UUID, sending: CacheSending) {
         guard let loop = context?.eventLoop else { return }
         let bound = NIOLoopBound((self, sending), eventLoop: loop)
         cache.lookup(request) { lookup in
@@ -63,17 +63,15 @@ extension ProxyHandler {
             guard loop.inEventLoop else {
                 return loop.execute {
                     let (handler, sending) = bound.value
-                    handler.carryOut(lookup, request: request, id: id, isHead: isHead, sending: sending)
+                    handler.carryOut(lookup, request: request, id: id, sending: sending)
                 }
             }
             let (handler, sending) = bound.value
-            handler.carryOut(lookup, request: request, id: id, isHead: isHead, sending: sending)
+            handler.carryOut(lookup, request: request, id: id, sending: sending)
         }
     }
 
-    private func carryOut(
-        _ lookup: CacheLookup, request: CacheRequest, id: UUID, isHead: Bool, sending: CacheSending
-    ) {
+    private func carryOut(_ lookup: CacheLookup, request: CacheRequest, id: UUID, sending: CacheSending) {
         guard connection.isConnecting(for: id) else {
             switch lookup {
             case .send(let fill), .staleWhileRevalidating(_, let fill?): fill.finishWithoutStoring()
@@ -85,12 +83,12 @@ extension ProxyHandler {
         case .bypass:
             sending.send([])
         case .fresh(let stored):
-            serve(stored, kind: .cached, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+            serve(stored, stored.answer(to: request), kind: .cached, id: id)
         case .send(let fill):
             cacheExchange = CacheExchange(fill: fill)
             sending.send(fill.conditionalHeaders)
         case .staleWhileRevalidating(let stored, _), .stale(let stored):
-            serve(stored, kind: .stale, id: id, isHead: isHead, isNotModified: stored.isNotModified(for: request))
+            serve(stored, stored.answer(to: request), kind: .stale, id: id)
             if case .staleWhileRevalidating(_, let fill?) = lookup { sending.revalidate(fill) }
         case .unsatisfiable:
             let message = CacheLookup.unsatisfiableMessage(method: request.method, url: request.url)
@@ -145,39 +143,41 @@ extension ProxyHandler {
         }
     }
 
-    /// Serves a stored response to the exchange of decision `id`: its head (with `Age`), then its
-    /// body in chunks, each written once the last is, so a large body takes little memory. A
-    /// satisfied condition of the client's own answers 304 without a body; HEAD gets the head.
-    func serve(_ stored: StoredResponse, kind: OutcomeSnapshot.Kind, id: UUID, isHead: Bool, isNotModified: Bool) {
+    /// Serves a stored response to the exchange of decision `id` as `answer` says (304 to a satisfied
+    /// condition of the client's own, a part to a byte range, the head alone to HEAD): its head
+    /// (with `Age`), then its body in chunks, each written once the last is, so that a large body
+    /// takes little memory.
+    func serve(_ stored: StoredResponse, _ answer: CacheAnswer, kind: OutcomeSnapshot.Kind, id: UUID) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         cacheExchange = nil
-        var headers = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
+        var headers = HTTPHeaders(answer.headers.map { ($0.name, $0.value) })
         if let rule = exchange.decision.verdict.cacheRule { headers.add(name: Denial.ruleHeader, value: rule.id) }
         if !exchange.isClientKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let status = isNotModified ? .notModified : HTTPResponseStatus(statusCode: stored.head.status)
+        let status = HTTPResponseStatus(statusCode: answer.status)
         let head = HTTPResponseHead(version: exchange.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        let bodyLength = isHead || isNotModified ? 0 : stored.head.bodyLength
+        let bodyLength = answer.body.count
         if recording != nil {
             recording?.response(.head(head))
-            if bodyLength > 0 { recording?.stored(stored.body) }
+            if bodyLength > 0 { recording?.stored(stored.body, answer.body) }
             finishRecording()
         }
-        let outcome = Outcome(kind, status: Int(status.code), bytes: bodyLength, destination: .none)
+        let outcome = Outcome(kind, status: answer.status, bytes: bodyLength, destination: .none)
         if bodyLength <= Self.wholeBodyLimit {
             // A small body goes out with its head and end in one write.
             if bodyLength > 0 {
-                let bytes = stored.body.chunk(at: 0, maximum: bodyLength)
+                let bytes = stored.body.chunk(at: answer.body.lowerBound, maximum: bodyLength)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
             }
             return endLocalResponse(exchange, outcome, next: next, context: context)
         }
-        writeBody(stored.body, from: 0, upTo: bodyLength, context: context) { [self] isWritten in
+        writeBody(stored.body, from: answer.body.lowerBound, upTo: answer.body.upperBound, context: context) {
+            [self] isWritten in
             guard isWritten else {
                 tunnel?.exchange.bytesFromServer += bodyLength
                 exchange.audited.finish(
                     Outcome(
-                        .cancelled, status: Int(status.code), destination: .none,
+                        .cancelled, status: answer.status, destination: .none,
                         failure: .init(domain: "AuditProxy", code: 0, description: "the client closed the connection")))
                 return
             }
@@ -259,7 +259,7 @@ extension ProxyHandler {
     func serveFallback(for id: UUID) -> Bool {
         guard let fill = cacheExchange?.fill, let stored = fill.fallback else { return false }
         fill.finishWithoutStoring()
-        serve(stored, kind: .stale, id: id, isHead: false, isNotModified: false)
+        serve(stored, stored.answer(to: fill.request), kind: .stale, id: id)
         return true
     }
 }

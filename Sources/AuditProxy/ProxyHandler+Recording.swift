@@ -64,10 +64,10 @@ extension ProxyHandler {
             }
         }
 
-        /// The body of a stored response served after its head, as one piece.
-        mutating func stored(_ body: StoredBody) {
+        /// The bytes `range` of a stored response's body served after its head, as one piece.
+        mutating func stored(_ body: StoredBody, _ range: Range<Int>) {
             let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
-            body.record(into: &exchange, at: offset, keepingAtMost: maximumBody)
+            body.record(range, into: &exchange, at: offset, keepingAtMost: maximumBody)
         }
 
         /// The exchange, its bodies' content codings undone (or named, when they cannot be).

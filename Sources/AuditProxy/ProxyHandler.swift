@@ -351,7 +351,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                             fill, withAdded(fill.conditionalHeaders), to: target, sent: sent, policy: decision.policy)
                     })
                 lookUpFirst = { [self] in
-                    lookUp(request, in: cache, id: exchange.decision.id, isHead: head.method == .HEAD, sending: sending)
+                    lookUp(request, in: cache, id: exchange.decision.id, sending: sending)
                 }
             }
         }
@@ -470,7 +470,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let (passed, storedBody) = cacheResponsePart(part)
         guard let part = passed else { return }
         recording?.response(part)
-        if let storedBody { recording?.stored(storedBody) }
+        if let storedBody { recording?.stored(storedBody, 0..<storedBody.length) }
         switch connection.responsePart(part) {
         case .none:
             break

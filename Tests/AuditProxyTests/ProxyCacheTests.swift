@@ -62,6 +62,50 @@ import Testing
         #expect(records.map(\.outcome.bytes) == [direct.utf8.count, direct.utf8.count])
     }
 
+    @Test(
+        "a byte range of a stored response is answered as nginx answers it: 206 with the part, 416 past the end",
+        arguments: [
+            "bytes=0-9", "bytes=5-", "bytes=-7", "bytes=0-0", "bytes=3-100000", "bytes=-100000", "BYTES=1-2",
+            "bytes= 1-2", "bytes=100000-", "bytes=-0",
+        ])
+    func byteRange(_ range: String) async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "range-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let direct = try runClient("curl", ["-sS", "-i", "-H", "Range: \(range)", url])
+        let served = try runClient("curl", ["-sS", "-i", "-H", "Range: \(range)", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        let (directHead, directBody) = try #require(split(direct.output))
+        let (head, body) = try #require(split(served.output))
+        let statusLine = { (head: String) in head.prefix { $0 != "\r" }.split(separator: " ").prefix(2) }
+        let contentRange = { (head: String) in
+            head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("content-range:") }
+        }
+        #expect(statusLine(head) == statusLine(directHead))
+        #expect(contentRange(head) == contentRange(directHead))
+        if head.hasPrefix("HTTP/1.1 206") { #expect(body == directBody) }
+        #expect(try Self.nginxLines(marker).count == 2)  // the proxy's first request, then direct
+        #expect(records.map(\.outcome.kind) == [.stored, .cached])
+        #expect(records.last?.outcome.bytes == (head.hasPrefix("HTTP/1.1 206") ? body.utf8.count : 0))
+    }
+
+    @Test("curl -C - resumes a download from a stored response: the file is whole and the server is not asked")
+    func resumedDownload() async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "resume-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/fresh/page.html?\(marker)"
+        let whole = try runClient("curl", ["-sS", "-x", proxy.address, url]).output
+        let file = NSTemporaryDirectory() + marker
+        try Data(whole.utf8.prefix(100)).write(to: URL(fileURLWithPath: file))
+        let resumed = try runClient("curl", ["-sS", "-C", "-", "-o", file, "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        #expect(resumed.status == 0)
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == whole)
+        #expect(try Self.nginxLines(marker).count == 1)
+        #expect(records.map(\.outcome.status) == [200, 206])
+    }
+
     @Test("only-if-cached: nothing stored answers 504 without asking the server; once stored, the stored response")
     func onlyIfCached() async throws {
         let (proxy, _) = try await Self.proxy(rules: Self.everything)

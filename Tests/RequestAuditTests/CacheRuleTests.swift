@@ -62,6 +62,29 @@ extension InterceptionTests {
         }
 
         @Test(
+            "a byte range of a stored response reaches every caller style as nginx's 206 does, without asking nginx",
+            arguments: CallerStyle.allCases)
+        func byteRange(_ style: CallerStyle) async throws {
+            let audited = try Self.session()
+            let marker = "app-range-\(UUID().uuidString)"
+            let url = HTTPBin.url(try nginx + "/fresh/page.html?\(marker)")
+            var ranged = URLRequest(url: url)
+            ranged.setValue("bytes=5-24", forHTTPHeaderField: "Range")
+            let direct = await style.run(ranged, on: audited.direct)
+            _ = await style.run(URLRequest(url: url), on: audited.session)
+            let part = await style.run(ranged, on: audited.session)
+            let records = try await audited.finish()
+            #expect(direct.status == 206)
+            #expect(part.status == 206)
+            #expect(part.body == direct.body)
+            #expect(part.body?.count == 20)
+            #expect(part.headers["content-range"] == direct.headers["content-range"])
+            #expect(try nginxLines(marker).count == 2)  // direct, then the stored request
+            #expect(records.map(\.outcome.kind) == [.stored, .cached])
+            #expect(records.map(\.outcome.bytes) == [219, 20])
+        }
+
+        @Test(
             "a response to revalidate each time: nginx answers 304, every caller style gets the whole stored body",
             arguments: CallerStyle.allCases)
         func revalidated(_ style: CallerStyle) async throws {

@@ -341,7 +341,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             {
                 fill.finishWithoutStoring()
                 return owner.serveStored(
-                    stale, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder)
+                    stale, stale.answer(to: fill.request), kind: .stale, behaviour: behaviour, audited: audited,
+                    recorder: recorder)
             }
         }
         let isDelivered = owner.claimEnd()

@@ -44,14 +44,14 @@ extension RequestInfoProtocol {
                 send(request, nil)
             case .fresh(let stored):
                 this.value.serveStored(
-                    stored, kind: .cached, behaviour: behaviour, audited: audited, recorder: recorder,
-                    isNotModified: stored.isNotModified(for: lookup))
+                    stored, stored.answer(to: lookup), kind: .cached, behaviour: behaviour, audited: audited,
+                    recorder: recorder)
             case .send(let fill):
                 send(Self.adding(fill.conditionalHeaders, to: request), .filling(fill))
             case .staleWhileRevalidating(let stored, _), .stale(let stored):
                 this.value.serveStored(
-                    stored, kind: .stale, behaviour: behaviour, audited: audited, recorder: recorder,
-                    isNotModified: stored.isNotModified(for: lookup))
+                    stored, stored.answer(to: lookup), kind: .stale, behaviour: behaviour, audited: audited,
+                    recorder: recorder)
                 guard case .staleWhileRevalidating(_, let fill?) = found else { return }
                 var revalidation = Self.adding(fill.conditionalHeaders, to: request)
                 revalidation.httpMethod = "GET"
@@ -71,41 +71,38 @@ extension RequestInfoProtocol {
         return request
     }
 
-    /// Answers the caller with a stored response, as the server's would have come: the head, then
+    /// Answers the caller with a stored response as `answer` says (304 to a satisfied condition of
+    /// the caller's own, a part to a byte range), as the server's would have come: the head, then
     /// the body read from the cache a chunk at a time (each on the caller's queue before the next
-    /// is read); recorded as `kind`, and into `recorder`'s recording as served. A satisfied
-    /// condition of the caller's own gets 304 without a body.
+    /// is read); recorded as `kind`, and into `recorder`'s recording as served.
     func serveStored(
-        _ stored: StoredResponse, kind: OutcomeSnapshot.Kind, behaviour: CallerSession.Behaviour,
-        audited: AuditedRequest, recorder: HARRecorder?, isNotModified: Bool = false
+        _ stored: StoredResponse, _ answer: CacheAnswer, kind: OutcomeSnapshot.Kind,
+        behaviour: CallerSession.Behaviour, audited: AuditedRequest, recorder: HARRecorder?
     ) {
         if let recorder {
             var exchange = RecordedExchange(
                 request: request, body: request.recordedBody,
                 keepingAtMost: recorder.maximumBodyBytes)
-            exchange.respond(
-                status: isNotModified ? 304 : stored.head.status, headers: stored.servedHeaders, waitMilliseconds: 0)
-            if !isNotModified, exchange.method != "HEAD" {
-                stored.body.record(into: &exchange, keepingAtMost: recorder.maximumBodyBytes)
+            exchange.respond(status: answer.status, headers: answer.headers, waitMilliseconds: 0)
+            if !answer.body.isEmpty {
+                stored.body.record(answer.body, into: &exchange, keepingAtMost: recorder.maximumBodyBytes)
             }
             recorder.add(exchange)
         }
-        let headers = stored.servedHeaders.joinedFields
-        let body = stored.body
-        let chunks = AsyncThrowingStream<Data, Error>(unfolding: Self.reader(of: body))
+        let chunks = AsyncThrowingStream<Data, Error>(unfolding: Self.reader(of: stored.body, answer.body))
         let response = HandlerResponse(
-            status: isNotModified ? 304 : stored.head.status, headers: headers,
-            body: isNotModified ? .data(Data()) : .stream(chunks))
+            status: answer.status, headers: answer.headers.joinedFields,
+            body: answer.body.isEmpty ? .data(Data()) : .stream(chunks))
         let this = Reference(self)
         Task { await this.value.deliverStreaming(response, behaviour, audited, kind: kind) }
     }
 
-    /// Reads `body` from its start, a chunk per call; nil at its end.
-    private static func reader(of body: StoredBody) -> @Sendable () async -> Data? {
-        let cursor = Cursor()
+    /// Reads the bytes `range` of `body`, a chunk per call; nil at their end.
+    private static func reader(of body: StoredBody, _ range: Range<Int>) -> @Sendable () async -> Data? {
+        let cursor = Cursor(range.lowerBound)
         return {
             cursor.offset.withLock { offset in
-                let chunk = body.chunk(at: offset)
+                let chunk = body.chunk(at: offset, maximum: min(64 * 1024, range.upperBound - offset))
                 offset += chunk.count
                 return chunk.isEmpty ? nil : Data(chunk)
             }
@@ -114,6 +111,8 @@ extension RequestInfoProtocol {
 
     /// Where a stored body's reader is.
     private final class Cursor: Sendable {
-        let offset = Locked(0)
+        let offset: Locked<Int>
+
+        init(_ offset: Int) { self.offset = Locked(offset) }
     }
 }
