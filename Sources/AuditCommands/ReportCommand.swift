@@ -106,8 +106,8 @@ struct ReportCommand: ParsableCommand {
         }
     }
 
-    /// The request count, time span and verdict table of `report`, and what each cache rule saved
-    /// when one matched.
+    /// The request count, time span and verdict table of `report`, and what the cache saved per
+    /// cache rule and per host when a cache rule matched.
     private func printTotals(_ report: SummaryReport) {
         CommandOutput.line(
             "\(report.totalRequests) requests, \(report.firstRequest.map { "\($0)" } ?? "-") to \(report.lastRequest.map { "\($0)" } ?? "-")"
@@ -122,13 +122,22 @@ struct ReportCommand: ParsableCommand {
             )
         }
         guard let rules = report.cacheByRule, !rules.isEmpty else { return }
-        CommandOutput.line("cache rule             requests    hits  hit ratio  stored  bytes saved")
-        for rule in rules {
+        printCacheTable("cache rule", rules)
+        printCacheTable("cache host", report.cacheByHost ?? [])
+    }
+
+    /// One cache table: a row per rule or host, named in a column as wide as the longest name.
+    private func printCacheTable(_ title: String, _ rows: [SummaryReport.CacheCount]) {
+        let width = max(20, (rows.map(\.name.count).max() ?? 0) + 1)
+        CommandOutput.line(
+            title.padding(toLength: width + 3, withPad: " ", startingAt: 0)
+                + "requests    hits  hit ratio  stored  bytes saved")
+        for row in rows {
             CommandOutput.line(
-                rule.name + String(repeating: " ", count: max(1, 20 - rule.name.count))
+                row.name.padding(toLength: width, withPad: " ", startingAt: 0)
                     + String(
-                        format: "%11d %7d %8.1f %% %7d %12d", rule.requests, rule.hits, rule.hitRatio * 100,
-                        rule.stored, rule.bytesSaved))
+                        format: "%11d %7d %8.1f %% %7d %12d", row.requests, row.hits, row.hitRatio * 100, row.stored,
+                        row.bytesSaved))
         }
     }
 

@@ -77,7 +77,9 @@ import Testing
         #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
     }
 
-    @Test("audit report prints what each cache rule saved: requests, hits, hit ratio, stored, bytes saved")
+    @Test(
+        "audit report prints what the cache saved per rule and per host: requests, hits, hit ratio, stored, bytes saved"
+    )
     func reportCacheTotals() throws {
         let folder = try Self.cachingFolder()
         let url = try nginx() + "/small.txt"
@@ -87,9 +89,11 @@ import Testing
         let report = try runBinary(["report", folder.path + "/audit.jsonl", "--out", folder.path + "/reports"])
         #expect(report.exitCode == 0)
         #expect(
-            Array(report.outputLines.suffix(2)) == [
+            Array(report.outputLines.suffix(4)) == [
                 "cache rule             requests    hits  hit ratio  stored  bytes saved",
                 "p/files                       4       3     75.0 %       1         3072",
+                "cache host             requests    hits  hit ratio  stored  bytes saved",
+                "127.0.0.1                     4       3     75.0 %       1         3072",
             ])
     }
 
