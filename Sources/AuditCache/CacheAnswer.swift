@@ -21,45 +21,46 @@ extension StoredResponse {
     /// The answer of this stored response to `request`.
     public func answer(to request: CacheRequest) -> CacheAnswer {
         let length = head.bodyLength
-        let age = RequestSnapshot.Header(name: "Age", value: String(self.age))
-        let whole = [RequestSnapshot.Header(name: "Content-Length", value: String(length)), age]
-        if isNotModified(for: request) { return CacheAnswer(status: 304, headers: head.headers + whole, body: 0..<0) }
-        guard request.method == "GET", head.status == 200, let range = request.value("range"),
-            request.value("if-range").map(isNamed(byIfRange:)) ?? true
-        else {
-            return CacheAnswer(
-                status: head.status, headers: head.headers + whole, body: 0..<(request.method == "HEAD" ? 0 : length))
+        let status: Int
+        let added: [(name: String, value: String)]
+        let body: Range<Int>
+        if isNotModified(for: request) {
+            (status, added, body) = (304, [("Content-Length", String(length))], 0..<0)
+        } else {
+            switch requestedRange(request)?.selection(ofLength: length) {
+            case nil:
+                let sent = request.method == "HEAD" ? 0..<0 : 0..<length
+                (status, added, body) = (head.status, [("Content-Length", String(length))], sent)
+            case .unsatisfiable:
+                (status, added, body) = (416, [("Content-Range", "bytes */\(length)"), ("Content-Length", "0")], 0..<0)
+            case .part(let part):
+                let range = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(length)"
+                (status, added, body) = (206, [("Content-Range", range), ("Content-Length", String(part.count))], part)
+            }
         }
-        switch ByteRange(range)?.selection(ofLength: length) {
-        case nil:
-            return CacheAnswer(status: head.status, headers: head.headers + whole, body: 0..<length)
-        case .unsatisfiable:
-            let refusal = [
-                RequestSnapshot.Header(name: "Content-Range", value: "bytes */\(length)"),
-                RequestSnapshot.Header(name: "Content-Length", value: "0"), age,
-            ]
-            return CacheAnswer(status: 416, headers: head.headers + refusal, body: 0..<0)
-        case .part(let part):
-            let partial = [
-                RequestSnapshot.Header(
-                    name: "Content-Range", value: "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(length)"),
-                RequestSnapshot.Header(name: "Content-Length", value: String(part.count)), age,
-            ]
-            return CacheAnswer(status: 206, headers: head.headers + partial, body: part)
-        }
+        var headers = head.headers
+        headers.reserveCapacity(headers.count + added.count + 1)
+        for header in added { headers.append(RequestSnapshot.Header(name: header.name, value: header.value)) }
+        headers.append(RequestSnapshot.Header(name: "Age", value: String(age)))
+        return CacheAnswer(status: status, headers: headers, body: body)
     }
 
-    /// Whether an `If-Range` value names this response (RFC 9110 §13.1.5): its strong `ETag`,
-    /// compared strongly, or its `Last-Modified` date exactly.
+    /// The byte range `request` asks of this response: a GET's `Range` of a stored 200, unless
+    /// its `If-Range` no longer names this response.
+    private func requestedRange(_ request: CacheRequest) -> ByteRange? {
+        guard request.method == "GET", head.status == 200, let range = request.value("range") else { return nil }
+        if let condition = request.value("if-range"), !isNamed(byIfRange: condition.trimmingSpaces) { return nil }
+        return ByteRange(range)
+    }
+
+    /// Whether an `If-Range` value names this response (RFC 9110 §13.1.5): its strong `ETag`
+    /// (a weak one never does), or its `Last-Modified` date exactly.
     private func isNamed(byIfRange value: String) -> Bool {
-        let value = Substring(value.trimmingSpaces)
-        if value.hasPrefix("\"") || value.hasPrefix("W/") {
-            guard let etag = head.value("etag"), !etag.hasPrefix("W/"), !value.hasPrefix("W/") else { return false }
-            return value == Substring(etag.trimmingSpaces)
+        if value.hasPrefix("\"") {
+            guard let etag = head.value("etag")?.trimmingSpaces, etag.hasPrefix("\"") else { return false }
+            return value == etag
         }
-        guard let date = HTTPDate.parse(String(value)), let modified = head.value("last-modified") else {
-            return false
-        }
+        guard let date = HTTPDate.parse(value), let modified = head.value("last-modified") else { return false }
         return HTTPDate.parse(modified) == date
     }
 }
