@@ -38,11 +38,7 @@ extension StoredResponse {
                 (status, added, body) = (206, [("Content-Range", range), ("Content-Length", String(part.count))], part)
             }
         }
-        var headers = head.headers
-        headers.reserveCapacity(headers.count + added.count + 1)
-        for header in added { headers.append(RequestSnapshot.Header(name: header.name, value: header.value)) }
-        headers.append(RequestSnapshot.Header(name: "Age", value: String(age)))
-        return CacheAnswer(status: status, headers: headers, body: body)
+        return CacheAnswer(status: status, headers: headers(adding: added), body: body)
     }
 
     /// The byte range `request` asks of this response: a GET's `Range` of a stored 200, unless

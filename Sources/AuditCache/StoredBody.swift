@@ -74,10 +74,16 @@ public struct StoredResponse: Sendable {
 
     /// The headers to serve it with: the stored ones, `Content-Length`, and `Age` (RFC 9111 §5.1).
     public var servedHeaders: [RequestSnapshot.Header] {
-        head.headers + [
-            RequestSnapshot.Header(name: "Content-Length", value: String(head.bodyLength)),
-            RequestSnapshot.Header(name: "Age", value: String(age)),
-        ]
+        headers(adding: [("Content-Length", String(head.bodyLength))])
+    }
+
+    /// The stored headers, then `added`, then `Age`.
+    func headers(adding added: [(name: String, value: String)]) -> [RequestSnapshot.Header] {
+        var headers = head.headers
+        headers.reserveCapacity(headers.count + added.count + 1)
+        for header in added { headers.append(RequestSnapshot.Header(name: header.name, value: header.value)) }
+        headers.append(RequestSnapshot.Header(name: "Age", value: String(age)))
+        return headers
     }
 }
 

@@ -83,12 +83,12 @@ extension ProxyHandler {
         case .bypass:
             sending.send([])
         case .fresh(let stored):
-            serve(stored, stored.answer(to: request), kind: .cached, id: id)
+            serve(stored, answering: request, kind: .cached, id: id)
         case .send(let fill):
             cacheExchange = CacheExchange(fill: fill)
             sending.send(fill.conditionalHeaders)
         case .staleWhileRevalidating(let stored, _), .stale(let stored):
-            serve(stored, stored.answer(to: request), kind: .stale, id: id)
+            serve(stored, answering: request, kind: .stale, id: id)
             if case .staleWhileRevalidating(_, let fill?) = lookup { sending.revalidate(fill) }
         case .unsatisfiable:
             let message = CacheLookup.unsatisfiableMessage(method: request.method, url: request.url)
@@ -143,12 +143,13 @@ extension ProxyHandler {
         }
     }
 
-    /// Serves a stored response to the exchange of decision `id` as `answer` says (304 to a satisfied
-    /// condition of the client's own, a part to a byte range, the head alone to HEAD): its head
-    /// (with `Age`), then its body in chunks, each written once the last is, so that a large body
-    /// takes little memory.
-    func serve(_ stored: StoredResponse, _ answer: CacheAnswer, kind: OutcomeSnapshot.Kind, id: UUID) {
+    /// Serves a stored response to the exchange of decision `id` as it answers `request`
+    /// (``StoredResponse/answer(to:)``: 304 to a satisfied condition of the client's own, a part to
+    /// a byte range, the head alone to HEAD): its head (with `Age`), then its body in chunks, each
+    /// written once the last is, so that a large body takes little memory.
+    func serve(_ stored: StoredResponse, answering request: CacheRequest, kind: OutcomeSnapshot.Kind, id: UUID) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
+        let answer = stored.answer(to: request)
         cacheExchange = nil
         var headers = HTTPHeaders(answer.headers.map { ($0.name, $0.value) })
         if let rule = exchange.decision.verdict.cacheRule { headers.add(name: Denial.ruleHeader, value: rule.id) }
@@ -259,7 +260,7 @@ extension ProxyHandler {
     func serveFallback(for id: UUID) -> Bool {
         guard let fill = cacheExchange?.fill, let stored = fill.fallback else { return false }
         fill.finishWithoutStoring()
-        serve(stored, stored.answer(to: fill.request), kind: .stale, id: id)
+        serve(stored, answering: fill.request, kind: .stale, id: id)
         return true
     }
 }

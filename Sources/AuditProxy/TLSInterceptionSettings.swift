@@ -53,13 +53,14 @@
         public static func canonicalPassthrough(_ pattern: String) throws(TLSSetupError) -> String {
             let wildcard = pattern.hasPrefix("*.")
             var host = wildcard ? String(pattern.dropFirst(2)) : pattern
-            // An IPv6 address is written with or without its brackets, so a `:` outside them is a port:
-            // `[example.org:443]` and `[::1]:443` are refused.
+            // Read as a CONNECT's `host:port` is. An IPv6 address is written with or without its
+            // brackets, so a `:` outside them is a port (`example.org:443`, `[::1]:443`): refused. A
+            // fragment or a `*` would be taken as part of the host.
             if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-            guard !host.contains(where: { "/?#@*".contains($0) }), !host.hasPrefix("[") || host.hasSuffix("]"),
-                let url = try? CanonicalURL("https://" + host), !url.host.isEmpty
+            guard !host.contains(where: { "#*".contains($0) }),
+                let target = ProxyTarget(connectAuthority: host + ":443")
             else { throw .passthroughPattern(pattern) }
-            return wildcard ? "*." + url.host : url.host
+            return wildcard ? "*." + target.host : target.host
         }
 
         /// Whether `host` (canonical) is one of ``passthrough``.

@@ -341,7 +341,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             {
                 fill.finishWithoutStoring()
                 return owner.serveStored(
-                    stale, stale.answer(to: fill.request), kind: .stale, behaviour: behaviour, audited: audited,
+                    stale, answering: fill.request, kind: .stale, behaviour: behaviour, audited: audited,
                     recorder: recorder)
             }
         }

@@ -44,13 +44,13 @@ extension RequestInfoProtocol {
                 send(request, nil)
             case .fresh(let stored):
                 this.value.serveStored(
-                    stored, stored.answer(to: lookup), kind: .cached, behaviour: behaviour, audited: audited,
+                    stored, answering: lookup, kind: .cached, behaviour: behaviour, audited: audited,
                     recorder: recorder)
             case .send(let fill):
                 send(Self.adding(fill.conditionalHeaders, to: request), .filling(fill))
             case .staleWhileRevalidating(let stored, _), .stale(let stored):
                 this.value.serveStored(
-                    stored, stored.answer(to: lookup), kind: .stale, behaviour: behaviour, audited: audited,
+                    stored, answering: lookup, kind: .stale, behaviour: behaviour, audited: audited,
                     recorder: recorder)
                 guard case .staleWhileRevalidating(_, let fill?) = found else { return }
                 var revalidation = Self.adding(fill.conditionalHeaders, to: request)
@@ -71,14 +71,16 @@ extension RequestInfoProtocol {
         return request
     }
 
-    /// Answers the caller with a stored response as `answer` says (304 to a satisfied condition of
-    /// the caller's own, a part to a byte range), as the server's would have come: the head, then
-    /// the body read from the cache a chunk at a time (each on the caller's queue before the next
-    /// is read); recorded as `kind`, and into `recorder`'s recording as served.
+    /// Answers the caller with a stored response as it answers `lookup` (``StoredResponse/answer(to:)``:
+    /// 304 to a satisfied condition of the caller's own, a part to a byte range), as the server's
+    /// would have come: the head, then the body read from the cache a chunk at a time (each on the
+    /// caller's queue before the next is read); recorded as `kind`, and into `recorder`'s recording
+    /// as served.
     func serveStored(
-        _ stored: StoredResponse, _ answer: CacheAnswer, kind: OutcomeSnapshot.Kind,
+        _ stored: StoredResponse, answering lookup: CacheRequest, kind: OutcomeSnapshot.Kind,
         behaviour: CallerSession.Behaviour, audited: AuditedRequest, recorder: HARRecorder?
     ) {
+        let answer = stored.answer(to: lookup)
         if let recorder {
             var exchange = RecordedExchange(
                 request: request, body: request.recordedBody,
