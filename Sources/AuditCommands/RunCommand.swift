@@ -114,7 +114,8 @@
         }
 
         /// `audit: 41 requests · 2 blocked (competitor/rival-shop) · log audit.jsonl`: the requests
-        /// the command made, an intercepted tunnel's one by one (its CONNECT is not one of them).
+        /// the command made, an intercepted tunnel's one by one (the CONNECT of a tunnel that carried
+        /// requests is not one of them; that of a tunnel whose handshake failed is).
         static func summary(_ statistics: AuditStatistics, policy: Policy, log: String) -> String {
             var parts = [plural(statistics.requests - statistics.interceptedTunnels, "request")]
             for action in [Verdict.Action.block, .warn, .redirect, .respond] {

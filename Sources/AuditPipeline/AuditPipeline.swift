@@ -202,7 +202,7 @@ public final class AuditPipeline: Sendable {
             reason, rule: decision.decision.rule ?? "-", message: decision.verdict.message, url: decision.snapshot.url)
     }
 
-    /// Counts a CONNECT, decided and counted already, whose tunnel is intercepted.
+    /// Counts a CONNECT, decided and counted already, whose intercepted tunnel carries requests.
     package func countInterceptedTunnel() {
         counters.withLock { $0.interceptedTunnels += 1 }
     }

@@ -6,8 +6,9 @@ import AuditReport
 public struct AuditStatistics: Sendable, Equatable {
     /// Requests decided.
     public var requests = 0
-    /// Of those, CONNECTs whose tunnel was intercepted (its TLS terminated): each request inside
-    /// is decided, and counted, on its own.
+    /// Of those, CONNECTs whose tunnel was intercepted (its TLS terminated) and carried requests:
+    /// each request inside is decided, and counted, on its own. A tunnel whose handshake failed is
+    /// not one of them.
     public var interceptedTunnels = 0
     /// Requests per verdict.
     public var verdicts: [Verdict.Action: Int] = [:]

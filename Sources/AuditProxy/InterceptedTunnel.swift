@@ -10,6 +10,8 @@ struct InterceptedTunnel {
     var exchange: ProxyConnection.Exchange
     /// A `Host` header value found to name the tunnel's origin (requests on one tunnel repeat it).
     var namingHost: String?
+    /// Whether a request inside was decided (the tunnel is then counted as intercepted).
+    var hasRequests = false
     /// `https://HOST[:PORT]`, what an origin-form request target follows.
     private let origin: String
 

@@ -39,7 +39,6 @@ extension ProxyHandler {
         upstream = nil
         // An intercepted tunnel connects to the server per request inside it, once each is decided.
         if isIntercepted {
-            pipeline.countInterceptedTunnel()
             switch connection.tunnelConnected() {
             case .splice(let exchange): intercept(exchange, context: context)
             case .awaitRequestEnd: tunnelWay = .intercept

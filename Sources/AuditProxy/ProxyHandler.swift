@@ -309,6 +309,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let audited = pipeline.admit(
             request, bodyBytes: head.announcedBodyBytes,
             tunnel: tunnel?.exchange.decision.id)
+        if tunnel?.hasRequests == false {
+            tunnel?.hasRequests = true
+            pipeline.countInterceptedTunnel()
+        }
         let decision = audited.decision
         guard case .send(let redirected) = carryOut(audited, head: head, context: context) else { return }
         // Decided, so valid: an invalid URL is refused by the policy.

@@ -12,7 +12,7 @@ import X509
 ///
 /// The folder is made (mode 0700) and the CA created on first use.
 public struct CertificateAuthorityDirectory: Sendable {
-    /// The folder.
+    /// The folder, as an absolute path.
     public let path: String
 
     /// The CA certificate's file.
@@ -22,9 +22,18 @@ public struct CertificateAuthorityDirectory: Sendable {
     /// The file of the system's roots and the CA.
     public var bundlePath: String { path + "/bundle.pem" }
 
-    /// The folder at `path` (nothing is read or made yet).
+    /// The folder at `path`, a relative one taken from the current directory (nothing is read or
+    /// made yet).
+    ///
+    /// The paths it hands out are absolute, because they go into other programs' environments
+    /// (`audit env`, `audit run`), where a relative one would break as soon as a tool changes
+    /// directory.
     public init(path: String) {
-        self.path = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+        let trimmed = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+        self.path =
+            trimmed.hasPrefix("/")
+            ? trimmed
+            : URL(fileURLWithPath: trimmed).standardizedFileURL.path
     }
 
     /// Whether the folder holds a CA.

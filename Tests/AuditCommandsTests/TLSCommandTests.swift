@@ -71,17 +71,19 @@ import Testing
                 + "run 'chmod 600 \(ca)/ca-key.pem', or make a new CA\n")
     }
 
+    /// An environment without the trust settings of the user's own that `audit env` keeps.
+    static let noTrustSettings: [String: String?] = Dictionary(
+        uniqueKeysWithValues: [
+            "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
+            "NPM_CONFIG_CAFILE", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS", "DENO_CERT",
+        ].map { ($0, nil) })
+
     @Test("audit env prints every variable tools read, as shell lines, in a fixed order")
     func envLines() throws {
         let folder = try TemporaryFolder([:])
         let ca = folder.path + "/ca"
-        let unset: [String: String?] = Dictionary(
-            uniqueKeysWithValues: [
-                "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
-                "NPM_CONFIG_CAFILE", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS", "DENO_CERT",
-            ].map { ($0, nil) })
         let run = try runBinary(
-            ["env", "--ca-dir", ca, "--proxy", "http://127.0.0.1:9999"], environment: unset)
+            ["env", "--ca-dir", ca, "--proxy", "http://127.0.0.1:9999"], environment: Self.noTrustSettings)
         #expect(run.exitCode == 0, "\(run.standardError)")
         let proxy = "'http://127.0.0.1:9999'"
         let bundle = "'\(ca)/bundle.pem'"
@@ -97,6 +99,18 @@ import Testing
                 "export CARGO_HTTP_CAINFO=\(bundle)", "export NODE_EXTRA_CA_CERTS=\(certificate)",
                 "export DENO_CERT=\(certificate)",
             ])
+    }
+
+    @Test("audit env names the files of a relative --ca-dir by absolute paths, which hold from any folder")
+    func envRelativeFolder() throws {
+        let folder = try TemporaryFolder([:])
+        let run = try runBinary(
+            ["env", "--ca-dir", "./trust/../ca/", "--proxy", "http://127.0.0.1:9999"], in: folder.url,
+            environment: Self.noTrustSettings)
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.outputLines.contains("export SSL_CERT_FILE='\(folder.path)/ca/bundle.pem'"), "\(run.outputLines)")
+        #expect(run.outputLines.contains("export NODE_EXTRA_CA_CERTS='\(folder.path)/ca/ca.pem'"), "\(run.outputLines)")
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/ca/ca.pem"))
     }
 
     @Test(
@@ -267,6 +281,41 @@ import Testing
         #expect(run.standardError.hasSuffix("audit: 2 requests · log \(folder.log)\n"), "\(run.standardError)")
         let records = try AuditLogReader.read(atPath: folder.log).records
         #expect(records.map(\.request.method) == ["CONNECT", "CONNECT"])
+    }
+
+    @Test("audit run counts a tunnel whose TLS handshake the client ended as one request, as it has one record")
+    func runCountsFailedHandshakes() throws {
+        let origin = try Self.variable("NGINX_TLS_URL")
+        let folder = try RunFolder(rules: "[block] field=path\nadmin ^/admin\n")
+        // curl told to trust only the test CA does not trust the minted leaf: it ends the handshake.
+        let ca = try Self.variable("NGINX_CA")
+        let run = try folder.run([
+            "sh", "-c", "curl -s --cacert \(ca) -o /dev/null -w '%{http_code}\\n' \(origin)/small.txt",
+        ])
+        #expect(run.standardOutput == "000\n")
+        #expect(run.standardError.contains("does not trust the audit CA"), "\(run.standardError)")
+        #expect(run.standardError.hasSuffix("audit: 1 request · log \(folder.log)\n"), "\(run.standardError)")
+        let records = try AuditLogReader.read(atPath: folder.log).records
+        #expect(records.map(\.request.method) == ["CONNECT"])
+        #expect(records.first?.outcome.kind == .failure)
+    }
+
+    @Test("audit run with a relative --ca-dir hands the command absolute paths: it trusts the CA from another folder")
+    func runRelativeCAFolder() throws {
+        let origin = try Self.variable("NGINX_TLS_URL")
+        let folder = try RunFolder(rules: "[block] field=path\nadmin ^/admin\n")
+        try FileManager.default.createDirectory(atPath: folder.folder.path + "/sub", withIntermediateDirectories: true)
+        let script = """
+            cd sub && curl -sS -o /dev/null -w '%{http_code}\\n' \(origin)/small.txt
+            echo "$SSL_CERT_FILE $NODE_EXTRA_CA_CERTS"
+            """
+        let run = try folder.run(["sh", "-c", script], options: ["--ca-dir", "./ca"])
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        let ca = folder.folder.path + "/ca"
+        let stores = run.standardOutput.split(separator: "\n").last?.split(separator: " ").map(String.init) ?? []
+        #expect(run.standardOutput.hasPrefix("200\n"), "\(run.standardError)")
+        #expect(stores.first?.hasPrefix(ca + "/") == true, "\(stores)")
+        #expect(stores.last?.hasPrefix(ca + "/") == true, "\(stores)")
     }
 
     @Test("audit run keeps the command in its own process group, where a terminal's Ctrl-C reaches it")
