@@ -42,7 +42,10 @@ struct CheckCommand: ParsableCommand {
     @Argument(help: "The URLs to check.")
     var urls: [String] = []
 
-    func validate() throws {
+    mutating func validate() throws {
+        // As the URL Standard reads a URL, and as lines of standard input are read: leading and
+        // trailing spaces and control characters (a pasted line's, a quoted argument's) are not part of it.
+        urls = urls.map { $0.trimmingCharacters(in: Self.surrounding) }
         guard !method.isEmpty, method.allSatisfy({ $0.isLetter || $0 == "-" }) else {
             throw ValidationError("invalid method '\(method)'")
         }
@@ -51,6 +54,9 @@ struct CheckCommand: ParsableCommand {
             throw ValidationError(problem)
         }
     }
+
+    /// What surrounds a URL without being part of it: C0 controls and space.
+    private static let surrounding = CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(0x20))
 
     func headers() throws -> [AuditRequest.Header] {
         try header.map { text in
@@ -114,6 +120,7 @@ struct CheckCommand: ParsableCommand {
             }
         }
         if !verdict.recorded.isEmpty { line += "  recorded=\(verdict.recorded.map(\.id).joined(separator: ","))" }
+        if let cacheRule = verdict.cacheRule { line += "  cache=\(cacheRule.id)" }
         if !verdict.errors.isEmpty {
             line += "  errors=\(quoted(verdict.errors.map(\.description).joined(separator: "; ")))"
         }
@@ -161,6 +168,7 @@ struct CheckRecord {
             ("redirect", .value(verdict.redirectTarget)),
             ("response", .object(verdict.response.map(Self.responseObject))),
             ("recorded", .value(verdict.recorded.map(\.id))),
+            ("cache", .value(verdict.cacheRule?.id)),
             ("errors", .value(verdict.errors.map(\.description))),
         ]
     }

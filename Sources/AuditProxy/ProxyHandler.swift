@@ -332,31 +332,30 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 method: request.method, url: decision.verdict.redirectTarget ?? request.url, headers: request.headers)
         invalidation = nil
         // A GET or HEAD a cache rule matches is looked up before it goes to the server: at once, or
-        // after a replayed recording missed it (`--on-miss pass`).
+        // after a replayed recording missed it (`--on-miss pass`). A request that changes what its
+        // URL answers drops the stored response once answered, whatever rule matched it.
         var lookUpFirst: (() -> Void)?
-        if redirected == nil,
+        if redirected == nil, Self.changesResource(head.method), let cache = configuration.cache {
+            invalidation = (cache, canonical?.string ?? url)
+        } else if redirected == nil, head.method == .GET || head.method == .HEAD,
             let (cache, request) = cacheRequest(head, url: canonical?.string ?? url, verdict: decision.verdict)
         {
-            if Self.changesResource(head.method) {
-                invalidation = (cache, request.url)
-            } else if head.method == .GET || head.method == .HEAD {
-                let withAdded = { (added: [RequestSnapshot.Header]) -> HTTPRequestHead in
-                    var upstreamHead = upstreamHead()
-                    for header in added { upstreamHead.headers.replaceOrAdd(name: header.name, value: header.value) }
-                    return upstreamHead
-                }
-                let sending = CacheSending(
-                    send: { [self] added in
-                        sendAfterLookup(
-                            exchange.decision.id, withAdded(added), to: target, sent: sent, policy: decision.policy)
-                    },
-                    revalidate: { [self] fill in
-                        revalidateInBackground(
-                            fill, withAdded(fill.conditionalHeaders), to: target, sent: sent, policy: decision.policy)
-                    })
-                lookUpFirst = { [self] in
-                    lookUp(request, in: cache, id: exchange.decision.id, sending: sending)
-                }
+            let withAdded = { (added: [RequestSnapshot.Header]) -> HTTPRequestHead in
+                var upstreamHead = upstreamHead()
+                for header in added { upstreamHead.headers.replaceOrAdd(name: header.name, value: header.value) }
+                return upstreamHead
+            }
+            let sending = CacheSending(
+                send: { [self] added in
+                    sendAfterLookup(
+                        exchange.decision.id, withAdded(added), to: target, sent: sent, policy: decision.policy)
+                },
+                revalidate: { [self] fill in
+                    revalidateInBackground(
+                        fill, withAdded(fill.conditionalHeaders), to: target, sent: sent, policy: decision.policy)
+                })
+            lookUpFirst = { [self] in
+                lookUp(request, in: cache, id: exchange.decision.id, sending: sending)
             }
         }
         if let replay = configuration.replay {

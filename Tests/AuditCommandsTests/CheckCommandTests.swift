@@ -14,9 +14,9 @@ import Testing
         #expect(run.standardError == "")
         #expect(
             run.outputLines == [
-                #"{"url":"https://www.rivalshop.com/cart","method":"GET","verdict":"block","rule":"competitor/rival-shop","message":"Competitor storefront","redirect":null,"response":null,"recorded":[],"errors":[]}"#,
-                #"{"url":"https://search.rival.com/search?q=shoes","method":"GET","verdict":"redirect","rule":"competitor/rival-search","message":"Use the company search engine","redirect":"https://search.example.com/?q=shoes","response":null,"recorded":[],"errors":[]}"#,
-                #"{"url":"https://example.org/","method":"GET","verdict":"pass","rule":null,"message":null,"redirect":null,"response":null,"recorded":[],"errors":[]}"#,
+                #"{"url":"https://www.rivalshop.com/cart","method":"GET","verdict":"block","rule":"competitor/rival-shop","message":"Competitor storefront","redirect":null,"response":null,"recorded":[],"cache":null,"errors":[]}"#,
+                #"{"url":"https://search.rival.com/search?q=shoes","method":"GET","verdict":"redirect","rule":"competitor/rival-search","message":"Use the company search engine","redirect":"https://search.example.com/?q=shoes","response":null,"recorded":[],"cache":null,"errors":[]}"#,
+                #"{"url":"https://example.org/","method":"GET","verdict":"pass","rule":null,"message":null,"redirect":null,"response":null,"recorded":[],"cache":null,"errors":[]}"#,
             ])
     }
 
@@ -30,6 +30,35 @@ import Testing
             run.outputLines == [
                 "pass     POST https://api.example.com/v1/items  recorded=statistics/api-calls,statistics/large-upload-post,statistics/state-changing",
                 #"block    POST https://api.rival.com/v2/orders  rule=competitor/rival-api-write  message="No writes to competitor APIs"  recorded=statistics/api-calls,statistics/large-upload-post,statistics/state-changing"#,
+            ])
+    }
+
+    @Test("check names the cache rule whose responses a request's would be kept by, in text and JSON")
+    func cacheRule() throws {
+        let folder = try TemporaryFolder(["speed.rules": "[cache] ttl=1h\ndocs ^https://docs\\.test/\n"])
+        let text = runInProcess(["check", "--policies", folder.path, "https://docs.test/a", "https://other.test/"])
+        #expect(
+            text.outputLines == [
+                "pass     GET https://docs.test/a  cache=speed/docs", "pass     GET https://other.test/",
+            ])
+        let json = runInProcess([
+            "check", "--policies", folder.path, "--json", "--method", "POST", "https://docs.test/a",
+        ])
+        #expect(
+            json.outputLines.first?.contains(#""recorded":[],"cache":null,"errors""#) == true, "\(json.outputLines)")
+        let got = runInProcess(["check", "--policies", folder.path, "--json", "https://docs.test/a"])
+        #expect(got.outputLines.first?.contains(#""recorded":[],"cache":"speed/docs","errors""#) == true)
+    }
+
+    @Test("a URL argument is read without the spaces and control characters around it, as a line of input is")
+    func argumentTrimmed() {
+        let run = runInProcess([
+            "check", "--policies", policies, "  https://www.rivalshop.com/cart\r\n", "\thttps://example.com/ ",
+        ])
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(
+            run.outputLines.map { $0.split(separator: " ").prefix(3).joined(separator: " ") } == [
+                "block GET https://www.rivalshop.com/cart", "pass GET https://example.com/",
             ])
     }
 

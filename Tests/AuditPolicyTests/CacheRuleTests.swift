@@ -83,16 +83,43 @@ import Testing
             ])
     }
 
+    @Test(
+        "a cache rule applies to GET and HEAD only: another method has no cache rule",
+        arguments: [("GET", true), ("HEAD", true), ("POST", false), ("PUT", false), ("DELETE", false)])
+    func cacheableMethods(method: String, hasCacheRule: Bool) throws {
+        let policy = try Policy(parsing: "[cache]\ndocs ^https://docs\\.test/\n", file: "speed.rules")
+        #expect((policy.verdict("https://docs.test/a", method: method).cacheRule?.id == "speed/docs") == hasCacheRule)
+    }
+
+    @Test("methods= on a cache section narrows it to GET or HEAD; another method is an error at the option's value")
+    func cacheMethodsOption() throws {
+        let policy = try Policy(parsing: "[cache] methods=HEAD\ndocs ^https://docs\\.test/\n", file: "speed.rules")
+        #expect(policy.verdict("https://docs.test/a", method: "HEAD").cacheRule?.id == "speed/docs")
+        #expect(policy.verdict("https://docs.test/a", method: "GET").cacheRule == nil)
+        let posted = MarkedSource("[cache] methods=1️⃣GET,post,PUT\nx ^https://a\\.test/\n")
+        #expect(
+            diagnostics(of: posted.text).map(\.message) == [
+                "a cache rule keeps responses to GET and HEAD only (found POST, PUT in methods)"
+            ])
+        #expect(diagnostics(of: posted.text).map(\.location.column) == [posted.column])
+    }
+
     @Test("a .test case 'cache RULE URL' passes when that rule is the request's cache rule")
     func testCases() throws {
         let policy = try Policy(parsing: "[cache]\ndocs ^https://docs\\.test/\n", file: "speed.rules")
         let report = policy.runTests([
             PolicySource(
                 file: "speed.test",
-                bytes: Array("cache speed/docs https://docs.test/a\ncache speed/docs https://other.test/\n".utf8))
+                bytes: Array(
+                    """
+                    cache speed/docs https://docs.test/a
+                    cache speed/docs https://other.test/
+                    cache speed/docs POST https://docs.test/a
+
+                    """.utf8))
         ])
-        #expect(report.results.map(\.isPassing) == [true, false])
-        #expect(report.results.last?.actual == "no cache rule")
+        #expect(report.results.map(\.isPassing) == [true, false, false])
+        #expect(report.results.map(\.actual).suffix(2) == ["no cache rule", "no cache rule"])
         #expect(report.unexercisedRules.isEmpty)
     }
 

@@ -348,6 +348,7 @@ import Testing
         let records = try await proxy.finish()
         #expect(head.output.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(records.map(\.outcome.kind) == [.stored, .cached, .response])
+        #expect(records.map(\.decision.cacheRule) == ["p/all", "p/all", nil])
         #expect(try Self.httpbinRequests(marker) == 2)
         #expect(cache.usage.entries == 0)
     }

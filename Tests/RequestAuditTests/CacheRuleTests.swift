@@ -133,6 +133,26 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.response, .response])
         }
 
+        @Test(
+            "a POST answered without an error drops the stored response of its URL, a PUT answered 405 keeps it; neither has a cache rule",
+            arguments: [("POST", 200), ("PUT", 405)])
+        func changingMethods(_ method: String, status: Int) async throws {
+            let audited = try Self.session()
+            let marker = "app-change-\(UUID().uuidString)"
+            // httpbin answers GET and POST here, and 405 to the other methods.
+            let url = HTTPBin.url(HTTPBin.base + "/response-headers?Cache-Control=max-age%3D60&m=\(marker)")
+            var changing = URLRequest(url: url)
+            changing.httpMethod = method
+            _ = await CallerStyle.async.run(URLRequest(url: url), on: audited.session)
+            _ = await CallerStyle.async.run(URLRequest(url: url), on: audited.session)
+            let changed = await CallerStyle.async.run(changing, on: audited.session)
+            _ = await CallerStyle.async.run(URLRequest(url: url), on: audited.session)
+            let records = try await audited.finish()
+            #expect(changed.status == status)
+            #expect(records.map(\.outcome.kind) == [.stored, .cached, .response, status < 400 ? .stored : .cached])
+            #expect(records.map(\.decision.cacheRule) == ["test/all", "test/all", nil, "test/all"])
+        }
+
         @Test("a cache folder that cannot be used is a clear error when the auditor is made")
         func unusableFolder() throws {
             let file = NSTemporaryDirectory() + "not-a-folder-" + UUID().uuidString

@@ -22,6 +22,9 @@ struct Section: Sendable {
     /// The options only a `cache` section takes.
     static let cacheOptionNames: Set<String> = ["ttl", "offline", "private"]
 
+    /// The methods whose responses a `cache` section keeps, and the only ones it applies to.
+    static let cacheableMethods: Set<String> = ["GET", "HEAD"]
+
     /// The options written as a bare word, without `=value`.
     static let flagOptionNames: Set<String> = ["offline", "private"]
 }

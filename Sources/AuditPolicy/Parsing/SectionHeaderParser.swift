@@ -231,6 +231,13 @@ struct SectionHeaderParser {
                     error(at: at, "invalid method '\(bad)' in methods (expected a list such as GET,POST)")
                 } else {
                     section.methods = Set(methods.map { $0.uppercased() })
+                    let uncacheable = section.methods.subtracting(Section.cacheableMethods)
+                    if case .cache = section.action, !uncacheable.isEmpty {
+                        error(
+                            at: at,
+                            "a cache rule keeps responses to GET and HEAD only (found "
+                                + "\(uncacheable.sorted().joined(separator: ", ")) in methods)")
+                    }
                 }
             case "priority":
                 if let priority = Int(option.value) {
@@ -254,6 +261,9 @@ struct SectionHeaderParser {
                 }
             }
         }
+        // A cache rule applies to the requests whose responses it can keep, so that a request of
+        // another method has no cache rule in its verdict, its record or a `.test` case.
+        if case .cache = section.action, section.methods.isEmpty { section.methods = Section.cacheableMethods }
         if section.hasPriorityOption, section.action == .record {
             diagnostics.append(
                 Diagnostic(.warning, at: section.location, "priority has no effect on record rules")

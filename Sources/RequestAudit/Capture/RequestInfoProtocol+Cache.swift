@@ -24,6 +24,16 @@ extension RequestInfoProtocol {
             headers: request.sortedHeaders, rule: rule.id, settings: settings)
     }
 
+    /// The URL (canonical) whose stored response this load drops once the server answers it without
+    /// an error: a POST, PUT, PATCH or DELETE changes what its URL answers (RFC 9111 §4.4), whether
+    /// or not a cache rule matches it (cache rules apply to GET and HEAD).
+    func invalidatedURL() -> String? {
+        guard let method = request.httpMethod?.uppercased(), ["POST", "PUT", "PATCH", "DELETE"].contains(method),
+            let url = request.url?.absoluteString
+        else { return nil }
+        return (try? CanonicalURL(url))?.string ?? url
+    }
+
     /// Relays `request` (this load's, its body readable) through the cache: served from it when
     /// fresh; sent with its conditions when it revalidates; sent and stored otherwise; served stale
     /// within `stale-while-revalidate` while the forwarding session of `forwarder` revalidates it in
@@ -34,9 +44,6 @@ extension RequestInfoProtocol {
         forwarder: Forwarder, send: @escaping @Sendable (URLRequest, RelayedLoad.CacheUse?) -> Void,
         audited: AuditedRequest, recorder: HARRecorder?
     ) {
-        if ["POST", "PUT", "PATCH", "DELETE"].contains(lookup.method) {
-            return send(request, .invalidating(cache, url: lookup.url))
-        }
         let this = Reference(self)
         cache.lookup(lookup) { found in
             switch found {

@@ -267,7 +267,14 @@ public final class RequestInfoProtocol: URLProtocol {
             {
                 return
             }
-            guard let cache = auditor.cache, let lookup = cacheRequest(audited, cache: cache) else {
+            guard let cache = auditor.cache else {
+                return forward(outgoing, auditor, audited, caller, route, body: body)
+            }
+            if let url = invalidatedURL() {
+                return forward(
+                    outgoing, auditor, audited, caller, route, body: body, cache: .invalidating(cache, url: url))
+            }
+            guard let lookup = cacheRequest(audited, cache: cache) else {
                 return forward(outgoing, auditor, audited, caller, route, body: body)
             }
             let this = Reference(self)
