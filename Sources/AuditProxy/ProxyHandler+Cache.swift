@@ -97,20 +97,23 @@ extension ProxyHandler {
         }
     }
 
-    /// The head of `stored`, served in place of the server's `head` (a 304 to the cache's condition,
-    /// or an error a stale response answers instead).
-    private static func servedHead(_ stored: StoredResponse, replacing head: HTTPResponseHead) -> HTTPClientResponsePart
-    {
-        var served = HTTPHeaders(stored.servedHeaders.map { ($0.name, $0.value) })
+    /// The head of `answer` (a stored response's answer to the client's request), served in place of
+    /// the server's `head` (a 304 to the cache's condition, or an error a stale response answers
+    /// instead).
+    private static func servedHead(_ answer: CacheAnswer, replacing head: HTTPResponseHead) -> HTTPClientResponsePart {
+        var served = HTTPHeaders(answer.headers.map { ($0.name, $0.value) })
         if !head.isKeepAlive { served.add(name: "Connection", value: "close") }
-        let status = HTTPResponseStatus(statusCode: stored.head.status)
-        return .head(HTTPResponseHead(version: head.version, status: status, headers: served))
+        return .head(
+            HTTPResponseHead(
+                version: head.version, status: HTTPResponseStatus(statusCode: answer.status), headers: served))
     }
 
     /// What the cache does with a part of the server's response: the part to pass on to the state
     /// machine (nil: none; a stored response's head in place of a 304 to the cache's condition, or
-    /// of an error a stale response answers instead), and the stored body to write after it.
-    func cacheResponsePart(_ part: HTTPClientResponsePart) -> (HTTPClientResponsePart?, StoredBody?) {
+    /// of an error a stale response answers instead), and the bytes of the stored body to write
+    /// after it. The stored response answers the client's request as a hit does
+    /// (``StoredResponse/answer(to:)``): a byte range gets its part.
+    func cacheResponsePart(_ part: HTTPClientResponsePart) -> (HTTPClientResponsePart?, StoredBytes?) {
         guard var exchange = cacheExchange else { return (part, nil) }
         defer { cacheExchange = exchange }
         switch part {
@@ -118,16 +121,20 @@ extension ProxyHandler {
             return (part, nil)
         case .head(let head):
             let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+            let replacement: (StoredResponse, OutcomeSnapshot.Kind)?
             if head.status == .notModified, let refreshed = exchange.fill.revalidated(by: headers) {
-                exchange.kind = .revalidated
-                exchange.bytesFromCache = refreshed.head.bodyLength
-                return (Self.servedHead(refreshed, replacing: head), refreshed.body)
-            }
-            if let stale = exchange.fill.fallback(replacing: Int(head.status.code)) {
+                replacement = (refreshed, .revalidated)
+            } else if let stale = exchange.fill.fallback(replacing: Int(head.status.code)) {
                 exchange.fill.finishWithoutStoring()
-                exchange.kind = .stale
-                exchange.bytesFromCache = stale.head.bodyLength
-                return (Self.servedHead(stale, replacing: head), stale.body)
+                replacement = (stale, .stale)
+            } else {
+                replacement = nil
+            }
+            if let (stored, kind) = replacement {
+                let answer = stored.answer(to: exchange.fill.request)
+                exchange.kind = kind
+                exchange.bytesFromCache = answer.body.count
+                return (Self.servedHead(answer, replacing: head), StoredBytes(body: stored.body, range: answer.body))
             }
             exchange.writer = exchange.fill.store(status: Int(head.status.code), headers: headers)
             if exchange.writer != nil { exchange.kind = .stored }
@@ -201,20 +208,21 @@ extension ProxyHandler {
     /// The largest body written at once with its head; larger ones go a chunk at a time.
     static let wholeBodyLimit = 256 * 1024
 
-    /// Writes the stored body of a response served in place of the server's (revalidated, or
-    /// stale in place of an error) after its head: a small one at once, a larger one a chunk at a
-    /// time (``writeBody(_:from:upTo:context:then:)``), what the server connection does meanwhile
-    /// held (``HeldUpstreamEvent``), then handled when it is written. The client going away drops them.
-    func writeStored(_ body: StoredBody, then handler: UpstreamHandler, context: ChannelHandlerContext) {
-        guard body.length > Self.wholeBodyLimit else {
-            if body.length > 0 {
-                let bytes = body.chunk(at: 0, maximum: body.length)
+    /// Writes the stored bytes of a response served in place of the server's (revalidated, or
+    /// stale in place of an error) after its head: a few at once, more a chunk at a time
+    /// (``writeBody(_:from:upTo:context:then:)``), what the server connection does meanwhile
+    /// held (``HeldUpstreamEvent``), then handled when they are written. The client going away drops them.
+    func writeStored(_ stored: StoredBytes, then handler: UpstreamHandler, context: ChannelHandlerContext) {
+        guard stored.range.count > Self.wholeBodyLimit else {
+            if !stored.range.isEmpty {
+                let bytes = stored.body.chunk(at: stored.range.lowerBound, maximum: stored.range.count)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
             }
             return
         }
         heldUpstreamEvents = []
-        writeBody(body, from: 0, upTo: body.length, context: context) { [self] isWritten in
+        writeBody(stored.body, from: stored.range.lowerBound, upTo: stored.range.upperBound, context: context) {
+            [self] isWritten in
             let held = heldUpstreamEvents ?? []
             heldUpstreamEvents = nil
             guard isWritten else { return }
@@ -225,6 +233,12 @@ extension ProxyHandler {
                 }
             }
         }
+    }
+
+    /// Bytes of a stored body to write: all of it, or a byte range's part.
+    struct StoredBytes {
+        let body: StoredBody
+        let range: Range<Int>
     }
 
     /// What the server connection did while a stored body was being written.

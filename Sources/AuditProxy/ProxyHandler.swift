@@ -470,10 +470,10 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         // Recorded as the client gets it: a stored response in place of the server's.
-        let (passed, storedBody) = cacheResponsePart(part)
+        let (passed, storedBytes) = cacheResponsePart(part)
         guard let part = passed else { return }
         recording?.response(part)
-        if let storedBody { recording?.stored(storedBody, 0..<storedBody.length) }
+        if let storedBytes { recording?.stored(storedBytes.body, storedBytes.range) }
         switch connection.responsePart(part) {
         case .none:
             break
@@ -481,7 +481,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(part), promise: nil)
             // A stored response in place of the server's: its body follows its head, and the
             // server's parts after it wait until it is written.
-            if let storedBody { writeStored(storedBody, then: handler, context: context) }
+            if let storedBytes { writeStored(storedBytes, then: handler, context: context) }
         case .writeInterim(let head):
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         case .writeUpgrade(let head):

@@ -90,6 +90,33 @@ import Testing
         #expect(records.last?.outcome.bytes == (head.hasPrefix("HTTP/1.1 206") ? body.utf8.count : 0))
     }
 
+    @Test(
+        "a byte range of a stored response nginx revalidates with 304 is answered as nginx answers it: 206 with the part",
+        arguments: ["bytes=0-9", "bytes=-7", "bytes=5-", "bytes=100000-"])
+    func revalidatedByteRange(_ range: String) async throws {
+        let (proxy, _) = try await Self.proxy(rules: Self.everything)
+        let marker = "range-revalidated-\(UUID().uuidString)"
+        let url = try Servers.nginx + "/no-cache/page.html?\(marker)"
+        _ = try runClient("curl", ["-sS", "-x", proxy.address, url])
+        let direct = try runClient("curl", ["-sS", "-i", "-H", "Range: \(range)", url])
+        let served = try runClient("curl", ["-sS", "-i", "-H", "Range: \(range)", "-x", proxy.address, url])
+        let records = try await proxy.finish()
+        let (directHead, directBody) = try #require(split(direct.output))
+        let (head, body) = try #require(split(served.output))
+        let statusLine = { (head: String) in head.prefix { $0 != "\r" }.split(separator: " ").prefix(2) }
+        let contentRange = { (head: String) in
+            head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("content-range:") }
+        }
+        #expect(statusLine(head) == statusLine(directHead))
+        #expect(contentRange(head) == contentRange(directHead))
+        if head.hasPrefix("HTTP/1.1 206") { #expect(body == directBody) }
+        let lines = try Self.nginxLines(marker)
+        #expect(lines.count == 3)  // stored, direct, then the proxy's revalidation
+        #expect(lines.last?.contains("\" 304 ") == true)
+        #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
+        #expect(records.last?.outcome.bytes == (head.hasPrefix("HTTP/1.1 206") ? body.utf8.count : 0))
+    }
+
     @Test("curl -C - resumes a download from a stored response: the file is whole and the server is not asked")
     func resumedDownload() async throws {
         let (proxy, _) = try await Self.proxy(rules: Self.everything)

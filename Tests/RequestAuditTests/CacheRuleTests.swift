@@ -85,6 +85,31 @@ extension InterceptionTests {
         }
 
         @Test(
+            "a byte range of a stored response nginx revalidates with 304 reaches every caller style as nginx's 206 does",
+            arguments: CallerStyle.allCases)
+        func revalidatedByteRange(_ style: CallerStyle) async throws {
+            let audited = try Self.session()
+            let marker = "app-range-revalidated-\(UUID().uuidString)"
+            let url = HTTPBin.url(try nginx + "/no-cache/page.html?\(marker)")
+            var ranged = URLRequest(url: url)
+            ranged.setValue("bytes=5-24", forHTTPHeaderField: "Range")
+            let direct = await style.run(ranged, on: audited.direct)
+            _ = await style.run(URLRequest(url: url), on: audited.session)
+            let part = await style.run(ranged, on: audited.session)
+            let records = try await audited.finish()
+            #expect(direct.status == 206)
+            #expect(part.status == 206)
+            #expect(part.body == direct.body)
+            #expect(part.body?.count == 20)
+            #expect(part.headers["content-range"] == direct.headers["content-range"])
+            let lines = try nginxLines(marker)
+            #expect(lines.count == 3)  // direct, stored, then revalidated
+            #expect(lines.last?.contains("\" 304 ") == true)
+            #expect(records.map(\.outcome.kind) == [.stored, .revalidated])
+            #expect(records.map(\.outcome.bytes) == [219, 20])
+        }
+
+        @Test(
             "a response to revalidate each time: nginx answers 304, every caller style gets the whole stored body",
             arguments: CallerStyle.allCases)
         func revalidated(_ style: CallerStyle) async throws {

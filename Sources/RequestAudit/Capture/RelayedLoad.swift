@@ -34,9 +34,9 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         var storedCredentialUsed: URLCredential?
         /// Where the body is stored, when the response is being stored.
         var writer: CacheEntryWriter?
-        /// The stored response served in place of the server's: one a 304 revalidated
-        /// (`revalidated`), or a stale one in place of an error (`stale`).
-        var servedFromCache: (response: StoredResponse, kind: OutcomeSnapshot.Kind)?
+        /// A stored response served in place of the server's: one a 304 revalidated (`revalidated`),
+        /// or a stale one in place of an error (`stale`), and the bytes of it the caller got.
+        var servedFromCache: (kind: OutcomeSnapshot.Kind, bytes: Int)?
         /// What the recording keeps of this exchange (`AuditorConfiguration.recording`).
         var recorded: RecordedExchange?
         var responseStart: ContinuousClock.Instant?
@@ -150,7 +150,12 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             } else {
                 nil
             }
-        guard let (stored, kind) = replacement, let url = http.url, let served = stored.httpResponse(url: url) else {
+        // The stored response answers the caller's request as a hit does: a byte range gets its part.
+        let answer = replacement.map { $0.0.answer(to: fill.request) }
+        guard let (stored, kind) = replacement, let answer, let url = http.url,
+            let served = HTTPURLResponse(
+                url: url, statusCode: answer.status, httpVersion: "HTTP/1.1", headerFields: answer.headers.joinedFields)
+        else {
             let writer = fill.store(status: http.statusCode, headers: headers)
             state.withLock { $0.writer = writer }
             if recorder != nil { recordHead(http, headers: headers) }
@@ -158,14 +163,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         }
         if recorder != nil { recordHead(served, headers: served.headerList) }
         state.withLock {
-            $0.servedFromCache = (stored, kind)
+            $0.servedFromCache = (kind, answer.body.count)
             $0.response = served
         }
         relay(served)
-        // The stored body, as the server's would have come.
-        var offset = 0
-        while offset < stored.body.length {
-            let chunk = stored.body.chunk(at: offset)
+        // The stored bytes, as the server's would have come.
+        var offset = answer.body.lowerBound
+        while offset < answer.body.upperBound {
+            let chunk = stored.body.chunk(at: offset, maximum: min(64 * 1024, answer.body.upperBound - offset))
             guard !chunk.isEmpty else { break }
             offset += chunk.count
             forwarded(data: Data(chunk), isStored: true)
@@ -391,7 +396,7 @@ extension RelayedLoad {
         switch cache {
         case .filling(let fill):
             defer { fill.finishWithoutStoring() }
-            if let served = ended.servedFromCache { return (served.kind, served.response.head.bodyLength) }
+            if let served = ended.servedFromCache { return (served.kind, served.bytes) }
             guard let writer = ended.writer else { return (nil, nil) }
             guard failure == nil else {
                 writer.abandon()
@@ -442,14 +447,6 @@ extension RelayedLoad {
             .dnsLookupFailed, .badServerResponse, .secureConnectionFailed,
         ]
         return (error as? URLError).map { codes.contains($0.code) } ?? false
-    }
-}
-
-extension StoredResponse {
-    /// The response the caller gets for this stored one, at `url`.
-    func httpResponse(url: URL) -> HTTPURLResponse? {
-        HTTPURLResponse(
-            url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: servedHeaders.joinedFields)
     }
 }
 
