@@ -67,6 +67,20 @@ public final class CacheFill: Sendable {
         Self.errorStatuses.contains(status) ? fallback : nil
     }
 
+    /// What the client gets in place of the server's answer of `status` with `headers`: the stored
+    /// response a 304 to the cache's own condition revalidated (``revalidated(by:)``), or a stale one
+    /// answering an error instead (``fallback(replacing:)``; the fill then ends without storing),
+    /// each as it answers the request looked up (``StoredResponse/answer(to:)``: a byte range gets
+    /// its part). Nil when the server's answer is what the client gets.
+    public func replacement(forStatus status: Int, headers: [RequestSnapshot.Header]) -> CacheReplacement? {
+        if status == 304, let refreshed = revalidated(by: headers) {
+            return CacheReplacement(stored: refreshed, answer: refreshed.answer(to: request), kind: .revalidated)
+        }
+        guard let stale = fallback(replacing: status) else { return nil }
+        finishWithoutStoring()
+        return CacheReplacement(stored: stale, answer: stale.answer(to: request), kind: .stale)
+    }
+
     /// The server's answers a cache takes for the server failing.
     static let errorStatuses: Set<Int> = [500, 502, 503, 504]
 
@@ -241,4 +255,14 @@ public final class CacheEntryWriter: Sendable {
 
     /// Whether the entry is still being written (not committed, abandoned or over the limit).
     public var isOpen: Bool { state.withLock { $0.isOpen } }
+}
+
+/// A stored response the client gets in place of the server's answer (``CacheFill/replacement(forStatus:headers:)``).
+public struct CacheReplacement: Sendable {
+    /// The stored response.
+    public let stored: StoredResponse
+    /// Its answer to the client's request: status, headers and the bytes of the body to send.
+    public let answer: CacheAnswer
+    /// How the exchange is recorded: `revalidated` or `stale`.
+    public let kind: OutcomeSnapshot.Kind
 }

@@ -84,10 +84,11 @@ public enum CacheLookup: Sendable {
 /// cache.lookup(request) { lookup in
 ///     switch lookup {
 ///     case .bypass: … send as usual
-///     case .fresh(let stored): … serve stored.servedHeaders and stored.body
-///     case .send(let fill): … send with fill.conditionalHeaders, then
-///         // fill.revalidated(by:) on a 304, fill.store(status:headers:) on another response,
-///         // fill.fallback when the network fails
+///     case .fresh(let stored): … serve stored.answer(to: request)
+///     case .send(let fill): … send with fill.conditionalHeaders, then serve
+///         // fill.replacement(forStatus:headers:) when there is one (a 304 revalidated, an error
+///         // answered stale), else store with fill.store(status:headers:); fill.fallback when
+///         // the network fails
 ///     }
 /// }
 /// ```
@@ -239,9 +240,19 @@ public final class HTTPCache: Sendable {
         return removed
     }
 
-    /// Drops the stored response to `url`: a request that changes it (POST, PUT, PATCH, DELETE)
+    /// Drops the stored response to `url`: a request that changes it (``changesResource(method:)``)
     /// got a non-error answer (RFC 9111 §4.4).
     public func invalidate(url: String) {
         store.remove(key: CacheStore.key(for: url))
+    }
+
+    /// Whether a request of `method` (POST, PUT, PATCH, DELETE) can change what its URL answers:
+    /// its URL's stored response is dropped once the server answers it without an error, whatever
+    /// rule matched it.
+    public static func changesResource(method: String) -> Bool {
+        switch method {
+        case "POST", "PUT", "PATCH", "DELETE": true
+        default: false
+        }
     }
 }

@@ -39,12 +39,6 @@ extension ProxyHandler {
         )
     }
 
-    /// Whether a request of `method` can change what its URL answers (RFC 9111 §4.4): its stored
-    /// response is dropped once the server answers it without an error.
-    static func changesResource(_ method: HTTPMethod) -> Bool {
-        method == .POST || method == .PUT || method == .DELETE || method == .PATCH
-    }
-
     /// How a looked-up exchange goes to the server: `send` it (given the headers to add), or
     /// `revalidate` a response served stale with a request of the proxy's own, for the fill.
     struct CacheSending {
@@ -121,20 +115,13 @@ extension ProxyHandler {
             return (part, nil)
         case .head(let head):
             let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
-            let replacement: (StoredResponse, OutcomeSnapshot.Kind)?
-            if head.status == .notModified, let refreshed = exchange.fill.revalidated(by: headers) {
-                replacement = (refreshed, .revalidated)
-            } else if let stale = exchange.fill.fallback(replacing: Int(head.status.code)) {
-                exchange.fill.finishWithoutStoring()
-                replacement = (stale, .stale)
-            } else {
-                replacement = nil
-            }
-            if let (stored, kind) = replacement {
-                let answer = stored.answer(to: exchange.fill.request)
-                exchange.kind = kind
-                exchange.bytesFromCache = answer.body.count
-                return (Self.servedHead(answer, replacing: head), StoredBytes(body: stored.body, range: answer.body))
+            if let served = exchange.fill.replacement(forStatus: Int(head.status.code), headers: headers) {
+                exchange.kind = served.kind
+                exchange.bytesFromCache = served.answer.body.count
+                return (
+                    Self.servedHead(served.answer, replacing: head),
+                    StoredBytes(body: served.stored.body, range: served.answer.body)
+                )
             }
             exchange.writer = exchange.fill.store(status: Int(head.status.code), headers: headers)
             if exchange.writer != nil { exchange.kind = .stored }

@@ -335,10 +335,11 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // after a replayed recording missed it (`--on-miss pass`). A request that changes what its
         // URL answers drops the stored response once answered, whatever rule matched it.
         var lookUpFirst: (() -> Void)?
-        if redirected == nil, Self.changesResource(head.method), let cache = configuration.cache {
-            invalidation = (cache, canonical?.string ?? url)
+        let cacheURL = canonical?.string ?? url
+        if redirected == nil, HTTPCache.changesResource(method: head.method.rawValue), let cache = configuration.cache {
+            invalidation = (cache, cacheURL)
         } else if redirected == nil, head.method == .GET || head.method == .HEAD,
-            let (cache, request) = cacheRequest(head, url: canonical?.string ?? url, verdict: decision.verdict)
+            let (cache, request) = cacheRequest(head, url: cacheURL, verdict: decision.verdict)
         {
             let withAdded = { (added: [RequestSnapshot.Header]) -> HTTPRequestHead in
                 var upstreamHead = upstreamHead()

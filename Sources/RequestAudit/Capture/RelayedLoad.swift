@@ -139,22 +139,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
 
     /// Hands the response to the cache: a 304 to the cache's own condition puts the stored response
     /// (its headers refreshed) in its place, and so does an error the cache answers with a stale
-    /// response instead (``CacheFill/fallback(replacing:)``); any other is stored while it is
-    /// relayed, when it may be. The recording keeps what the caller gets.
+    /// response instead, each as it answers the caller's request
+    /// (``CacheFill/replacement(forStatus:headers:)``); any other is stored while it is relayed, when
+    /// it may be. The recording keeps what the caller gets.
     private func fillCache(_ fill: CacheFill, from http: HTTPURLResponse, headers: [RequestSnapshot.Header]) {
-        let replacement: (StoredResponse, OutcomeSnapshot.Kind)? =
-            if http.statusCode == 304, let refreshed = fill.revalidated(by: headers) {
-                (refreshed, .revalidated)
-            } else if let stale = fill.fallback(replacing: http.statusCode) {
-                (stale, .stale)
-            } else {
-                nil
-            }
-        // The stored response answers the caller's request as a hit does: a byte range gets its part.
-        let answer = replacement.map { $0.0.answer(to: fill.request) }
-        guard let (stored, kind) = replacement, let answer, let url = http.url,
+        guard let replacement = fill.replacement(forStatus: http.statusCode, headers: headers), let url = http.url,
             let served = HTTPURLResponse(
-                url: url, statusCode: answer.status, httpVersion: "HTTP/1.1", headerFields: answer.headers.joinedFields)
+                url: url, statusCode: replacement.answer.status, httpVersion: "HTTP/1.1",
+                headerFields: replacement.answer.headers.joinedFields)
         else {
             let writer = fill.store(status: http.statusCode, headers: headers)
             state.withLock { $0.writer = writer }
@@ -163,14 +155,15 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         }
         if recorder != nil { recordHead(served, headers: served.headerList) }
         state.withLock {
-            $0.servedFromCache = (kind, answer.body.count)
+            $0.servedFromCache = (replacement.kind, replacement.answer.body.count)
             $0.response = served
         }
         relay(served)
         // The stored bytes, as the server's would have come.
-        var offset = answer.body.lowerBound
-        while offset < answer.body.upperBound {
-            let chunk = stored.body.chunk(at: offset, maximum: min(64 * 1024, answer.body.upperBound - offset))
+        let (body, range) = (replacement.stored.body, replacement.answer.body)
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let chunk = body.chunk(at: offset, maximum: min(64 * 1024, range.upperBound - offset))
             guard !chunk.isEmpty else { break }
             offset += chunk.count
             forwarded(data: Data(chunk), isStored: true)

@@ -25,10 +25,9 @@ extension RequestInfoProtocol {
     }
 
     /// The URL (canonical) whose stored response this load drops once the server answers it without
-    /// an error: a POST, PUT, PATCH or DELETE changes what its URL answers (RFC 9111 §4.4), whether
-    /// or not a cache rule matches it (cache rules apply to GET and HEAD).
+    /// an error (``HTTPCache/changesResource(method:)``).
     func invalidatedURL() -> String? {
-        guard let method = request.httpMethod?.uppercased(), ["POST", "PUT", "PATCH", "DELETE"].contains(method),
+        guard let method = request.httpMethod?.uppercased(), HTTPCache.changesResource(method: method),
             let url = request.url?.absoluteString
         else { return nil }
         return (try? CanonicalURL(url))?.string ?? url
