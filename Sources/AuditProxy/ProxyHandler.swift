@@ -336,7 +336,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // URL answers drops the stored response once answered, whatever rule matched it.
         var lookUpFirst: (() -> Void)?
         let cacheURL = canonical?.string ?? url
-        if redirected == nil, HTTPCache.changesResource(method: head.method.rawValue), let cache = configuration.cache {
+        if redirected == nil, let cache = configuration.cache, HTTPCache.changesResource(method: head.method.rawValue) {
             invalidation = (cache, cacheURL)
         } else if redirected == nil, head.method == .GET || head.method == .HEAD,
             let (cache, request) = cacheRequest(head, url: cacheURL, verdict: decision.verdict)

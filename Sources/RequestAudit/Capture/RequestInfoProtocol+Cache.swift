@@ -13,23 +13,28 @@ import Foundation
 /// fresh stored response answers it as the server's would (every caller style), and the server's
 /// response is stored as it is relayed.
 extension RequestInfoProtocol {
-    /// The cache's view of this load's request, when a cache rule of `audited` matched it and the
-    /// app keeps a cache.
-    func cacheRequest(_ audited: AuditedRequest, cache: HTTPCache?) -> CacheRequest? {
-        guard cache != nil, let rule = audited.verdict.cacheRule, let settings = rule.cacheSettings,
-            let url = request.url?.absoluteString
-        else { return nil }
+    /// The cache's view of this load's request, when a cache rule of `audited` matched it.
+    func cacheRequest(_ audited: AuditedRequest) -> CacheRequest? {
+        guard let rule = audited.verdict.cacheRule, let settings = rule.cacheSettings, let url = cacheURL() else {
+            return nil
+        }
         return CacheRequest(
-            method: request.httpMethod?.uppercased() ?? "GET", url: (try? CanonicalURL(url))?.string ?? url,
-            headers: request.sortedHeaders, rule: rule.id, settings: settings)
+            method: request.httpMethod?.uppercased() ?? "GET", url: url, headers: request.sortedHeaders, rule: rule.id,
+            settings: settings)
     }
 
-    /// The URL (canonical) whose stored response this load drops once the server answers it without
-    /// an error (``HTTPCache/changesResource(method:)``).
+    /// The URL whose stored response this load drops once the server answers it without an error
+    /// (``HTTPCache/changesResource(method:)``).
     func invalidatedURL() -> String? {
-        guard let method = request.httpMethod?.uppercased(), HTTPCache.changesResource(method: method),
-            let url = request.url?.absoluteString
-        else { return nil }
+        guard let method = request.httpMethod?.uppercased(), HTTPCache.changesResource(method: method) else {
+            return nil
+        }
+        return cacheURL()
+    }
+
+    /// This load's URL as the cache keys it: canonical, or as given when it has no canonical form.
+    private func cacheURL() -> String? {
+        guard let url = request.url?.absoluteString else { return nil }
         return (try? CanonicalURL(url))?.string ?? url
     }
 

@@ -274,7 +274,7 @@ public final class RequestInfoProtocol: URLProtocol {
                 return forward(
                     outgoing, auditor, audited, caller, route, body: body, cache: .invalidating(cache, url: url))
             }
-            guard let lookup = cacheRequest(audited, cache: cache) else {
+            guard let lookup = cacheRequest(audited) else {
                 return forward(outgoing, auditor, audited, caller, route, body: body)
             }
             let this = Reference(self)
