@@ -65,7 +65,16 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     /// `HOST:PORT` split, or a usage error naming the option.
+    ///
+    /// A port alone (`8080`, `:8080`) is refused with the two addresses it may have meant: Go's and Caddy's `:8080`
+    /// means every interface, which for a proxy is an open proxy, so the choice is left to the user.
     static func hostAndPort(_ text: String, option: String = "--listen") throws -> (String, Int) {
+        let portOnly = text.hasPrefix(":") ? text.dropFirst() : Substring(text)
+        if let port = Int(portOnly), (0...65_535).contains(port) {
+            throw ValidationError(
+                "\(option): expected HOST:PORT, got '\(text)' (127.0.0.1:\(port) is this machine only, "
+                    + "0.0.0.0:\(port) every interface)")
+        }
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (0...65_535).contains(port), colon > text.startIndex
         else {

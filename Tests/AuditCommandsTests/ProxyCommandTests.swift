@@ -200,6 +200,19 @@ func nginx() throws -> String {
         #expect(!run.standardError.contains("SocketAddressError"))
     }
 
+    @Test(
+        "audit proxy and audit authz refuse a port alone to listen on and name the two addresses it may mean",
+        arguments: ["proxy", "authz"], ["8080", ":8080"])
+    func listenPortAlone(_ command: String, _ listen: String) throws {
+        let run = try runBinary([command, "--listen", listen])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.hasPrefix(
+                "Error: --listen: expected HOST:PORT, got '\(listen)' "
+                    + "(127.0.0.1:8080 is this machine only, 0.0.0.0:8080 every interface)\n"),
+            "\(run.standardError)")
+    }
+
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
         let (folder, rules) = try recordingPolicyFolder()
