@@ -30,7 +30,13 @@ public struct CacheControl: Sendable, Equatable {
     /// A delta-seconds directive's value (`max-age=60`); nil when absent or not a number. A value
     /// too large for an `Int` is taken as the largest (RFC 9111 §1.2.2).
     public func seconds(_ name: String) -> Int? {
-        guard let text = directives[name], !text.isEmpty, text.allSatisfy(\.isASCIIDigit) else { return nil }
+        directives[name].flatMap(Self.deltaSeconds)
+    }
+
+    /// A delta-seconds value (RFC 9111 §1.2.2: digits only); nil when it is not one. A value too
+    /// large for an `Int` is taken as the largest.
+    static func deltaSeconds(_ text: some StringProtocol) -> Int? {
+        guard !text.isEmpty, text.allSatisfy(\.isASCIIDigit) else { return nil }
         return Int(text) ?? Int(Int32.max)
     }
 

@@ -110,6 +110,7 @@ public final class CacheFill: Sendable {
         }
         var head = stored.head
         head.headers = Freshness.refreshed(head.headers, with: headers)
+        head.ageValue = Freshness.ageValue(in: headers)
         head.requestTime = requestTime
         head.responseTime = cache.clock()
         let isStored = rewrite(head: head, body: stored.body)
@@ -136,7 +137,8 @@ public final class CacheFill: Sendable {
         let head = StoredHead(
             url: request.url, status: status,
             headers: headers.filter { !Freshness.unstoredHeaders.contains($0.name.lowercased()) },
-            requestTime: requestTime, responseTime: cache.clock(), varied: varied, bodyLength: 0, rule: request.rule)
+            requestTime: requestTime, responseTime: cache.clock(), varied: varied,
+            ageValue: Freshness.ageValue(in: headers), bodyLength: 0, rule: request.rule)
         return CacheEntryWriter(
             fill: self, head: head, path: path, descriptor: descriptor,
             maximumBytes: max(1 << 20, cache.maximumBytes / 8))

@@ -67,12 +67,22 @@ struct Freshness {
 
     /// How old `head` is at `now` (RFC 9111 §4.2.3), in seconds.
     static func age(of head: StoredHead, now: Date) -> Double {
-        let ageValue = head.value("age").flatMap { Double($0.trimmingSpaces) } ?? 0
+        let ageValue = Double(head.ageValue)
         let dateValue = head.date ?? head.responseTime
         let apparentAge = max(0, head.responseTime.timeIntervalSince(dateValue))
         let responseDelay = max(0, head.responseTime.timeIntervalSince(head.requestTime))
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
         return correctedInitialAge + max(0, now.timeIntervalSince(head.responseTime))
+    }
+
+    /// The first `Age` header's value in `headers` (RFC 9111 §5.1), 0 when there is none or it is
+    /// not a number of seconds. It is kept apart from the stored headers: the cache serves an `Age`
+    /// of its own.
+    static func ageValue(in headers: [RequestSnapshot.Header]) -> Int {
+        headers.first { $0.name.equalsIgnoringASCIICase("age") }.flatMap {
+            CacheControl.deltaSeconds($0.value.trimmingSpaces)
+        }
+            ?? 0
     }
 
     /// Whether a stale `head` may be served when the origin cannot be reached: always with the

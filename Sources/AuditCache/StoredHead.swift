@@ -24,6 +24,9 @@ public struct StoredHead: Sendable, Codable, Equatable {
     public var responseTime: Date
     /// For each header `Vary` names (lower-case), the request's value (nil when it had none).
     public var varied: [String: String?]
+    /// The `Age` the response came with, in seconds (RFC 9111 §4.2.3 `age_value`): how long it had
+    /// already been kept by caches before this one; 0 without one.
+    public var ageValue: Int
     /// The body's length in bytes.
     public var bodyLength: Int
     /// The id of the cache rule that stored it.
@@ -42,7 +45,7 @@ public struct StoredHead: Sendable, Codable, Equatable {
     /// A head from its parts.
     public init(
         url: String, status: Int, headers: [RequestSnapshot.Header], requestTime: Date, responseTime: Date,
-        varied: [String: String?], bodyLength: Int, rule: String?
+        varied: [String: String?], ageValue: Int = 0, bodyLength: Int, rule: String?
     ) {
         self.url = url
         self.status = status
@@ -50,13 +53,14 @@ public struct StoredHead: Sendable, Codable, Equatable {
         self.requestTime = requestTime
         self.responseTime = responseTime
         self.varied = varied
+        self.ageValue = ageValue
         self.bodyLength = bodyLength
         self.rule = rule
         derive()
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, status, headers, requestTime, responseTime, varied, bodyLength, rule
+        case url, status, headers, requestTime, responseTime, varied, ageValue, bodyLength, rule
     }
 
     /// Reads a head written by ``encode(to:)``.
@@ -69,6 +73,7 @@ public struct StoredHead: Sendable, Codable, Equatable {
             requestTime: try container.decode(Date.self, forKey: .requestTime),
             responseTime: try container.decode(Date.self, forKey: .responseTime),
             varied: try container.decode([String: String?].self, forKey: .varied),
+            ageValue: try container.decodeIfPresent(Int.self, forKey: .ageValue) ?? 0,
             bodyLength: try container.decode(Int.self, forKey: .bodyLength),
             rule: try container.decodeIfPresent(String.self, forKey: .rule))
     }

@@ -124,6 +124,46 @@ extension StoredResponse {
         #expect(again.header("Age") == "50")
     }
 
+    @Test("the Age a response comes with counts toward its age: older than its max-age, it is stale on arrival")
+    func receivedAge() throws {
+        let fixture = try CacheFixture()
+        let young = fixture.request("http://a.test/young")
+        #expect(fixture.fetch(young, headers: [("Cache-Control", "max-age=60"), ("Age", "40")]))
+        fixture.clock.advance(5)
+        #expect(fixture.served(young)?.header("Age") == "45")
+        #expect(fixture.served(young)?.servedHeaders.filter { $0.name.lowercased() == "age" }.count == 1)
+        fixture.clock.advance(20)
+        #expect(fixture.served(young) == nil)
+        let old = fixture.request("http://a.test/old")
+        #expect(fixture.fetch(old, headers: [("Cache-Control", "max-age=60"), ("Age", "100")]))
+        #expect(fixture.served(old) == nil)
+        let unreadable = fixture.request("http://a.test/unreadable")
+        #expect(fixture.fetch(unreadable, headers: [("Cache-Control", "max-age=60"), ("Age", "-5")]))
+        #expect(fixture.served(unreadable)?.header("Age") == "0")
+    }
+
+    @Test("a 304's Age is the refreshed response's age; a 304 without one makes it new")
+    func revalidatedAge() throws {
+        let fixture = try CacheFixture()
+        let request = fixture.request()
+        fixture.fetch(request, headers: [("Cache-Control", "max-age=10"), ("ETag", "\"v1\""), ("Age", "5")])
+        fixture.clock.advance(20)
+        guard case .send(let fill) = fixture.lookup(request) else { Issue.record("expected a send"); return }
+        let refreshed = try #require(
+            fill.revalidated(by: [
+                RequestSnapshot.Header(name: "Cache-Control", value: "max-age=100"),
+                RequestSnapshot.Header(name: "Age", value: "30"),
+            ]))
+        #expect(refreshed.age == 30)
+        fixture.clock.advance(20)
+        guard case .send(let second) = fixture.lookup(fixture.request(headers: [("Cache-Control", "no-cache")])) else {
+            Issue.record("expected a send")
+            return
+        }
+        let renewed = try #require(second.revalidated(by: []))
+        #expect(renewed.age == 0)
+    }
+
     @Test("no-store in the response or the request keeps nothing")
     func noStore() throws {
         let fixture = try CacheFixture()
