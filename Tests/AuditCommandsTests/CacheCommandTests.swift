@@ -199,6 +199,19 @@ import Testing
         #expect(left.count == 3)
     }
 
+    @Test(
+        "--cache-size reads a unit in either case, after a space, as K, KB or KiB, and a number with a fraction",
+        arguments: [("0.5 KiB", 512), ("1.5k", 1_536), ("1000 B", 1_000), ("0.25M", 262_144)])
+    func cacheSizeSpellings(_ size: String, _ bytes: Int) throws {
+        let folder = try TemporaryFolder([:])
+        let proxy = try runBinary(
+            ["proxy", "--listen", "127.0.0.1:0", "--cache-dir", folder.path + "/cache", "--cache-size", size])
+        #expect(proxy.exitCode == 64)
+        #expect(
+            proxy.standardError.contains("cache size must be at least 1 MiB (1048576 bytes), got \(bytes)\n"),
+            "\(proxy.standardError)")
+    }
+
     @Test("audit cache names a folder that is not a cache, and a bad --cache-size, as usage errors")
     func usageErrors() throws {
         let folder = try TemporaryFolder([:])
@@ -208,7 +221,8 @@ import Testing
         let proxy = try runBinary(["proxy", "--cache-size", "lots"])
         #expect(proxy.exitCode == 64)
         #expect(
-            proxy.standardError.contains("--cache-size: expected a size such as 1073741824, 512M or 2G, got 'lots'"))
+            proxy.standardError.contains(
+                "--cache-size: expected a size such as 1073741824, 512M, 1.5G or 2 GiB, got 'lots'"))
         let missing = folder.path + "/missing.har"
         let replay = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--replay", missing])
         #expect(replay.exitCode == 64)
