@@ -15,15 +15,22 @@ public final class CacheFill: Sendable {
     /// validation).
     public let stored: StoredResponse?
     private let cache: HTTPCache
+    /// The URL's key: requests for the URL wait for this fill.
     private let key: String
+    /// The key of ``stored``'s entry (the URL's, or its variant's).
+    private let storedKey: String?
     private let requestTime: Date
     private let isEnded = Locked(false)
 
-    init(cache: HTTPCache, key: String, request: CacheRequest, stored: StoredResponse?, requestTime: Date) {
+    init(
+        cache: HTTPCache, key: String, request: CacheRequest, stored: StoredResponse?, storedKey: String?,
+        requestTime: Date
+    ) {
         self.cache = cache
         self.key = key
         self.request = request
         self.stored = stored
+        self.storedKey = storedKey
         self.requestTime = requestTime
     }
 
@@ -121,9 +128,9 @@ public final class CacheFill: Sendable {
     /// The server answered with `status` and `headers`: a writer to stream the body into when the
     /// response may be stored, nil (and the fill ended) when it may not.
     public func store(status: Int, headers: [RequestSnapshot.Header]) -> CacheEntryWriter? {
-        if status >= 200, status != 304, status < 500, stored != nil {
+        if status >= 200, status != 304, status < 500, let storedKey {
             // A new answer replaces what was stored, whether or not it is stored itself.
-            cache.store.remove(key: key)
+            cache.store.remove(key: storedKey)
         }
         let refusal = cache.freshness.refusal(of: request, status: status, headers: headers)
         guard refusal == nil, let (path, descriptor) = cache.store.makeTemporaryFile() else {
@@ -140,17 +147,17 @@ public final class CacheFill: Sendable {
             requestTime: requestTime, responseTime: cache.clock(), varied: varied,
             ageValue: Freshness.ageValue(in: headers), bodyLength: 0, rule: request.rule)
         return CacheEntryWriter(
-            fill: self, head: head, path: path, descriptor: descriptor,
-            maximumBytes: max(1 << 20, cache.maximumBytes / 8))
+            fill: self, head: head, key: cache.entryKey(urlKey: key, url: request.url, varied: varied), path: path,
+            descriptor: descriptor, maximumBytes: max(1 << 20, cache.maximumBytes / 8))
     }
 
     /// The response is not stored (the exchange failed, or the front-end would not store it).
     public func finishWithoutStoring() { end(isStored: false) }
 
-    func commit(path: String, descriptor: Int32, head: StoredHead, body: [UInt8]?) -> Bool {
+    func commit(path: String, descriptor: Int32, head: StoredHead, key entryKey: String, body: [UInt8]?) -> Bool {
         let isStored = cache.store.commit(
-            path: path, descriptor: descriptor, bodyLength: head.bodyLength, head: head, key: key, now: cache.clock(),
-            body: body)
+            path: path, descriptor: descriptor, bodyLength: head.bodyLength, head: head, key: entryKey,
+            now: cache.clock(), body: body)
         end(isStored: isStored)
         return isStored
     }
@@ -169,7 +176,8 @@ public final class CacheFill: Sendable {
             offset += chunk.count
         }
         return cache.store.commit(
-            path: path, descriptor: descriptor, bodyLength: body.length, head: head, key: key, now: cache.clock(),
+            path: path, descriptor: descriptor, bodyLength: body.length, head: head, key: storedKey ?? key,
+            now: cache.clock(),
             body: body.length <= CacheStore.memoryBodyLimit ? body.readAll() : nil)
     }
 
@@ -192,6 +200,8 @@ public final class CacheEntryWriter: Sendable {
 
     private struct State {
         var head: StoredHead
+        /// The key of the entry it becomes.
+        let key: String
         let path: String
         let descriptor: Int32
         var isOpen = true
@@ -199,10 +209,10 @@ public final class CacheEntryWriter: Sendable {
         var small: [UInt8]? = []
     }
 
-    init(fill: CacheFill, head: StoredHead, path: String, descriptor: Int32, maximumBytes: Int) {
+    init(fill: CacheFill, head: StoredHead, key: String, path: String, descriptor: Int32, maximumBytes: Int) {
         self.fill = fill
         self.maximumBytes = maximumBytes
-        state = Locked(State(head: head, path: path, descriptor: descriptor))
+        state = Locked(State(head: head, key: key, path: path, descriptor: descriptor))
     }
 
     deinit { abandon() }
@@ -231,14 +241,14 @@ public final class CacheEntryWriter: Sendable {
     @discardableResult
     public func commit() -> Bool {
         guard
-            let (path, descriptor, head, small) = state.withLock({
-                state -> (String, Int32, StoredHead, [UInt8]?)? in
+            let (path, descriptor, head, key, small) = state.withLock({
+                state -> (String, Int32, StoredHead, String, [UInt8]?)? in
                 guard state.isOpen else { return nil }
                 state.isOpen = false
-                return (state.path, state.descriptor, state.head, state.small)
+                return (state.path, state.descriptor, state.head, state.key, state.small)
             })
         else { return false }
-        return fill.commit(path: path, descriptor: descriptor, head: head, body: small)
+        return fill.commit(path: path, descriptor: descriptor, head: head, key: key, body: small)
     }
 
     /// The body will not come whole: nothing is stored.

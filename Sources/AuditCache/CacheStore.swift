@@ -5,6 +5,10 @@ import Foundation
 /// The cache's folder: one file per stored response under `entries/`, written under `tmp/` and
 /// renamed into place once whole, bounded in bytes with least-recently-used eviction.
 ///
+/// A URL's entry is named by the URL's digest (``key(for:)``); the other variants of a response
+/// that varies (`Vary`) are named by that key and the digest of the variant's header values
+/// (``variantKey(of:varied:)``).
+///
 /// An entry file is the body, then the head as JSON, then a trailer: the head's length (4 bytes,
 /// big-endian) and the magic `RACACHE1`. A file is served only when its trailer is there and its
 /// length adds up, so a store cut short (a crash, a full disk) is never served: it is either
@@ -24,9 +28,34 @@ final class CacheStore: Sendable {
 
     private struct Index {
         var items: [String: Item] = [:]
+        /// The variant entries kept beside each URL's entry, by the URL's key.
+        var variants: [String: Set<String>] = [:]
         var totalBytes = 0
         /// The bytes of the small bodies held in memory.
         var memoryBytes = 0
+
+        /// Puts `item` in as `key`'s, in place of the one there.
+        mutating func set(_ item: Item, for key: String) {
+            if let old = items.updateValue(item, forKey: key) {
+                totalBytes -= old.size
+                memoryBytes -= old.body?.count ?? 0
+            } else if let urlKey = CacheStore.urlKey(ofVariant: key) {
+                variants[urlKey, default: []].insert(key)
+            }
+            totalBytes += item.size
+            memoryBytes += item.body?.count ?? 0
+        }
+
+        /// Takes `key`'s item out.
+        mutating func remove(_ key: String) {
+            guard let item = items.removeValue(forKey: key) else { return }
+            totalBytes -= item.size
+            memoryBytes -= item.body?.count ?? 0
+            if let urlKey = CacheStore.urlKey(ofVariant: key) {
+                variants[urlKey]?.remove(key)
+                if variants[urlKey]?.isEmpty == true { variants[urlKey] = nil }
+            }
+        }
     }
 
     private struct Item {
@@ -80,8 +109,7 @@ final class CacheStore: Sendable {
             if let lockDescriptor { _ = POSIXFile.lock(lockDescriptor, exclusive: false, wait: true) }
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
                 guard let file = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
-                index.items[name] = Item(file: file.identity, lastUse: file.lastAccess, lastMarked: file.lastAccess)
-                index.totalBytes += file.size
+                index.set(Item(file: file.identity, lastUse: file.lastAccess, lastMarked: file.lastAccess), for: name)
             }
         } catch {
             if let lockDescriptor { POSIXFile.close(lockDescriptor) }
@@ -108,8 +136,30 @@ final class CacheStore: Sendable {
         LogChain.hex(SHA256.hash(Array(url.utf8)))
     }
 
+    /// The file name of a variant of the response to the URL whose key is `urlKey`: that key, `-`,
+    /// and 16 hex digits of the SHA-256 of the variant's values of the headers its `Vary` names.
+    static func variantKey(of urlKey: String, varied: [String: String?]) -> String {
+        var text = ""
+        for (name, value) in varied.sorted(by: { $0.key < $1.key }) {
+            text += name + (value.map { ":" + $0 } ?? "") + "\n"
+        }
+        return urlKey + "-" + LogChain.hex(SHA256.hash(Array(text.utf8))).prefix(16)
+    }
+
+    /// The URL's key of a variant's key; nil for a URL's own key.
+    static func urlKey(ofVariant key: String) -> String? {
+        key.utf8.count == 81 ? String(key.prefix(64)) : nil
+    }
+
     private static func isKey(_ name: String) -> Bool {
-        name.utf8.count == 64 && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+        let bytes = Array(name.utf8)
+        let isHex = { (byte: UInt8) in (byte >= 48 && byte <= 57) || (byte >= 97 && byte <= 102) }
+        switch bytes.count {
+        case 64: return bytes.allSatisfy(isHex)
+        case 81:
+            return bytes[64] == UInt8(ascii: "-") && bytes[..<64].allSatisfy(isHex) && bytes[65...].allSatisfy(isHex)
+        default: return false
+        }
     }
 
     /// The number of entries and their bytes.
@@ -159,18 +209,15 @@ final class CacheStore: Sendable {
         let body = StoredBody(descriptor: descriptor, length: bodyLength)
         let small = bodyLength <= Self.memoryBodyLimit ? body.readAll() : nil
         state.withLock { index in
-            let old = index.items[key]
-            var item = old ?? Item(file: file.identity, lastUse: now ?? Date(), lastMarked: now ?? Date())
-            index.totalBytes += file.size - (old?.size ?? 0)
+            var item = index.items[key] ?? Item(file: file.identity, lastUse: now ?? Date(), lastMarked: now ?? Date())
             item.file = file.identity
             item.head = head
             if item.body == nil, let small, small.count == bodyLength,
                 index.memoryBytes + small.count <= Self.memoryLimit
             {
                 item.body = small
-                index.memoryBytes += small.count
             }
-            index.items[key] = item
+            index.set(item, for: key)
         }
         return (head, body)
     }
@@ -222,15 +269,12 @@ final class CacheStore: Sendable {
             return false
         }
         state.withLock { index in
-            let old = index.items[key]
-            index.totalBytes += file.size - (old?.size ?? 0)
-            index.memoryBytes -= old?.body?.count ?? 0
             var item = Item(file: file.identity, lastUse: now, lastMarked: now, head: head)
-            if let body, body.count <= Self.memoryBodyLimit, index.memoryBytes + body.count <= Self.memoryLimit {
+            let held = index.memoryBytes - (index.items[key]?.body?.count ?? 0)
+            if let body, body.count <= Self.memoryBodyLimit, held + body.count <= Self.memoryLimit {
                 item.body = body
-                index.memoryBytes += body.count
             }
-            index.items[key] = item
+            index.set(item, for: key)
         }
         evictIfNeeded()
         return true
@@ -242,14 +286,18 @@ final class CacheStore: Sendable {
         forget(key)
     }
 
+    /// Removes the variant entries kept beside the entry of the URL whose key is `urlKey`.
+    func removeVariants(of urlKey: String) {
+        let keys = state.withLock { $0.variants[urlKey] ?? [] }
+        for key in keys { remove(key: key) }
+    }
+
     /// Drops `key` from the index: its file is removed, or is gone or no longer `file` (an entry
     /// stored meanwhile in its place, another file, is kept).
     private func forget(_ key: String, ifStill file: POSIXFile.Identity? = nil) {
         state.withLock { index in
             guard let item = index.items[key], file == nil || item.file == file else { return }
-            index.items[key] = nil
-            index.totalBytes -= item.size
-            index.memoryBytes -= item.body?.count ?? 0
+            index.remove(key)
         }
     }
 
@@ -264,11 +312,9 @@ final class CacheStore: Sendable {
         let victims = state.withLock { index -> [String] in
             guard index.totalBytes > maximumBytes else { return [] }
             var victims: [String] = []
-            for (key, item) in index.items.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+            for key in index.items.sorted(by: { $0.value.lastUse < $1.value.lastUse }).map(\.key) {
                 guard index.totalBytes > maximumBytes / 10 * 9 else { break }
-                index.items[key] = nil
-                index.totalBytes -= item.size
-                index.memoryBytes -= item.body?.count ?? 0
+                index.remove(key)
                 victims.append(key)
             }
             return victims

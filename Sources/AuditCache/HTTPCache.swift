@@ -133,7 +133,8 @@ public final class HTTPCache: Sendable {
             return then(.bypass)
         }
         let key = CacheStore.key(for: request.url)
-        let stored = usable(key: key, for: request)
+        let found = usable(for: request, urlKey: key)
+        let stored = found?.stored
         if let stored, isFresh(stored, for: request) { return then(.fresh(stored)) }
         if let stored, acceptsStale(stored, for: request) { return then(.stale(stored)) }
         if request.control.has("only-if-cached") { return then(.unsatisfiable) }
@@ -141,7 +142,9 @@ public final class HTTPCache: Sendable {
             // Served at once; one request at a time revalidates it, none waits for it.
             let fill =
                 claimFill(of: key, orWait: nil)
-                ? CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock()) : nil
+                ? CacheFill(
+                    cache: self, key: key, request: request, stored: stored, storedKey: found?.key,
+                    requestTime: clock()) : nil
             return then(.staleWhileRevalidating(stored, fill))
         }
         // HEAD is answered from a stored GET, never stored itself.
@@ -151,15 +154,46 @@ public final class HTTPCache: Sendable {
             lookup(request, then: then)
         }
         guard claimFill(of: key, orWait: waiter) else { return }
-        then(.send(CacheFill(cache: self, key: key, request: request, stored: stored, requestTime: clock())))
+        then(
+            .send(
+                CacheFill(
+                    cache: self, key: key, request: request, stored: stored, storedKey: found?.key,
+                    requestTime: clock())))
     }
 
-    /// The stored response of `key` if it answers `request` (its `Vary` headers agree).
-    private func usable(key: String, for request: CacheRequest) -> StoredResponse? {
+    /// The stored response that answers `request` (its `Vary` headers agree) and its entry's key: the
+    /// URL's own entry (`urlKey`), or the entry of the request's variant when the URL's own is of
+    /// another.
+    private func usable(for request: CacheRequest, urlKey: String) -> (key: String, stored: StoredResponse)? {
         let now = clock()
-        guard let (head, body) = store.read(key: key, now: now), head.url == request.url else { return nil }
-        for (name, value) in head.varied where request.value(name) != value { return nil }
-        return StoredResponse(head: head, body: body, exactAge: Freshness.age(of: head, now: now))
+        guard let (head, body) = store.read(key: urlKey, now: now), head.url == request.url else { return nil }
+        var key = urlKey
+        var entry = (head: head, body: body)
+        if head.varied.contains(where: { request.value($0.key) != $0.value }) {
+            var varied: [String: String?] = [:]
+            for name in head.varied.keys { varied[name] = .some(request.value(name)) }
+            key = CacheStore.variantKey(of: urlKey, varied: varied)
+            guard let variant = store.read(key: key, now: now), variant.head.url == request.url,
+                variant.head.varied == varied
+            else { return nil }
+            entry = variant
+        }
+        return (
+            key, StoredResponse(head: entry.head, body: entry.body, exactAge: Freshness.age(of: entry.head, now: now))
+        )
+    }
+
+    /// The key of the entry to keep a response to `url` in, whose `Vary` gave `varied` (RFC 9111 §4.1:
+    /// a cache may keep a response for each variant): the URL's own entry (`urlKey`), unless that one
+    /// holds another variant of the same headers, which is kept beside it. A response that varies on
+    /// other headers, or not at all, takes the URL's entry and drops the variants beside it.
+    func entryKey(urlKey: String, url: String, varied: [String: String?]) -> String {
+        guard let current = store.read(key: urlKey, now: nil)?.head, current.url == url else { return urlKey }
+        if !varied.isEmpty, Set(current.varied.keys) == Set(varied.keys) {
+            return current.varied == varied ? urlKey : CacheStore.variantKey(of: urlKey, varied: varied)
+        }
+        store.removeVariants(of: urlKey)
+        return urlKey
     }
 
     private func isFresh(_ stored: StoredResponse, for request: CacheRequest) -> Bool {
@@ -243,7 +277,9 @@ public final class HTTPCache: Sendable {
     /// Drops the stored response to `url`: a request that changes it (``changesResource(method:)``)
     /// got a non-error answer (RFC 9111 §4.4).
     public func invalidate(url: String) {
-        store.remove(key: CacheStore.key(for: url))
+        let key = CacheStore.key(for: url)
+        store.remove(key: key)
+        store.removeVariants(of: key)
     }
 
     /// Whether a request of `method` (POST, PUT, PATCH, DELETE) can change what its URL answers:

@@ -16,6 +16,20 @@ import Testing
         #expect(second.cache.usage.entries == 1)
     }
 
+    @Test("the variants of a response that varies survive a restart")
+    func variantsRestart() throws {
+        let first = try CacheFixture()
+        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
+        first.fetch(first.request(headers: [("Accept-Language", "en")]), headers: varying, body: "hello")
+        first.fetch(first.request(headers: [("Accept-Language", "fr")]), headers: varying, body: "bonjour")
+        let second = try CacheFixture(folder: first.folder)
+        #expect(second.cache.usage.entries == 2)
+        #expect(second.served(second.request(headers: [("Accept-Language", "fr")]))?.text == "bonjour")
+        #expect(second.served(second.request(headers: [("Accept-Language", "en")]))?.text == "hello")
+        second.cache.invalidate(url: "http://a.test/x")
+        #expect(second.cache.usage.entries == 0)
+    }
+
     @Test("the order of use survives a restart: the reopened cache evicts the least recently used entry first")
     func useOrderSurvivesRestart() throws {
         let first = try CacheFixture(maximumBytes: 1 << 20)

@@ -227,6 +227,72 @@ extension StoredResponse {
         #expect(!fixture.fetch(fixture.request(), headers: [("Cache-Control", "max-age=60"), ("Vary", "*")]))
     }
 
+    @Test("each variant of a response that varies is kept: requests alternating between values are all hits")
+    func variants() throws {
+        let fixture = try CacheFixture()
+        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
+        let english = fixture.request(headers: [("Accept-Language", "en")])
+        let french = fixture.request(headers: [("Accept-Language", "fr")])
+        let none = fixture.request()
+        #expect(fixture.fetch(english, headers: varying, body: "hello"))
+        #expect(fixture.fetch(french, headers: varying, body: "bonjour"))
+        #expect(fixture.fetch(none, headers: varying, body: "hi"))
+        for _ in 0..<2 {
+            #expect(fixture.served(english)?.text == "hello")
+            #expect(fixture.served(french)?.text == "bonjour")
+            #expect(fixture.served(none)?.text == "hi")
+        }
+        #expect(fixture.served(fixture.request(headers: [("Accept-Language", "de")])) == nil)
+        #expect(fixture.cache.entries().map(\.url) == Array(repeating: "http://a.test/x", count: 3))
+    }
+
+    @Test("a stale variant is revalidated or replaced in its own entry; the other variants stay as they were")
+    func variantRefreshed() throws {
+        let fixture = try CacheFixture()
+        let english = fixture.request(headers: [("Accept-Language", "en")])
+        let french = fixture.request(headers: [("Accept-Language", "fr")])
+        fixture.fetch(english, headers: [("Cache-Control", "max-age=10"), ("Vary", "Accept-Language")], body: "hello")
+        fixture.fetch(
+            french, headers: [("Cache-Control", "max-age=10"), ("Vary", "Accept-Language"), ("ETag", "\"fr\"")],
+            body: "bonjour")
+        fixture.clock.advance(20)
+        guard case .send(let revalidation) = fixture.lookup(french) else { Issue.record("expected a send"); return }
+        #expect(revalidation.conditionalHeaders == [RequestSnapshot.Header(name: "If-None-Match", value: "\"fr\"")])
+        _ = revalidation.revalidated(by: [RequestSnapshot.Header(name: "Cache-Control", value: "max-age=100")])
+        #expect(fixture.served(french)?.text == "bonjour")
+        guard case .send(let replacement) = fixture.lookup(english) else { Issue.record("expected a send"); return }
+        #expect(replacement.stored?.text == "hello")
+        let writer = try #require(
+            replacement.store(
+                status: 200,
+                headers: [
+                    RequestSnapshot.Header(name: "Cache-Control", value: "max-age=100"),
+                    RequestSnapshot.Header(name: "Vary", value: "Accept-Language"),
+                ]))
+        writer.append(Array("hello again".utf8))
+        #expect(writer.commit())
+        #expect(fixture.served(english)?.text == "hello again")
+        #expect(fixture.served(french)?.text == "bonjour")
+        #expect(fixture.cache.usage.entries == 2)
+    }
+
+    @Test("a URL's variants go with it: a change the server answered, or a response that no longer varies, drops them")
+    func variantsDropped() throws {
+        let fixture = try CacheFixture()
+        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
+        let english = fixture.request(headers: [("Accept-Language", "en")])
+        let french = fixture.request(headers: [("Accept-Language", "fr")])
+        fixture.fetch(english, headers: varying, body: "hello")
+        fixture.fetch(french, headers: varying, body: "bonjour")
+        fixture.cache.invalidate(url: "http://a.test/x")
+        #expect(fixture.cache.usage.entries == 0)
+        fixture.fetch(english, headers: varying, body: "hello")
+        fixture.fetch(french, headers: varying, body: "bonjour")
+        fixture.fetch(fixture.request(headers: [("Accept-Language", "de")]), headers: [("Cache-Control", "max-age=60")])
+        #expect(fixture.cache.usage.entries == 1)
+        #expect(fixture.served(french)?.text == "hello")
+    }
+
     @Test("Expires gives freshness relative to Date; an invalid Expires is already stale")
     func expires() throws {
         let fixture = try CacheFixture()

@@ -167,17 +167,17 @@ import Testing
         #expect(records.last?.outcome.status == 304)
     }
 
-    @Test("Vary: the stored response answers only requests with the same value of the header it names")
+    @Test("Vary: a stored response answers only requests with the same value of the header it names; each is kept")
     func vary() async throws {
         let (proxy, _) = try await Self.proxy(rules: Self.everything)
         let marker = "vary-\(UUID().uuidString)"
         let url = try Servers.httpbin + "/response-headers?Cache-Control=max-age%3D60&Vary=Accept-Language&m=\(marker)"
-        for language in ["en", "en", "fr", "fr"] {
+        for language in ["en", "en", "fr", "fr", "en", "fr"] {
             let run = try runClient("curl", ["-sS", "-x", proxy.address, "-H", "Accept-Language: \(language)", url])
             #expect(run.status == 0)
         }
         let records = try await proxy.finish()
-        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored, .cached])
+        #expect(records.map(\.outcome.kind) == [.stored, .cached, .stored, .cached, .cached, .cached])
         #expect(try Self.httpbinRequests(marker) == 2)
     }
 
