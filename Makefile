@@ -14,16 +14,16 @@ deps:
 			libzstd-dev pkg-config >/dev/null; \
 	fi
 
-## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus, fcgiwrap and caddy (apt-get), Python
+## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus, fcgiwrap, caddy and squid (apt-get), Python
 ## requests, opentelemetry-proto, ada-url and grpcio (pip), and xds-protos (pip, in /opt/request-audit/xds-protos);
 ## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
 test-deps: deps
 	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
 		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/sbin/fcgiwrap ] \
-		|| ! [ -x /usr/bin/caddy ]; then \
-		echo "Installing nginx, openssl, curl, chromium, prometheus, fcgiwrap and caddy with apt-get…"; \
+		|| ! [ -x /usr/bin/caddy ] || ! [ -x /usr/sbin/squid ]; then \
+		echo "Installing nginx, openssl, curl, chromium, prometheus, fcgiwrap, caddy and squid with apt-get…"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx-light openssl curl chromium prometheus \
-			fcgiwrap caddy >/dev/null; \
+			fcgiwrap caddy squid-openssl >/dev/null; \
 	fi
 	@python3 -c "import requests" 2>/dev/null || python3 -m pip install -q --root-user-action=ignore requests
 	@python3 -c "import opentelemetry.proto" 2>/dev/null \
