@@ -19,9 +19,7 @@ import Testing
     @Test("the variants of a response that varies survive a restart")
     func variantsRestart() throws {
         let first = try CacheFixture()
-        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
-        first.fetch(first.request(headers: [("Accept-Language", "en")]), headers: varying, body: "hello")
-        first.fetch(first.request(headers: [("Accept-Language", "fr")]), headers: varying, body: "bonjour")
+        first.fetchEnglishAndFrench()
         let second = try CacheFixture(folder: first.folder)
         #expect(second.cache.usage.entries == 2)
         #expect(second.served(second.request(headers: [("Accept-Language", "fr")]))?.text == "bonjour")

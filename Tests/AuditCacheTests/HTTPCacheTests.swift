@@ -70,6 +70,22 @@ struct CacheFixture {
     }
 }
 
+extension CacheFixture {
+    /// `http://a.test/x` fetched in English ("hello") and in French ("bonjour"), `Vary: Accept-Language`,
+    /// with `max-age` and, for French, `frenchHeaders`; the two requests.
+    @discardableResult
+    func fetchEnglishAndFrench(maxAge: Int = 60, frenchHeaders: [(String, String)] = []) -> (
+        english: CacheRequest, french: CacheRequest
+    ) {
+        let varying = [("Cache-Control", "max-age=\(maxAge)"), ("Vary", "Accept-Language")]
+        let english = request(headers: [("Accept-Language", "en")])
+        let french = request(headers: [("Accept-Language", "fr")])
+        #expect(fetch(english, headers: varying, body: "hello"))
+        #expect(fetch(french, headers: varying + frenchHeaders, body: "bonjour"))
+        return (english, french)
+    }
+}
+
 extension StoredResponse {
     var text: String { String(decoding: body.readAll(), as: UTF8.self) }
     func header(_ name: String) -> String? { servedHeaders.last { $0.name == name }?.value }
@@ -230,13 +246,10 @@ extension StoredResponse {
     @Test("each variant of a response that varies is kept: requests alternating between values are all hits")
     func variants() throws {
         let fixture = try CacheFixture()
-        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
-        let english = fixture.request(headers: [("Accept-Language", "en")])
-        let french = fixture.request(headers: [("Accept-Language", "fr")])
+        let (english, french) = fixture.fetchEnglishAndFrench()
         let none = fixture.request()
-        #expect(fixture.fetch(english, headers: varying, body: "hello"))
-        #expect(fixture.fetch(french, headers: varying, body: "bonjour"))
-        #expect(fixture.fetch(none, headers: varying, body: "hi"))
+        #expect(
+            fixture.fetch(none, headers: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")], body: "hi"))
         for _ in 0..<2 {
             #expect(fixture.served(english)?.text == "hello")
             #expect(fixture.served(french)?.text == "bonjour")
@@ -249,12 +262,7 @@ extension StoredResponse {
     @Test("a stale variant is revalidated or replaced in its own entry; the other variants stay as they were")
     func variantRefreshed() throws {
         let fixture = try CacheFixture()
-        let english = fixture.request(headers: [("Accept-Language", "en")])
-        let french = fixture.request(headers: [("Accept-Language", "fr")])
-        fixture.fetch(english, headers: [("Cache-Control", "max-age=10"), ("Vary", "Accept-Language")], body: "hello")
-        fixture.fetch(
-            french, headers: [("Cache-Control", "max-age=10"), ("Vary", "Accept-Language"), ("ETag", "\"fr\"")],
-            body: "bonjour")
+        let (english, french) = fixture.fetchEnglishAndFrench(maxAge: 10, frenchHeaders: [("ETag", "\"fr\"")])
         fixture.clock.advance(20)
         guard case .send(let revalidation) = fixture.lookup(french) else { Issue.record("expected a send"); return }
         #expect(revalidation.conditionalHeaders == [RequestSnapshot.Header(name: "If-None-Match", value: "\"fr\"")])
@@ -279,18 +287,15 @@ extension StoredResponse {
     @Test("a URL's variants go with it: a change the server answered, or a response that no longer varies, drops them")
     func variantsDropped() throws {
         let fixture = try CacheFixture()
-        let varying = [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")]
-        let english = fixture.request(headers: [("Accept-Language", "en")])
-        let french = fixture.request(headers: [("Accept-Language", "fr")])
-        fixture.fetch(english, headers: varying, body: "hello")
-        fixture.fetch(french, headers: varying, body: "bonjour")
+        fixture.fetchEnglishAndFrench()
         fixture.cache.invalidate(url: "http://a.test/x")
         #expect(fixture.cache.usage.entries == 0)
-        fixture.fetch(english, headers: varying, body: "hello")
-        fixture.fetch(french, headers: varying, body: "bonjour")
-        fixture.fetch(fixture.request(headers: [("Accept-Language", "de")]), headers: [("Cache-Control", "max-age=60")])
+        let (_, french) = fixture.fetchEnglishAndFrench()
+        fixture.fetch(
+            fixture.request(headers: [("Accept-Language", "de")]), headers: [("Cache-Control", "max-age=60")],
+            body: "for everyone")
         #expect(fixture.cache.usage.entries == 1)
-        #expect(fixture.served(french)?.text == "hello")
+        #expect(fixture.served(french)?.text == "for everyone")
     }
 
     @Test("Expires gives freshness relative to Date; an invalid Expires is already stale")
