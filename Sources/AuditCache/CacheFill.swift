@@ -139,8 +139,7 @@ public final class CacheFill: Sendable {
         }
         let names = headers.filter { $0.name.lowercased() == "vary" }.flatMap { $0.value.split(separator: ",") }
             .map { $0.trimmingSpaces.lowercased() }.filter { !$0.isEmpty }
-        var varied: [String: String?] = [:]
-        for name in names { varied[name] = .some(request.value(name)) }
+        let varied = request.values(of: names)
         let head = StoredHead(
             url: request.url, status: status,
             headers: headers.filter { !Freshness.unstoredHeaders.contains($0.name.lowercased()) },

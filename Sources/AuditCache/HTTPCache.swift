@@ -38,6 +38,14 @@ public struct CacheRequest: Sendable {
         return headers.contains { $0.name.lowercased() == "pragma" && $0.value.lowercased().contains("no-cache") }
     }
 
+    /// The request's value of each header of `names` (nil for one it lacks): what a `Vary` naming
+    /// them compares.
+    func values(of names: some Sequence<String>) -> [String: String?] {
+        var values: [String: String?] = [:]
+        for name in names { values[name] = .some(value(name)) }
+        return values
+    }
+
     func value(_ name: String) -> String? {
         // Asked several times a hit, mostly of headers the request does not have: nothing is
         // allocated for those.
@@ -170,8 +178,7 @@ public final class HTTPCache: Sendable {
         var key = urlKey
         var entry = (head: head, body: body)
         if head.varied.contains(where: { request.value($0.key) != $0.value }) {
-            var varied: [String: String?] = [:]
-            for name in head.varied.keys { varied[name] = .some(request.value(name)) }
+            let varied = request.values(of: head.varied.keys)
             key = CacheStore.variantKey(of: urlKey, varied: varied)
             guard let variant = store.read(key: key, now: now), variant.head.url == request.url,
                 variant.head.varied == varied
