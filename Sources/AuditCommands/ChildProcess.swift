@@ -24,6 +24,9 @@ struct ChildProcess {
         let command: String
         let code: Int32
         var description: String { "cannot run '\(command)': \(unsafe String(cString: strerror(code)))" }
+        /// The status a shell exits with for it: 127 when there is no such command, 126 when there
+        /// is one that cannot be run (not executable, a folder, not a program).
+        var exitStatus: Int32 { code == ENOENT ? 127 : 126 }
     }
 
     /// Starts `arguments[0]` (looked up on the `PATH` of `environment`) with `arguments` and

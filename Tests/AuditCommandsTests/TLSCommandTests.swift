@@ -337,6 +337,20 @@ import Testing
     }
 
     @Test(
+        "a command audit run cannot start makes it exit as a shell would: 127 when there is none, 126 when it is no program",
+        arguments: [
+            ("no-such-command-here", Int32(127), "No such file or directory"),
+            ("./policies/p.rules", Int32(126), "Permission denied"),
+            ("./policies", Int32(126), "Permission denied"),
+        ])
+    func runCommandThatCannotStart(_ command: String, status: Int32, reason: String) throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        let run = try folder.run([command])
+        #expect(run.exitCode == status)
+        #expect(run.standardError == "audit run: cannot run '\(command)': \(reason)\n")
+    }
+
+    @Test(
         "audit run takes the command after -- or after its own options, and passes every later argument on, -- and options included",
         arguments: [
             (["--", "printf", "[%s]", "-s", "--", "--log", "x"], "[-s][--][--log][x]"),
