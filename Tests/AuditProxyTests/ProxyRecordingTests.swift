@@ -78,6 +78,21 @@ import Testing
         #expect(user == "ann\n")
     }
 
+    @Test("a recorded JSON body is the server's, byte for byte, but for its secrets: layout and key order kept")
+    func jsonBodyKept() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let secret = "tok-\(UUID().uuidString)"
+        let served = try runClient(
+            "curl", ["-sS", "-x", proxy.address, try Servers.httpbin + "/get?access_token=\(secret)&user=ann"])
+        _ = try await proxy.finish()
+        let text = try Self.python("print(har['log']['entries'][0]['response']['content']['text'], end='')", har: har)
+        #expect(!text.contains(secret))
+        let restored = text.replacing(/REDACTED-[0-9a-f]{8}/, with: secret)
+        #expect(restored == served.output)
+        #expect(
+            served.output.hasPrefix("{\n  \"args\": {\n    \"access_token\": "), "httpbin's layout: \(served.output)")
+    }
+
     @Test("a streamed response keeps its pieces and when each came, as the server paced them")
     func streamedTiming() async throws {
         let (proxy, har) = try await Self.proxy()

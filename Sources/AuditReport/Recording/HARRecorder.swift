@@ -185,74 +185,13 @@ public final class HARRecorder: Sendable {
         }
         let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
         if isText, let text = String(validating: bytes, as: UTF8.self) {
-            content["text"] = Self.isJSON(type) ? redactJSON(text) : text
+            content["text"] = Self.isJSON(type) ? redaction.redact(jsonText: text) : text
         } else {
             content["text"] = Data(bytes).base64EncodedString()
             content["encoding"] = "base64"
         }
         return content
     }
-
-    /// A JSON text with the values of credential-like fields and secret-shaped strings redacted;
-    /// the text unchanged (byte for byte) when it is not JSON or holds nothing to redact.
-    func redactJSON(_ text: String) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-        else { return text }
-        var didRedact = false
-        let redacted = redactJSONValue(object, key: nil, didRedact: &didRedact)
-        guard didRedact,
-            let data = try? JSONSerialization.data(
-                withJSONObject: redacted, options: [.fragmentsAllowed, .withoutEscapingSlashes])
-        else { return text }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    private func redactJSONValue(_ value: Any, key: String?, didRedact: inout Bool) -> Any {
-        switch value {
-        case let dictionary as [String: Any]:
-            var result: [String: Any] = [:]
-            for (name, inner) in dictionary { result[name] = redactJSONValue(inner, key: name, didRedact: &didRedact) }
-            return result
-        case let array as [Any]:
-            return array.map { redactJSONValue($0, key: key, didRedact: &didRedact) }
-        case let string as String:
-            if let key, Self.isCredentialName(key) {
-                didRedact = true
-                return "REDACTED-" + redaction.fingerprint(string)
-            }
-            // A string that holds JSON itself (an echo of a request body) is redacted inside.
-            if let first = string.first, first == "{" || first == "[" {
-                let inner = redactJSON(string)
-                if inner != string {
-                    didRedact = true
-                    return inner
-                }
-            }
-            let redacted = redaction.redact(headerValue: redaction.redact(text: string), name: key ?? "")
-            if redacted != string { didRedact = true }
-            return redacted
-        default:
-            if let key, Self.isCredentialName(key), !(value is NSNull) {
-                didRedact = true
-                return "REDACTED-" + redaction.fingerprint("\(value)")
-            }
-            return value
-        }
-    }
-
-    /// Whether a JSON field of this name holds a credential.
-    static func isCredentialName(_ name: String) -> Bool {
-        let squeezed = name.lowercased().filter { $0 != "_" && $0 != "-" }
-        return credentialNames.contains(squeezed)
-            || ["password", "secret", "token", "apikey", "privatekey", "credential"].contains {
-                squeezed.hasSuffix($0)
-            }
-    }
-
-    private static let credentialNames: Set<String> = [
-        "password", "passwd", "pwd", "secret", "token", "apikey", "accesstoken", "refreshtoken", "idtoken",
-        "clientsecret", "authorization", "auth", "privatekey", "sessionid", "cookie",
-    ]
 
     private static func isJSON(_ type: String) -> Bool {
         let essence =
