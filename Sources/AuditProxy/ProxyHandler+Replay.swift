@@ -89,11 +89,18 @@ extension ProxyHandler {
     private func serveRecorded(_ response: HARReplay.Response, id: UUID, isHead: Bool) {
         guard let context, let (exchange, next) = connection.answerWithoutUpstream(for: id) else { return }
         let speed = configuration.replaySpeed
-        var headers = HTTPHeaders(response.headersForKeptBody.map { ($0.name, $0.value) })
+        // A HEAD response has no body to have been kept decoded: its headers go out as they came.
+        let kept = isHead ? response.endToEndHeaders : response.headersForKeptBody
+        var headers = HTTPHeaders(kept.map { ($0.name, $0.value) })
         let isPaced = speed > 0 && response.chunks.count > 1
         let wasChunked = response.headers.contains { $0.name.lowercased() == "transfer-encoding" }
-        // A stream goes out chunked, as it came; anything else with its length.
-        if !(isPaced && wasChunked) { headers.add(name: "Content-Length", value: String(response.body.count)) }
+        // A HEAD response with the length the server gave it; a stream chunked, as it came; anything
+        // else with its length.
+        if isHead {
+            headers.add(name: "Content-Length", value: response.recordedContentLength ?? "0")
+        } else if !(isPaced && wasChunked) {
+            headers.add(name: "Content-Length", value: String(response.body.count))
+        }
         if !exchange.isClientKeepAlive { headers.add(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status, reasonPhrase: response.statusText)
         context.writeAndFlush(

@@ -113,6 +113,23 @@ import Testing
         #expect(records.map(\.outcome.status) == [200, 200])
     }
 
+    @Test("a HEAD request replays with the head its server gave, the length of the body it has not included")
+    func headReplay() async throws {
+        let page = try Servers.nginx + "/page.html?\(UUID().uuidString)"
+        var recorded = ""
+        let har = try await Self.record { proxy in
+            recorded = try runClient("curl", ["-sS", "-I", "-x", proxy, page]).output
+        }
+        let proxy = try await Self.replaying(har)
+        let replayed = try runClient("curl", ["-sS", "-I", "-x", proxy.address, page]).output
+        let records = try await proxy.finish()
+        let lengths = [recorded, replayed].map { head in
+            head.split(separator: "\r\n").filter { $0.lowercased().hasPrefix("content-length:") }
+        }
+        #expect(lengths == [["Content-Length: 219"], ["Content-Length: 219"]])
+        #expect(records.map(\.outcome.kind) == [.replayed])
+    }
+
     @Test("a stream replays at its recorded pace, and at once with speed 0")
     func pace() async throws {
         let events = try Servers.variable("EVENTS_URL") + "?count=5&interval=200"

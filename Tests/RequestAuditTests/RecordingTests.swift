@@ -214,6 +214,32 @@ extension InterceptionTests {
         }
 
         @Test(
+            "a replayed response is what the caller saw when it was recorded, every header included: HEAD, gzip-coded, chunked",
+            arguments: CallerStyle.allCases)
+        func replayedHeads(_ style: CallerStyle) async throws {
+            let har = Self.newRecordingPath()
+            let nginx = try #require(ProcessInfo.processInfo.environment["NGINX_URL"])
+            var head = URLRequest(url: HTTPBin.url(nginx + "/page.html?\(UUID().uuidString)"))
+            head.httpMethod = "HEAD"
+            let requests = [
+                head, URLRequest(url: HTTPBin.url(.gzip)), URLRequest(url: HTTPBin.url(.streamBytes(9000))),
+            ]
+            let recording = try Self.session(.record(har))
+            var recorded: [Exchange] = []
+            for request in requests { recorded.append(await style.run(request, on: recording.session)) }
+            _ = try await recording.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            var replayed: [Exchange] = []
+            for request in requests { replayed.append(await style.run(request, on: replaying.session)) }
+            let records = try await replaying.finish()
+            #expect(replayed == recorded)
+            #expect(recorded.first?.headers["content-length"] == "219")
+            #expect(recorded.dropFirst().first?.headers["content-encoding"] == "gzip")
+            #expect(recorded.last?.headers["transfer-encoding"] == "chunked")
+            #expect(records.map(\.outcome.kind) == [.replayed, .replayed, .replayed])
+        }
+
+        @Test(
             "a body the app sends gzip-coded is recorded decoded and redacted, and replayed matched on the bytes sent")
         func codedBody() async throws {
             let har = Self.newRecordingPath()

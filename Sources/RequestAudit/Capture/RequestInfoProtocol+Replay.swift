@@ -47,8 +47,10 @@ extension RequestInfoProtocol {
             return true
         }
         if let recorded = found {
+            // Every header as recorded, as Foundation shows a server's (`Content-Length`,
+            // `Transfer-Encoding` and `Connection` included).
             let response = HandlerResponse(
-                status: recorded.status, headers: recorded.endToEndHeaders.joinedFields,
+                status: recorded.status, headers: recorded.headers.joinedFields,
                 body: .stream(Self.paced(recorded, speed: replay.speed)))
             Task { await this.value.deliverStreaming(response, delivery, audited, kind: .replayed, followed: followed) }
             return true
