@@ -78,6 +78,19 @@ import Testing
         #expect(user == "ann\n")
     }
 
+    @Test("a login form's password never reaches the file: a form body is redacted as a URL's query is")
+    func formSecrets() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let secret = "hunter2-\(UUID().uuidString)"
+        _ = try runClient(
+            "curl",
+            ["-sS", "-x", proxy.address, "--data", "user=ann&password=\(secret)", try Servers.httpbin + "/post"])
+        _ = try await proxy.finish()
+        #expect(!(try String(contentsOfFile: har, encoding: .utf8)).contains(secret))
+        let sent = try Self.python("print(har['log']['entries'][0]['request']['postData']['text'])", har: har)
+        #expect(sent.hasPrefix("user=ann&password=REDACTED-"), "\(sent)")
+    }
+
     @Test("a recorded JSON body is the server's, byte for byte, but for its secrets: layout and key order kept")
     func jsonBodyKept() async throws {
         let (proxy, har) = try await Self.proxy()

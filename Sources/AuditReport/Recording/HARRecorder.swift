@@ -11,9 +11,10 @@ import Foundation
 /// the exchange keeps it: decoded, as HAR wants it, unless ``RecordedExchange/contentCoding`` names
 /// a coding it still carries.
 ///
-/// Redaction: header values and URLs as the audit log redacts them, and in JSON bodies (requests
+/// Redaction: header values and URLs as the audit log redacts them; in JSON bodies (requests
 /// and responses) the values of credential-like fields (`password`, `token`, `api_key`,
-/// `client_secret`, …) and secret-shaped strings. Fingerprints use a key kept in the file
+/// `client_secret`, …) and secret-shaped strings; in form bodies the parameters a URL's query
+/// would have redacted. Fingerprints use a key kept in the file
 /// (`log._requestAudit.fingerprintKey`), so one secret has one fingerprint across a recording.
 public final class HARRecorder: Sendable {
     /// The file.
@@ -174,7 +175,7 @@ public final class HARRecorder: Sendable {
         "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
-    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON redacted), or base64 for
+    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON and forms redacted), or base64 for
     /// anything else, control characters other than tab and line ends included (JSON would write
     /// each as six bytes).
     private func content(_ bytes: [UInt8], type: String) -> [String: Any] {
@@ -185,7 +186,7 @@ public final class HARRecorder: Sendable {
         }
         let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
         if isText, let text = String(validating: bytes, as: UTF8.self) {
-            content["text"] = Self.isJSON(type) ? redaction.redact(jsonText: text) : text
+            content["text"] = redacted(text, type: type)
         } else {
             content["text"] = Data(bytes).base64EncodedString()
             content["encoding"] = "base64"
@@ -193,10 +194,14 @@ public final class HARRecorder: Sendable {
         return content
     }
 
-    private static func isJSON(_ type: String) -> Bool {
+    /// A text body of `type` with its secrets redacted: a JSON body's credential fields and
+    /// secret-shaped strings, a form's parameters as a URL's are; any other text as it is.
+    private func redacted(_ text: String, type: String) -> String {
         let essence =
             type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return essence == "application/json" || essence.hasSuffix("+json")
+        if essence == "application/json" || essence.hasSuffix("+json") { return redaction.redact(jsonText: text) }
+        if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
+        return text
     }
 
     private static func value(_ name: String, in headers: [RequestSnapshot.Header]) -> String? {

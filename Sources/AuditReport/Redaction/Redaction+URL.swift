@@ -9,7 +9,22 @@ extension Redaction {
     public func redact(url: String) -> String {
         let bytes = Array(url.utf8)
         let spans = secretSpans(in: bytes)
-        guard !spans.isEmpty else { return url }
+        return spans.isEmpty ? url : hiding(spans, of: bytes)
+    }
+
+    /// A form body (`application/x-www-form-urlencoded`) with its secrets hidden as a URL's query
+    /// parameters are (`password=…`, `client_secret=…`, a token exchange's `code=…`, values of a
+    /// secret's shape); everything else as sent.
+    public func redact(formBody body: String) -> String {
+        let bytes = Array(body.utf8)
+        var spans: [Range<Int>] = []
+        // A form may be a token exchange (`grant_type=authorization_code&code=…`): its code is a secret.
+        findInParameters(bytes, bytes.indices, separator: UInt8(ascii: "&"), into: &spans) { true }
+        return spans.isEmpty ? body : hiding(spans, of: bytes)
+    }
+
+    /// `bytes` with each of `spans` (in order) hidden.
+    private func hiding(_ spans: [Range<Int>], of bytes: [UInt8]) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + 16 * spans.count)
         var position = 0
