@@ -91,6 +91,20 @@ import Testing
         #expect(sent.hasPrefix("user=ann&password=REDACTED-"), "\(sent)")
     }
 
+    @Test("a JSON body sent with a form's type (curl --data without a Content-Type) is redacted as JSON")
+    func jsonSentAsForm() async throws {
+        let (proxy, har) = try await Self.proxy()
+        let secret = "hunter2-\(UUID().uuidString)"
+        _ = try runClient(
+            "curl",
+            ["-sS", "-x", proxy.address, "--data", #"{"password":"\#(secret)"}"#, try Servers.httpbin + "/post"])
+        _ = try await proxy.finish()
+        #expect(!(try String(contentsOfFile: har, encoding: .utf8)).contains(secret))
+        let sent = try Self.python(
+            "d = har['log']['entries'][0]['request']['postData']; print(d['mimeType'], d['text'])", har: har)
+        #expect(sent.hasPrefix(#"application/x-www-form-urlencoded {"password":"REDACTED-"#), "\(sent)")
+    }
+
     @Test("a recorded JSON body is the server's, byte for byte, but for its secrets: layout and key order kept")
     func jsonBodyKept() async throws {
         let (proxy, har) = try await Self.proxy()

@@ -41,6 +41,15 @@ import Testing
         #expect(redaction.redact(jsonText: text) == expected)
     }
 
+    @Test("a field name that holds JSON (a form field made of a JSON body) is redacted inside; other names stay")
+    func jsonInsideAName() {
+        let text = #"{"form": {"{\"password\":\"hunter2\"}": "", "password": "x"}}"#
+        let expected =
+            #"{"form": {"{\"password\":\"REDACTED-\#(redaction.fingerprint("hunter2"))\"}": "", "#
+            + #""password": "REDACTED-\#(redaction.fingerprint("x"))"}}"#
+        #expect(redaction.redact(jsonText: text) == expected)
+    }
+
     @Test("a secret-shaped string is redacted under any key, as the log redacts it")
     func secretShapedValue() {
         let jwt =

@@ -195,11 +195,17 @@ public final class HARRecorder: Sendable {
     }
 
     /// A text body of `type` with its secrets redacted: a JSON body's credential fields and
-    /// secret-shaped strings, a form's parameters as a URL's are; any other text as it is.
+    /// secret-shaped strings, a form's parameters as a URL's are; any other text as it is. A body
+    /// that opens as JSON does is read as JSON whatever its type says (`curl --data '{…}'` calls
+    /// it a form).
     private func redacted(_ text: String, type: String) -> String {
         let essence =
             type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        if essence == "application/json" || essence.hasSuffix("+json") { return redaction.redact(jsonText: text) }
+        let opening = text.utf8.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+        let opensAsJSON = opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[")
+        if opensAsJSON || essence == "application/json" || essence.hasSuffix("+json") {
+            return redaction.redact(jsonText: text)
+        }
         if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
         return text
     }

@@ -86,11 +86,20 @@ private struct JSONRedactionScanner {
                     copyByte()
                     continue
                 }
-                let name = try stringLiteral()
-                output.append(contentsOf: bytes[name])
+                let literal = try stringLiteral()
+                let name = Self.string(bytes[literal])
+                // A name that holds JSON (a form field a server made of a JSON body) is redacted inside.
+                if let first = name.first, first == "{" || first == "[",
+                    case let inner = redaction.redact(jsonText: name),
+                    inner != name
+                {
+                    append(literalOf: inner)
+                } else {
+                    output.append(contentsOf: bytes[literal])
+                }
                 guard try nextAfterWhitespace() == UInt8(ascii: ":") else { throw Unreadable() }
                 copyByte()
-                try copyValue(key: Self.string(bytes[name]))
+                try copyValue(key: name)
             }
             try copyClosing()
         case UInt8(ascii: "["):
