@@ -13,8 +13,8 @@ import Foundation
 ///
 /// Redaction: header values and URLs as the audit log redacts them; in JSON bodies (requests
 /// and responses) the values of credential-like fields (`password`, `token`, `api_key`,
-/// `client_secret`, …) and secret-shaped strings; in form bodies the parameters a URL's query
-/// would have redacted. Fingerprints use a key kept in the file
+/// `client_secret`, …) and secret-shaped strings; in form bodies (URL-encoded and multipart) the
+/// parameters a URL's query would have redacted. Fingerprints use a key kept in the file
 /// (`log._requestAudit.fingerprintKey`), so one secret has one fingerprint across a recording.
 public final class HARRecorder: Sendable {
     /// The file.
@@ -175,15 +175,20 @@ public final class HARRecorder: Sendable {
         "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
-    /// A HAR `content` object for `bytes` of `type`: UTF-8 text (JSON and forms redacted), or base64 for
+    /// A HAR `content` object for `body` of `type`: UTF-8 text (JSON and forms redacted), or base64 for
     /// anything else, control characters other than tab and line ends included (JSON would write
     /// each as six bytes).
-    private func content(_ bytes: [UInt8], type: String) -> [String: Any] {
-        var content: [String: Any] = ["size": bytes.count, "mimeType": type]
-        guard !bytes.isEmpty else {
+    private func content(_ body: [UInt8], type: String) -> [String: Any] {
+        var content: [String: Any] = ["size": body.count, "mimeType": type]
+        guard !body.isEmpty else {
             content["text"] = ""
             return content
         }
+        // A multipart form's fields are redacted in its bytes: its files may make it base64.
+        let bytes =
+            Self.essence(of: type) == "multipart/form-data"
+            ? Redaction.multipartBoundary(of: type).map { redaction.redact(multipartBody: body, boundary: $0) } ?? body
+            : body
         let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
         if isText, let text = String(validating: bytes, as: UTF8.self) {
             content["text"] = redacted(text, type: type)
@@ -199,8 +204,7 @@ public final class HARRecorder: Sendable {
     /// that opens as JSON does is read as JSON whatever its type says (`curl --data '{…}'` calls
     /// it a form).
     private func redacted(_ text: String, type: String) -> String {
-        let essence =
-            type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let essence = Self.essence(of: type)
         let opening = text.utf8.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
         let opensAsJSON = opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[")
         if opensAsJSON || essence == "application/json" || essence.hasSuffix("+json") {
@@ -208,6 +212,11 @@ public final class HARRecorder: Sendable {
         }
         if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
         return text
+    }
+
+    /// A content type's type and subtype, lower-cased, without parameters.
+    private static func essence(of type: String) -> String {
+        type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
     }
 
     private static func value(_ name: String, in headers: [RequestSnapshot.Header]) -> String? {

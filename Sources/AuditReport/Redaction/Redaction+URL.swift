@@ -9,7 +9,7 @@ extension Redaction {
     public func redact(url: String) -> String {
         let bytes = Array(url.utf8)
         let spans = secretSpans(in: bytes)
-        return spans.isEmpty ? url : hiding(spans, of: bytes)
+        return spans.isEmpty ? url : String(decoding: hiding(spans, of: bytes), as: UTF8.self)
     }
 
     /// A form body (`application/x-www-form-urlencoded`) with its secrets hidden as a URL's query
@@ -20,11 +20,11 @@ extension Redaction {
         var spans: [Range<Int>] = []
         // A form may be a token exchange (`grant_type=authorization_code&code=…`): its code is a secret.
         findInParameters(bytes, bytes.indices, separator: UInt8(ascii: "&"), into: &spans) { true }
-        return spans.isEmpty ? body : hiding(spans, of: bytes)
+        return spans.isEmpty ? body : String(decoding: hiding(spans, of: bytes), as: UTF8.self)
     }
 
     /// `bytes` with each of `spans` (in order) hidden.
-    private func hiding(_ spans: [Range<Int>], of bytes: [UInt8]) -> String {
+    func hiding(_ spans: [Range<Int>], of bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + 16 * spans.count)
         var position = 0
@@ -34,7 +34,7 @@ extension Redaction {
             position = span.upperBound
         }
         output += bytes[position...]
-        return String(decoding: output, as: UTF8.self)
+        return output
     }
 
     typealias Bytes = ArraySlice<UInt8>
@@ -129,7 +129,7 @@ extension Redaction {
         }
     }
 
-    private func isSecretParameter(_ name: Bytes, _ value: Bytes, _ isOAuthContext: () -> Bool) -> Bool {
+    func isSecretParameter(_ name: Bytes, _ value: Bytes, _ isOAuthContext: () -> Bool) -> Bool {
         if SecretShapes.hasKnownFormat(value, shapes: shapes) { return true }
         guard name.count <= 64, name.count >= 2 else { return false }
         let isRandom = shapes.contains(.highEntropy) && SecretShapes.isHighEntropy(value, minimumLength: 16)
