@@ -69,7 +69,9 @@ public final class HARReplay: Sendable {
     private let redaction: Redaction
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
-    private let omitted: Set<String>
+    /// Why the recording holds no response body for them: the request of each entry whose body is
+    /// not in the file, by method and URL (as matched).
+    private let omitted: [String: String]
     /// For the method and URL (as matched) of each entry with a response, the sizes of the request
     /// bodies that can match one.
     private let matchingBodies: [String: MatchingBodies]
@@ -128,7 +130,7 @@ public final class HARReplay: Sendable {
         }
         self.redaction = redaction
         var queues: [String: Queue] = [:]
-        var omitted: Set<String> = []
+        var omitted: [String: String] = [:]
         var matchingBodies: [String: MatchingBodies] = [:]
         var problems: [String] = []
         for (index, entry) in entries.enumerated() {
@@ -141,8 +143,8 @@ public final class HARReplay: Sendable {
                 continue
             }
             let (method, url) = (valid.method.uppercased(), Self.withoutIgnored(valid.url, parameters))
-            if (valid.response["content"] as? [String: Any])?["_bodyOmitted"] as? Bool == true {
-                omitted.insert(method + " " + url)
+            if let reason = Self.omission(of: valid.response) {
+                omitted[method + " " + url] = reason
                 continue
             }
             let (digest, size) = Self.bodyDigestAndSize(valid.request)
@@ -213,8 +215,21 @@ public final class HARReplay: Sendable {
     /// matches it.
     public func missMessage(method: String, url: String) -> String {
         let message = "no recorded response matches \(method) \(url) in the recording \(path)"
-        guard omitted.contains(method.uppercased() + " " + matchedURL(url)) else { return message }
-        return message + " (it holds that request without its response body, larger than the recording kept)"
+        guard let reason = omitted[method.uppercased() + " " + matchedURL(url)] else { return message }
+        return message + " (it holds that request without its response body, \(reason))"
+    }
+
+    /// Why `response` has no body to replay, nil when it has one (an empty one included): its body
+    /// was larger than the recording kept (`_bodyOmitted`), or the tool that wrote the file left
+    /// out a body of some bytes (no `content.text`, as a browser does for a body it did not keep).
+    /// A redirect's missing body is no loss: it replays without one.
+    private static func omission(of response: [String: Any]) -> String? {
+        let content = response["content"] as? [String: Any]
+        if content?["_bodyOmitted"] as? Bool == true { return "larger than the recording kept" }
+        guard content?["text"] == nil, let size = content?["size"] as? Int, size > 0,
+            let status = response["status"] as? Int, !(300..<400).contains(status)
+        else { return nil }
+        return "which the file does not hold (\(size) bytes)"
     }
 
     /// The sizes of the request bodies of `method` to `url` that a recorded response matches; nil
