@@ -33,6 +33,6 @@ public struct AuthzAnswer: Sendable, Equatable {
 
     /// The value of the header `name` (any case), if it has one.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        headers.value(named: name)
     }
 }

@@ -93,11 +93,11 @@ extension ProxyHandler {
         let kept = isHead ? response.endToEndHeaders : response.headersForKeptBody
         var headers = HTTPHeaders(kept.map { ($0.name, $0.value) })
         let isPaced = speed > 0 && response.chunks.count > 1
-        let wasChunked = response.headers.contains { $0.name.lowercased() == "transfer-encoding" }
+        let wasChunked = response.headers.value(named: "transfer-encoding") != nil
         // A HEAD response with the length the server gave it; a stream chunked, as it came; anything
         // else with its length.
         if isHead {
-            headers.add(name: "Content-Length", value: response.recordedContentLength ?? "0")
+            headers.add(name: "Content-Length", value: response.headers.value(named: "content-length") ?? "0")
         } else if !(isPaced && wasChunked) {
             headers.add(name: "Content-Length", value: String(response.body.count))
         }

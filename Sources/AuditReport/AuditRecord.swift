@@ -283,4 +283,10 @@ extension [RequestSnapshot.Header] {
         }
         return fields
     }
+
+    /// The value of the first header named `name` (compared without case); nil when there is none.
+    public func value(named name: String) -> String? {
+        let lowered = name.lowercased()
+        return first { $0.name.lowercased() == lowered }?.value
+    }
 }

@@ -123,7 +123,7 @@ public final class HARRecorder: Sendable {
             "bodySize": exchange.requestBodyBytes,
         ]
         if exchange.requestBody != nil || exchange.isRequestBodyOmitted {
-            let type = Self.value("content-type", in: exchange.requestHeaders) ?? "application/octet-stream"
+            let type = exchange.requestHeaders.value(named: "content-type") ?? "application/octet-stream"
             var postData: [String: Any] =
                 exchange.requestBody.map { content($0, type: type) }
                 ?? ["text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes)]
@@ -134,12 +134,12 @@ public final class HARRecorder: Sendable {
             request["_bodySHA256"] = exchange.requestBodySHA256.hexString
         }
         if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
-        let type = Self.value("content-type", in: exchange.responseHeaders) ?? ""
+        let type = exchange.responseHeaders.value(named: "content-type") ?? ""
         var response: [String: Any] = [
             "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
             "cookies": [Any](), "headers": responseHeaders.map { ["name": $0.name, "value": $0.value] },
             "content": responseContent(body, type: type, exchange: exchange),
-            "redirectURL": Self.value("location", in: exchange.responseHeaders).map(redaction.redact(url:)) ?? "",
+            "redirectURL": exchange.responseHeaders.value(named: "location").map(redaction.redact(url:)) ?? "",
             "headersSize": -1, "bodySize": exchange.omittedBodyBytes ?? exchange.transferredBodyBytes ?? body.count,
         ]
         if exchange.chunks.count > 1 {
@@ -205,9 +205,7 @@ public final class HARRecorder: Sendable {
     /// it a form).
     private func redacted(_ text: String, type: String) -> String {
         let essence = Self.essence(of: type)
-        let opening = text.utf8.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
-        let opensAsJSON = opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[")
-        if opensAsJSON || essence == "application/json" || essence.hasSuffix("+json") {
+        if Redaction.opensAsJSON(text) || essence == "application/json" || essence.hasSuffix("+json") {
             return redaction.redact(jsonText: text)
         }
         if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
@@ -217,10 +215,6 @@ public final class HARRecorder: Sendable {
     /// A content type's type and subtype, lower-cased, without parameters.
     private static func essence(of type: String) -> String {
         type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-    }
-
-    private static func value(_ name: String, in headers: [RequestSnapshot.Header]) -> String? {
-        headers.first { $0.name.lowercased() == name }?.value
     }
 
     private static func query(of url: String) -> [[String: String]] {

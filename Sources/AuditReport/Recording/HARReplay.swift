@@ -36,12 +36,6 @@ public final class HARReplay: Sendable {
             return endToEndHeaders.filter { $0.name.lowercased() != "content-encoding" }
         }
 
-        /// The `Content-Length` the response came with, nil when it came without one: a HEAD
-        /// response's says how long the body it has not is.
-        public var recordedContentLength: String? {
-            headers.first { $0.name.lowercased() == "content-length" }?.value
-        }
-
         /// The headers without those of the recorded connection's framing (`Connection`,
         /// `Keep-Alive`, `Transfer-Encoding`, `Content-Length`): the replaying front-end frames the
         /// body itself.

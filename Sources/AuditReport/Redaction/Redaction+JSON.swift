@@ -21,6 +21,12 @@ extension Redaction {
         return String(decoding: scanner.output, as: UTF8.self)
     }
 
+    /// Whether `text` opens as a JSON object or array does, after any whitespace.
+    static func opensAsJSON(_ text: String) -> Bool {
+        let opening = text.utf8.first { !JSONRedactionScanner.isWhitespace($0) }
+        return opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[")
+    }
+
     /// Whether a JSON field of this name holds a credential.
     static func isCredentialField(_ name: String) -> Bool {
         let squeezed = name.lowercased().filter { $0 != "_" && $0 != "-" }
@@ -38,7 +44,7 @@ extension Redaction {
     /// What a JSON string value becomes, nil when it stays as it is.
     fileprivate func redacted(jsonString string: String, key: String?) -> String? {
         if let key, Self.isCredentialField(key) { return "REDACTED-" + fingerprint(string) }
-        if let first = string.first, first == "{" || first == "[" {
+        if Self.opensAsJSON(string) {
             let inner = redact(jsonText: string)
             if inner != string { return inner }
         }
@@ -89,7 +95,7 @@ private struct JSONRedactionScanner {
                 let literal = try stringLiteral()
                 let name = Self.string(bytes[literal])
                 // A name that holds JSON (a form field a server made of a JSON body) is redacted inside.
-                if let first = name.first, first == "{" || first == "[",
+                if Redaction.opensAsJSON(name),
                     case let inner = redaction.redact(jsonText: name),
                     inner != name
                 {
@@ -191,7 +197,7 @@ private struct JSONRedactionScanner {
         return decoded as? String ?? String(decoding: inner, as: UTF8.self)
     }
 
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
+    static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 

@@ -8,16 +8,16 @@ extension Redaction {
         guard !boundary.isEmpty else { return body }
         var starts: [Int] = []
         var index = 0
-        while let found = Self.firstIndex(of: delimiter, in: body, from: index) {
-            starts.append(found)
-            index = found + delimiter.count
+        while let found = body[index...].firstRange(of: delimiter) {
+            starts.append(found.lowerBound)
+            index = found.upperBound
         }
         var spans: [Range<Int>] = []
         for (start, next) in zip(starts, starts.dropFirst()) {
             // A part: its delimiter's line, headers, a blank line, the value, CRLF before the next delimiter.
             let partStart = start + delimiter.count
             let valueEnd = next >= 2 && body[(next - 2)..<next].elementsEqual([0x0D, 0x0A]) ? next - 2 : next
-            guard let headerEnd = Self.firstIndex(of: [0x0D, 0x0A, 0x0D, 0x0A], in: body, from: partStart),
+            guard let headerEnd = body[partStart..<next].firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A])?.lowerBound,
                 headerEnd + 4 <= valueEnd,
                 let name = Self.fieldName(in: body[partStart..<headerEnd])
             else { continue }
@@ -56,17 +56,6 @@ extension Redaction {
             let isQuoted = lowered[range].hasSuffix("\"")
             let end = rest.firstIndex(where: { isQuoted ? $0 == "\"" : $0 == ";" || $0 == " " }) ?? rest.endIndex
             return String(rest[..<end])
-        }
-        return nil
-    }
-
-    /// Where `needle` first occurs in `bytes` at or after `start`.
-    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
-        guard let first = needle.first, bytes.count >= needle.count else { return nil }
-        var index = start
-        while index <= bytes.count - needle.count {
-            if bytes[index] == first, bytes[index..<(index + needle.count)].elementsEqual(needle) { return index }
-            index += 1
         }
         return nil
     }

@@ -77,7 +77,7 @@ extension RequestInfoProtocol {
         var followed: [URL] = []
         while let response = recording.response(method: method, url: url, bodySHA256: bodySHA256) {
             guard [301, 302, 303, 307, 308].contains(response.status), followed.count < 20,
-                let location = response.headers.first(where: { $0.name.lowercased() == "location" })?.value,
+                let location = response.headers.value(named: "location"),
                 let next = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
                 next.scheme == "http" || next.scheme == "https"
             else { return (response, followed, (method, url), nil) }
