@@ -239,6 +239,25 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.replayed, .replayed, .replayed])
         }
 
+        @Test("a form an app posts without a Content-Type (Foundation sends it as a form) has its password redacted")
+        func untypedForm() async throws {
+            let har = Self.newRecordingPath()
+            let secret = "hunter2-\(UUID().uuidString)"
+            var post = URLRequest(url: HTTPBin.url(.post))
+            post.httpMethod = "POST"
+            post.httpBody = Data("user=ann&password=\(secret)".utf8)
+            let recording = try Self.session(.record(har))
+            let sent = await CallerStyle.completionHandler.run(post, on: recording.session)
+            _ = try await recording.finish()
+            // httpbin read it as a form: Foundation sent it as one.
+            let echo = try JSONSerialization.jsonObject(with: try #require(sent.body)) as? [String: Any]
+            #expect((echo?["form"] as? [String: Any])?["user"] as? String == "ann")
+            #expect(!(try String(contentsOfFile: har, encoding: .utf8)).contains(secret))
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
+            let text = try #require((request["postData"] as? [String: Any])?["text"] as? String)
+            #expect(text.hasPrefix("user=ann&password=REDACTED-"), "\(text)")
+        }
+
         @Test(
             "a body the app sends gzip-coded is recorded decoded and redacted, and replayed matched on the bytes sent")
         func codedBody() async throws {

@@ -123,9 +123,11 @@ public final class HARRecorder: Sendable {
             "bodySize": exchange.requestBodyBytes,
         ]
         if exchange.requestBody != nil || exchange.isRequestBodyOmitted {
-            let type = exchange.requestHeaders.value(named: "content-type") ?? "application/octet-stream"
+            let declared = exchange.requestHeaders.value(named: "content-type")
+            let type = declared ?? "application/octet-stream"
+            // A body without a type is redacted as the form Foundation and curl send it as.
             var postData: [String: Any] =
-                exchange.requestBody.map { content($0, type: type) }
+                exchange.requestBody.map { content($0, type: type, redactedAs: declared ?? Self.untypedBodyType) }
                 ?? ["text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes)]
             postData["mimeType"] = type
             postData.removeValue(forKey: "size")
@@ -175,10 +177,11 @@ public final class HARRecorder: Sendable {
         "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
-    /// A HAR `content` object for `body` of `type`: UTF-8 text (JSON and forms redacted), or base64 for
+    /// A HAR `content` object for `body` of `type` (redacted as one of `redactionType`, `type` when nil):
+    /// UTF-8 text (JSON and forms redacted), or base64 for
     /// anything else, control characters other than tab and line ends included (JSON would write
     /// each as six bytes).
-    private func content(_ body: [UInt8], type: String) -> [String: Any] {
+    private func content(_ body: [UInt8], type: String, redactedAs redactionType: String? = nil) -> [String: Any] {
         var content: [String: Any] = ["size": body.count, "mimeType": type]
         guard !body.isEmpty else {
             content["text"] = ""
@@ -191,7 +194,7 @@ public final class HARRecorder: Sendable {
             : body
         let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
         if isText, let text = String(validating: bytes, as: UTF8.self) {
-            content["text"] = redacted(text, type: type)
+            content["text"] = redacted(text, type: redactionType ?? type)
         } else {
             content["text"] = Data(bytes).base64EncodedString()
             content["encoding"] = "base64"
@@ -211,6 +214,9 @@ public final class HARRecorder: Sendable {
         if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
         return text
     }
+
+    /// The type a request body without one goes out as from Foundation and curl (libcurl's).
+    private static let untypedBodyType = "application/x-www-form-urlencoded"
 
     /// A content type's type and subtype, lower-cased, without parameters.
     private static func essence(of type: String) -> String {
