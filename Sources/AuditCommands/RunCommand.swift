@@ -77,14 +77,10 @@
             let status: Int32
             do {
                 status = try await runChild(proxyURL: "http://127.0.0.1:\(proxy.port ?? 0)", ca: interception?.1)
-            } catch let error as ChildProcess.SpawnError {
-                await proxy.stop()
-                CommandOutput.errorLine("audit run: \(error)")
-                throw ExitCode(error.exitStatus)
             } catch {
                 await proxy.stop()
                 CommandOutput.errorLine("audit run: \(error)")
-                throw ExitCode.failure
+                throw ExitCode((error as? ChildProcess.SpawnError)?.exitStatus ?? ExitCode.failure.rawValue)
             }
             await proxy.stop()
             CommandOutput.errorLine(Self.summary(pipeline.statistics, policy: policy, log: log))

@@ -177,24 +177,19 @@ public final class HARRecorder: Sendable {
         "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
-    /// A HAR `content` object for `body` of `type` (redacted as one of `redactionType`, `type` when nil):
-    /// UTF-8 text (JSON and forms redacted), or base64 for
-    /// anything else, control characters other than tab and line ends included (JSON would write
-    /// each as six bytes).
+    /// A HAR `content` object for `body` of `type`, redacted as a body of `redactionType` (`type`
+    /// when nil): UTF-8 text, or base64 for anything else, control characters other than tab and
+    /// line ends included (JSON would write each as six bytes).
     private func content(_ body: [UInt8], type: String, redactedAs redactionType: String? = nil) -> [String: Any] {
         var content: [String: Any] = ["size": body.count, "mimeType": type]
         guard !body.isEmpty else {
             content["text"] = ""
             return content
         }
-        // A multipart form's fields are redacted in its bytes: its files may make it base64.
-        let bytes =
-            Self.essence(of: type) == "multipart/form-data"
-            ? Redaction.multipartBoundary(of: type).map { redaction.redact(multipartBody: body, boundary: $0) } ?? body
-            : body
+        let bytes = redacted(body, type: redactionType ?? type)
         let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
         if isText, let text = String(validating: bytes, as: UTF8.self) {
-            content["text"] = redacted(text, type: redactionType ?? type)
+            content["text"] = text
         } else {
             content["text"] = Data(bytes).base64EncodedString()
             content["encoding"] = "base64"
@@ -202,17 +197,21 @@ public final class HARRecorder: Sendable {
         return content
     }
 
-    /// A text body of `type` with its secrets redacted: a JSON body's credential fields and
-    /// secret-shaped strings, a form's parameters as a URL's are; any other text as it is. A body
-    /// that opens as JSON does is read as JSON whatever its type says (`curl --data '{…}'` calls
-    /// it a form).
-    private func redacted(_ text: String, type: String) -> String {
+    /// A body of `type` with its secrets redacted, before it is written as text or base64: a
+    /// multipart form's fields in its bytes (its files may be any bytes), a JSON body's credential
+    /// fields and secret-shaped strings, a URL-encoded form's parameters as a URL's are; any other
+    /// body as it is. A body that opens as JSON does is read as JSON whatever its type says (`curl
+    /// --data '{…}'` calls it a form).
+    private func redacted(_ body: [UInt8], type: String) -> [UInt8] {
         let essence = Self.essence(of: type)
-        if Redaction.opensAsJSON(text) || essence == "application/json" || essence.hasSuffix("+json") {
-            return redaction.redact(jsonText: text)
+        if essence == "multipart/form-data", let boundary = Redaction.multipartBoundary(of: type) {
+            return redaction.redact(multipartBody: body, boundary: boundary)
         }
-        if essence == "application/x-www-form-urlencoded" { return redaction.redact(formBody: text) }
-        return text
+        let isJSON = Redaction.opensAsJSON(body) || essence == "application/json" || essence.hasSuffix("+json")
+        guard isJSON || essence == "application/x-www-form-urlencoded",
+            let text = String(validating: body, as: UTF8.self)
+        else { return body }
+        return Array((isJSON ? redaction.redact(jsonText: text) : redaction.redact(formBody: text)).utf8)
     }
 
     /// The type a request body without one goes out as from Foundation and curl (libcurl's).

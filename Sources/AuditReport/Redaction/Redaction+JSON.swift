@@ -21,9 +21,9 @@ extension Redaction {
         return String(decoding: scanner.output, as: UTF8.self)
     }
 
-    /// Whether `text` opens as a JSON object or array does, after any whitespace.
-    static func opensAsJSON(_ text: String) -> Bool {
-        let opening = text.utf8.first { !JSONRedactionScanner.isWhitespace($0) }
+    /// Whether the UTF-8 bytes `text` open as a JSON object or array does, after any whitespace.
+    static func opensAsJSON(_ text: some Sequence<UInt8>) -> Bool {
+        let opening = text.first { !JSONRedactionScanner.isWhitespace($0) }
         return opening == UInt8(ascii: "{") || opening == UInt8(ascii: "[")
     }
 
@@ -44,7 +44,7 @@ extension Redaction {
     /// What a JSON string value becomes, nil when it stays as it is.
     fileprivate func redacted(jsonString string: String, key: String?) -> String? {
         if let key, Self.isCredentialField(key) { return "REDACTED-" + fingerprint(string) }
-        if Self.opensAsJSON(string) {
+        if Self.opensAsJSON(string.utf8) {
             let inner = redact(jsonText: string)
             if inner != string { return inner }
         }
@@ -95,7 +95,7 @@ private struct JSONRedactionScanner {
                 let literal = try stringLiteral()
                 let name = Self.string(bytes[literal])
                 // A name that holds JSON (a form field a server made of a JSON body) is redacted inside.
-                if Redaction.opensAsJSON(name),
+                if Redaction.opensAsJSON(name.utf8),
                     case let inner = redaction.redact(jsonText: name),
                     inner != name
                 {
