@@ -18,7 +18,7 @@ struct RecordingOptions: ParsableArguments {
             with its digest).
             """,
         transform: { try byteCount($0, option: "--record-max-body") })
-    var recordMaximumBody = 64 << 20
+    var recordMaximumBody = HARRecorder.defaultMaximumBodyBytes
 
     @Option(name: .customLong("replay"), help: "Answer the requests this HAR recording has responses for from it.")
     var replayPath: String?

@@ -87,6 +87,15 @@ final class ContentDecoder {
         return piece
     }
 
+    /// `body` whole with `codings` (as ``RecordedExchange/contentCodings(in:)`` lists them)
+    /// undone, at most `maximumBytes` of it.
+    static func decode(_ body: [UInt8], codings: [String], maximumBytes: Int) throws(Failure) -> [UInt8] {
+        let decoder = try ContentDecoder(codings: codings, maximumBytes: maximumBytes)
+        let decoded = try decoder.decode(body)
+        try decoder.finish()
+        return decoded
+    }
+
     /// Checks that every coding's stream ended with the body.
     func finish() throws(Failure) {
         for index in unsafe stages.indices {

@@ -5,17 +5,14 @@ import AuditReport
 /// name the coding a body is kept with when it cannot be undone.
 extension RecordedExchange {
     /// Undoes the content coding of the request body (`Content-Encoding`: `gzip`, `deflate`, `br`,
-    /// `zstd`), keeping the digest of the bytes sent, on which a replay matches. A body whose
-    /// coding is unknown, whose bytes do not decode, or that decodes to more than `maximumBytes`
-    /// is kept as sent, its coding named (``requestContentCoding``).
+    /// `zstd`), as a replay undoes a live request's (``ReplayBodyDigest``). A body whose coding is
+    /// unknown, whose bytes do not decode, or that decodes to more than `maximumBytes` is kept as
+    /// sent, its coding named (``requestContentCoding``).
     package mutating func undoRequestBodyCoding(keepingAtMost maximumBytes: Int) {
         let codings = Self.contentCodings(in: requestHeaders)
         guard !codings.isEmpty, let body = requestBody, !body.isEmpty else { return }
         do {
-            let decoder = try ContentDecoder(codings: codings, maximumBytes: maximumBytes)
-            let decoded = try decoder.decode(body)
-            try decoder.finish()
-            decodeRequestBody(decoded)
+            decodeRequestBody(try ContentDecoder.decode(body, codings: codings, maximumBytes: maximumBytes))
         } catch {
             requestContentCoding = codings.joined(separator: ", ")
         }

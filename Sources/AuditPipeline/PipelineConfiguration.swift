@@ -48,7 +48,7 @@ public struct PipelineConfiguration: Sendable {
     /// The largest body a recording keeps (64 MiB). A larger response body is written by its size
     /// alone, so that recording a big download never holds it in memory, and is a miss when
     /// replayed; a larger request body by its size and digest, on which a replay still matches.
-    public var recordingMaximumBodyBytes = 64 << 20
+    public var recordingMaximumBodyBytes = HARRecorder.defaultMaximumBodyBytes
     /// Where an app's `cache` rules keep responses (`Auditor` opens it; created when missing); nil:
     /// cache rules keep nothing in the app. The cache is private to the app: it stores
     /// `Cache-Control: private` responses and ignores `s-maxage`. `audit proxy` has its own

@@ -1,3 +1,4 @@
+import AuditContentCoding
 import AuditPipeline
 import AuditReport
 import Foundation
@@ -10,7 +11,8 @@ import NIOHTTP1
 /// and URL the recording has no response for is a miss at once, before its body is read, and so is
 /// one whose body is announced with a size no recorded response matches, or grows larger than the
 /// largest: only a request that may match awaits its body's end, on which it is matched. So the
-/// proxy holds at most that much of a body under `--on-miss pass`, and none under `fail`.
+/// proxy holds at most that much of a body under `--on-miss pass`, and under `fail` at most the
+/// largest body the recording matches on its redacted form (``ReplayBodyDigest``).
 extension ProxyHandler {
     /// A request waiting for its body's end, to be matched against the recording.
     struct PendingReplay {
@@ -18,20 +20,21 @@ extension ProxyHandler {
         let method: String
         let url: String
         let isHead: Bool
+        /// The request's headers, which say how its body is coded and of what type.
+        let headers: [RequestSnapshot.Header]
         /// Sends the request on, or looks it up in the cache first (a miss under `--on-miss pass`).
         let send: () -> Void
         /// The size of the largest body a recorded response matches (`Int.max`: any size).
         let largestMatch: Int
-        /// The hash of the body so far: the body is matched on its digest.
-        var bodyHash = SHA256()
-        /// The size of the body so far.
-        var bodyBytes = 0
+        /// The body so far, as it is matched.
+        var body: ReplayBodyDigest
     }
 
     /// Holds the exchange for the replay: its request is read on until its body has come (asked for
     /// with `100 Continue` when the client waits for it), then matched (``matchRecording(_:)``).
     func awaitReplay(
-        _ exchange: Exchange, head: HTTPRequestHead, url: String, largestMatch: Int, send: @escaping () -> Void
+        _ exchange: Exchange, head: HTTPRequestHead, url: String, bodies: HARReplay.MatchingBodies,
+        send: @escaping () -> Void
     ) {
         if head.expectsContinue, head.hasBody {
             let interim = HTTPResponseHead(version: head.version, status: .continue)
@@ -39,8 +42,9 @@ extension ProxyHandler {
         }
         connection.awaitReplay(exchange, keepsParts: configuration.replayMiss == .pass)
         pendingReplay = PendingReplay(
-            id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD, send: send,
-            largestMatch: largestMatch)
+            id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD,
+            headers: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }, send: send,
+            largestMatch: bodies.largest, body: ReplayBodyDigest(holdingAtMost: bodies.largestRedacted))
         resumeClientReads()
     }
 
@@ -48,17 +52,16 @@ extension ProxyHandler {
     /// grows past the largest a recorded response matches is a miss there and then.
     func takeReplayBody(_ buffer: ByteBuffer) {
         guard pendingReplay != nil else { return }
-        pendingReplay?.bodyHash.update(buffer.readableBytesView)
-        pendingReplay?.bodyBytes += buffer.readableBytes
-        guard let pending = pendingReplay, pending.bodyBytes > pending.largestMatch else { return }
+        pendingReplay?.body.update(buffer.readableBytesView)
+        guard let pending = pendingReplay, pending.body.byteCount > pending.largestMatch else { return }
         missedReplay(pending)
     }
 
     /// The request of `id` has ended: answers it from the recording, or as a miss.
     func matchRecording(_ id: UUID) {
         guard let pending = pendingReplay, pending.id == id, let replay = configuration.replay else { return }
-        let digest = pending.bodyHash.finalize()
-        guard let recorded = replay.response(method: pending.method, url: pending.url, bodySHA256: digest) else {
+        let digests = pending.body.finalize(headers: pending.headers, for: replay)
+        guard let recorded = replay.response(method: pending.method, url: pending.url, body: digests) else {
             return missedReplay(pending)
         }
         pendingReplay = nil

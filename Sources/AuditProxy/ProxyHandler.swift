@@ -363,7 +363,7 @@ final class ProxyHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if let bodies = replay.matchingBodies(method: head.method.rawValue, url: url),
                 head.knownBodyBytes.map(bodies.canMatch(size:)) ?? true
             {
-                return awaitReplay(exchange, head: head, url: url, largestMatch: bodies.largest) { [self] in
+                return awaitReplay(exchange, head: head, url: url, bodies: bodies) { [self] in
                     guard let lookUpFirst else {
                         return sendAfterLookup(
                             exchange.decision.id, upstreamHead(), to: target, sent: sent, policy: decision.policy)

@@ -73,7 +73,7 @@ public final class Auditor: Sendable {
                     maximumBodyBytes: configuration.recordingMaximumBodyBytes)
                 replay = nil
             case .replay(let path, let onMiss, let ignoring, let speed):
-                let recording = try HARReplay(path: path, ignoring: ignoring)
+                let recording = try HARReplay(path: path, ignoring: ignoring, redaction: configuration.redaction)
                 (recorder, replay) = (nil, AppReplay(recording: recording, onMiss: onMiss, speed: speed))
             case nil:
                 (recorder, replay) = (nil, nil)

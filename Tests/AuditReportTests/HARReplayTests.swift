@@ -116,7 +116,8 @@ import Testing
         #expect(upload == HARReplay.MatchingBodies(sizes: [12, 300_000]))
         #expect(upload?.largest == 300_000)
         #expect(upload.map { [$0.canMatch(size: 12), $0.canMatch(size: 13)] } == [true, false])
-        #expect(replay.matchingBodies(method: "post", url: "HTTP://A.TEST/form") == .init(sizes: [5]))
+        #expect(
+            replay.matchingBodies(method: "post", url: "HTTP://A.TEST/form") == .init(sizes: [5], largestRedacted: 5))
         #expect(replay.matchingBodies(method: "POST", url: "http://a.test/form?x=1") == .init(sizes: [0]))
         let anySize = HARReplay.MatchingBodies(isAnySize: true)
         #expect(replay.matchingBodies(method: "PUT", url: "http://a.test/form") == anySize)

@@ -259,7 +259,37 @@ extension InterceptionTests {
         }
 
         @Test(
-            "a body the app sends gzip-coded is recorded decoded and redacted, and replayed matched on the bytes sent")
+            "a recorded login replays for its password or another, never for another user, and the HAR has no digest of it",
+            arguments: CallerStyle.allCases)
+        func loginReplays(_ style: CallerStyle) async throws {
+            let har = Self.newRecordingPath()
+            let login = { (user: String, password: String) in
+                var post = URLRequest(url: HTTPBin.url(.post))
+                post.httpMethod = "POST"
+                post.httpBody = Data("user=\(user)&password=\(password)".utf8)
+                return post
+            }
+            let recording = try Self.session(.record(har))
+            let recorded = await style.run(login("ann", "hunter2"), on: recording.session)
+            _ = try await recording.finish()
+            let request = try #require(try Self.entries(har).first?["request"] as? [String: Any])
+            #expect(request["_bodySHA256"] == nil && request["_redactedBodySHA256"] != nil)
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let same = await style.run(login("ann", "hunter2"), on: replaying.session)
+            let other = await style.run(login("ann", "a much longer password"), on: replaying.session)
+            let stranger = await style.run(login("bob", "hunter2"), on: replaying.session)
+            let records = try await replaying.finish()
+            // httpbin's echo, its password redacted as the recording keeps it.
+            let echo = try JSONSerialization.jsonObject(with: try #require(same.body)) as? [String: Any]
+            #expect(recorded.status == 200 && same.status == 200)
+            #expect((echo?["form"] as? [String: Any])?["user"] as? String == "ann")
+            #expect(other.body == same.body)
+            #expect(stranger.status == 504)
+            #expect(records.map(\.outcome.kind) == [.replayed, .replayed, .failure])
+        }
+
+        @Test(
+            "a body the app sends gzip-coded is recorded decoded and redacted, and replayed matched on that form")
         func codedBody() async throws {
             let har = Self.newRecordingPath()
             let raw = try #require(ProcessInfo.processInfo.environment["RAW_URL"])
@@ -287,7 +317,7 @@ extension InterceptionTests {
             // The body as sent but for the secret, its space and line feed kept.
             #expect(text.hasPrefix("{\"password\": \"REDACTED-") && text.hasSuffix("\"}\n"), "\(text)")
             #expect(postData["_contentCoding"] == nil)
-            #expect(request["bodySize"] as? Int == 44)
+            #expect(request["bodySize"] as? Int == 44 && request["_bodySHA256"] == nil)
             #expect(!(try String(contentsOfFile: har, encoding: .utf8).contains("hunter2")))
             #expect(replayed.body == recorded.body)
             #expect(records.map(\.outcome.kind) == [.replayed])

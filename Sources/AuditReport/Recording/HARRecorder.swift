@@ -14,8 +14,10 @@ import Foundation
 /// Redaction: header values and URLs as the audit log redacts them; in JSON bodies (requests
 /// and responses) the values of credential-like fields (`password`, `token`, `api_key`,
 /// `client_secret`, …) and secret-shaped strings; in form bodies (URL-encoded and multipart) the
-/// parameters a URL's query would have redacted. Fingerprints use a key kept in the file
-/// (`log._requestAudit.fingerprintKey`), so one secret has one fingerprint across a recording.
+/// parameters a URL's query would have redacted. Fingerprints use a key of the recorder's own that
+/// is never written, so one secret has one fingerprint across what one recorder writes, and nothing
+/// in the file confirms a guessed secret: a request body kept in the file is matched by a replay on
+/// the SHA-256 of its redacted bytes without their fingerprints (`_redactedBodySHA256`).
 public final class HARRecorder: Sendable {
     /// The file.
     public let path: String
@@ -24,6 +26,8 @@ public final class HARRecorder: Sendable {
     /// memory, and a replay treats the entry as a miss; a larger request body by its size and its
     /// SHA-256 (`postData._bodyOmitted`, `_bodySHA256`), on which a replay still matches it.
     public let maximumBodyBytes: Int
+    /// The largest body an entry keeps unless told otherwise (64 MiB).
+    public static let defaultMaximumBodyBytes = 64 << 20
     private let redaction: Redaction
     private let state: Locked<State>
 
@@ -40,30 +44,24 @@ public final class HARRecorder: Sendable {
     ///
     /// - Throws: ``RecordingError`` when the file cannot be written or
     ///   holds something other than a HAR.
-    public init(path: String, redaction: Redaction = .default, maximumBodyBytes: Int = 64 << 20) throws(RecordingError)
-    {
+    public init(
+        path: String, redaction: Redaction = .default, maximumBodyBytes: Int = HARRecorder.defaultMaximumBodyBytes
+    ) throws(RecordingError) {
         self.path = path
         self.maximumBodyBytes = maximumBodyBytes
         var existing: [Any] = []
-        var key = (0..<32).map { _ in UInt8.random(in: 0...255) }
         if let data = FileManager.default.contents(atPath: path), !data.isEmpty {
             guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
             else { throw RecordingError.notHAR(data, path: path) }
             existing = entries
-            if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
-                let known = LogChain.digest(hex: Array(hex.utf8))
-            {
-                key = known
-            }
         }
         var keyed = redaction
-        keyed.fingerprintKey = key
+        keyed.fingerprintKey = (0..<32).map { _ in UInt8.random(in: 0...255) }
         self.redaction = keyed
-        let head: [String: Any] = [
-            "version": "1.2", "creator": ["name": "RequestAudit", "version": "0.1.0"],
-            "_requestAudit": ["fingerprintKey": key.hexString],
-        ]
+        // A file recorded by an earlier version may name its fingerprint key (`log._requestAudit`):
+        // the head is written anew, without it.
+        let head: [String: Any] = ["version": "1.2", "creator": ["name": "RequestAudit", "version": "0.1.0"]]
         var text = Data("{\"log\":".utf8)
         guard var headJSON = try? JSONSerialization.data(withJSONObject: head, options: [.sortedKeys]) else {
             throw .cannotOpen(path: path, reason: "cannot encode the HAR header")
@@ -125,15 +123,21 @@ public final class HARRecorder: Sendable {
         if exchange.requestBody != nil || exchange.isRequestBodyOmitted {
             let declared = exchange.requestHeaders.value(named: "content-type")
             let type = declared ?? "application/octet-stream"
-            // A body without a type is redacted as the form Foundation and curl send it as.
-            var postData: [String: Any] =
-                exchange.requestBody.map { content($0, type: type, redactedAs: declared ?? Self.untypedBodyType) }
-                ?? ["text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes)]
+            var postData: [String: Any] = [
+                "text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes),
+            ]
+            if let body = exchange.requestBody {
+                // A body without a type is redacted as the form Foundation and curl send it as.
+                let redacted = redaction.redact(body: body, type: declared ?? Redaction.untypedRequestBodyType)
+                postData = content(redacted, size: body.count, type: type)
+                request["_redactedBodySHA256"] = SHA256.hash(Redaction.withoutFingerprints(redacted)).hexString
+            } else {
+                request["_bodySHA256"] = exchange.requestBodySHA256.hexString
+            }
             postData["mimeType"] = type
             postData.removeValue(forKey: "size")
             if let coding = exchange.requestContentCoding { postData["_contentCoding"] = coding }
             request["postData"] = postData
-            request["_bodySHA256"] = exchange.requestBodySHA256.hexString
         }
         if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
         let type = exchange.responseHeaders.value(named: "content-type") ?? ""
@@ -166,7 +170,7 @@ public final class HARRecorder: Sendable {
                 "size": omitted, "mimeType": type, "text": "", "_bodyOmitted": true, "comment": omission(omitted),
             ]
         }
-        var content = content(body, type: type)
+        var content = content(redaction.redact(body: body, type: type), size: body.count, type: type)
         if let transferred = exchange.transferredBodyBytes { content["compression"] = body.count - transferred }
         if let coding = exchange.contentCoding { content["_contentCoding"] = coding }
         return content
@@ -177,49 +181,19 @@ public final class HARRecorder: Sendable {
         "the body (\(bytes) bytes) is larger than the recording keeps (\(maximumBodyBytes) bytes)"
     }
 
-    /// A HAR `content` object for `body` of `type`, redacted as a body of `redactionType` (`type`
-    /// when nil): UTF-8 text, or base64 for anything else, control characters other than tab and
-    /// line ends included (JSON would write each as six bytes).
-    private func content(_ body: [UInt8], type: String, redactedAs redactionType: String? = nil) -> [String: Any] {
-        var content: [String: Any] = ["size": body.count, "mimeType": type]
-        guard !body.isEmpty else {
-            content["text"] = ""
-            return content
-        }
-        let bytes = redacted(body, type: redactionType ?? type)
-        let isText = !bytes.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
-        if isText, let text = String(validating: bytes, as: UTF8.self) {
+    /// A HAR `content` object for the body of `size` bytes whose redacted bytes are `redacted`:
+    /// UTF-8 text, or base64 for anything else, control characters other than tab and line ends
+    /// included (JSON would write each as six bytes).
+    private func content(_ redacted: [UInt8], size: Int, type: String) -> [String: Any] {
+        var content: [String: Any] = ["size": size, "mimeType": type]
+        let isText = !redacted.contains { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }
+        if isText, let text = String(validating: redacted, as: UTF8.self) {
             content["text"] = text
         } else {
-            content["text"] = Data(bytes).base64EncodedString()
+            content["text"] = Data(redacted).base64EncodedString()
             content["encoding"] = "base64"
         }
         return content
-    }
-
-    /// A body of `type` with its secrets redacted, before it is written as text or base64: a
-    /// multipart form's fields in its bytes (its files may be any bytes), a JSON body's credential
-    /// fields and secret-shaped strings, a URL-encoded form's parameters as a URL's are; any other
-    /// body as it is. A body that opens as JSON does is read as JSON whatever its type says (`curl
-    /// --data '{…}'` calls it a form).
-    private func redacted(_ body: [UInt8], type: String) -> [UInt8] {
-        let essence = Self.essence(of: type)
-        if essence == "multipart/form-data", let boundary = Redaction.multipartBoundary(of: type) {
-            return redaction.redact(multipartBody: body, boundary: boundary)
-        }
-        let isJSON = Redaction.opensAsJSON(body) || essence == "application/json" || essence.hasSuffix("+json")
-        guard isJSON || essence == "application/x-www-form-urlencoded",
-            let text = String(validating: body, as: UTF8.self)
-        else { return body }
-        return Array((isJSON ? redaction.redact(jsonText: text) : redaction.redact(formBody: text)).utf8)
-    }
-
-    /// The type a request body without one goes out as from Foundation and curl (libcurl's).
-    private static let untypedBodyType = "application/x-www-form-urlencoded"
-
-    /// A content type's type and subtype, lower-cased, without parameters.
-    private static func essence(of type: String) -> String {
-        type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
     }
 
     private static func query(of url: String) -> [[String: String]] {

@@ -4,12 +4,15 @@ import Foundation
 
 /// The responses of a HAR recording, served again to the requests that match them.
 ///
-/// A request matches a recorded one with the same method, canonical URL (compared as the recording
-/// keeps it: redacted with the recording's fingerprint key, so a request carrying the same secret
-/// matches) without the query parameters named in `ignoring`, and the same body (its SHA-256); a
-/// recorded request whose body the client stopped sending because the server answered first
-/// (`request._bodyIncomplete`) matches any body, after those that match exactly. Identical requests
-/// get the recorded responses in recorded order; once those are used up, the last one again.
+/// A request matches a recorded one with the same method, canonical URL and body, each compared
+/// with its secrets redacted and their fingerprints taken out (``Redaction/withoutFingerprints(_:)-([UInt8])``),
+/// so that a recording needs no key and a request matches whatever value its secrets have; the URL
+/// without the query parameters named in `ignoring`. A body is compared by the SHA-256 of that form
+/// (decoded from its `Content-Encoding` first, as a recording keeps it), or, for one the recording
+/// does not keep, of the bytes sent (`_bodySHA256`). A recorded request whose body the client
+/// stopped sending because the server answered first (`request._bodyIncomplete`) matches any body,
+/// after those that match exactly. Identical requests get the recorded responses in recorded order;
+/// once those are used up, the last one again.
 public final class HARReplay: Sendable {
     /// A recorded response.
     public struct Response: Sendable {
@@ -79,21 +82,29 @@ public final class HARReplay: Sendable {
         /// matches any body), or with its digest and without its size.
         public var isAnySize = false
 
-        /// Bodies of `sizes`, or of any size when `isAnySize`.
-        public init(sizes: Set<Int> = [], isAnySize: Bool = false) {
+        /// Bodies of `sizes`, or of any size when `isAnySize`, those up to `largestRedacted` bytes
+        /// matched on their redacted form.
+        public init(sizes: Set<Int> = [], isAnySize: Bool = false, largestRedacted: Int = 0) {
             self.sizes = sizes
             self.isAnySize = isAnySize
+            self.largestRedacted = largestRedacted
         }
 
         /// The size of the largest body that can match (`Int.max` when any size can).
         public var largest: Int { isAnySize ? .max : sizes.max() ?? 0 }
+        /// The size of the largest body recorded with its redacted digest: a request body up to
+        /// this size is held to its end, to be decoded and redacted for its match.
+        public var largestRedacted = 0
 
         /// Whether a body of `size` bytes can match.
         public func canMatch(size: Int) -> Bool { isAnySize || sizes.contains(size) }
 
-        /// Adds a body of `size` bytes (nil: of any size).
-        mutating func insert(_ size: Int?) {
+        /// Adds a body of `size` bytes (nil: of any size), matched on its redacted digest when
+        /// `isRedacted`.
+        /// `isRedacted` and of any size: a body with secrets, held up to what a recording keeps.
+        mutating func insert(_ size: Int?, isRedacted: Bool) {
             if let size { sizes.insert(size) } else { isAnySize = true }
+            if isRedacted { largestRedacted = max(largestRedacted, size ?? HARRecorder.defaultMaximumBodyBytes) }
         }
     }
 
@@ -102,27 +113,24 @@ public final class HARReplay: Sendable {
         var next = 0
     }
 
-    /// Reads the recording at `path`. Entries whose response has status 0 (a browser's request that
-    /// got none) are left out.
+    /// Reads the recording at `path`, whose secrets were hidden by `redaction` (as requests are to be
+    /// before they are matched). Entries whose response has status 0 (a browser's request that got
+    /// none) are left out.
     ///
     /// - Throws: ``RecordingError`` when it cannot be read, is not a HAR, or has entries without
     ///   what a replay needs (each named by its number and field).
-    public init(path: String, ignoring parameters: Set<String> = []) throws(RecordingError) {
+    public init(path: String, ignoring parameters: Set<String> = [], redaction: Redaction = .default)
+        throws(RecordingError)
+    {
         self.path = path
         ignoredParameters = parameters
+        self.redaction = redaction
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .cannotOpen(path: path, reason: UnreadableFile.reason(path))
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let log = object["log"] as? [String: Any], let entries = log["entries"] as? [Any]
         else { throw RecordingError.notHAR(data, path: path) }
-        var redaction = Redaction.default
-        if let extra = log["_requestAudit"] as? [String: Any], let hex = extra["fingerprintKey"] as? String,
-            let key = LogChain.digest(hex: Array(hex.utf8))
-        {
-            redaction.fingerprintKey = key
-        }
-        self.redaction = redaction
         var queues: [String: Queue] = [:]
         var omitted: [String: String] = [:]
         var matchingBodies: [String: MatchingBodies] = [:]
@@ -136,14 +144,15 @@ public final class HARReplay: Sendable {
                 problems.append("entry \(index + 1): error: \(error.message)")
                 continue
             }
-            let (method, url) = (valid.method.uppercased(), Self.withoutIgnored(valid.url, parameters))
+            let (method, url) = (valid.method.uppercased(), Self.matched(valid.url, parameters, redaction))
             if let reason = Self.omission(of: valid.response) {
                 omitted[method + " " + url] = reason
                 continue
             }
-            let (digest, size) = Self.bodyDigestAndSize(valid.request)
+            let (digest, size) = Self.bodyDigestAndSize(valid.request, redaction)
             let key = Self.key(method: method, url: url, digest: digest)
-            matchingBodies[method + " " + url, default: MatchingBodies()].insert(size)
+            matchingBodies[method + " " + url, default: MatchingBodies()].insert(
+                size, isRedacted: digest.hasPrefix(Self.redactedDigestMark))
             queues[key, default: Queue(responses: [])].responses.append(
                 Self.response(valid.response, entry: valid.entry))
         }
@@ -234,19 +243,50 @@ public final class HARReplay: Sendable {
         matchingBodies[method.uppercased() + " " + matchedURL(url)]
     }
 
-    /// The next recorded response for a request of `method` to `url` with `body`; nil on a miss.
-    public func response(method: String, url: String, body: [UInt8]?) -> Response? {
-        response(method: method, url: url, bodySHA256: SHA256.hash(body ?? []))
+    /// The digests a request body is matched on.
+    public struct BodyDigests: Sendable, Equatable {
+        /// The SHA-256 of the body (decoded from its content coding) redacted without fingerprints
+        /// (``HARReplay/redactedDigest(of:type:)``); nil when it was not held.
+        public var redacted: [UInt8]?
+        /// The SHA-256 of the bytes sent.
+        public var sent: [UInt8]
+
+        /// Digests of a body.
+        public init(redacted: [UInt8]?, sent: [UInt8]) {
+            self.redacted = redacted
+            self.sent = sent
+        }
+
+        /// A request without a body.
+        public static let none = BodyDigests(redacted: SHA256.hash([]), sent: SHA256.hash([]))
     }
 
-    /// The next recorded response for a request of `method` to `url` whose body has the SHA-256
-    /// `bodySHA256` (an empty body's when it has none); nil on a miss.
-    public func response(method: String, url: String, bodySHA256: [UInt8]) -> Response? {
+    /// The next recorded response for a request of `method` to `url` with `body` (of `type`, the
+    /// request's `Content-Type`, and no content coding); nil on a miss.
+    public func response(method: String, url: String, body: [UInt8]?, type: String? = nil) -> Response? {
+        let digests = body.map { BodyDigests(redacted: redactedDigest(of: $0, type: type), sent: SHA256.hash($0)) }
+        return response(method: method, url: url, body: digests ?? .none)
+    }
+
+    /// The SHA-256 on which a recorded body kept in the file is matched: of `body` (decoded, of
+    /// `type`, the request's `Content-Type`) with its secrets hidden and their fingerprints taken out.
+    public func redactedDigest(of body: [UInt8], type: String?) -> [UInt8] {
+        SHA256.hash(Self.unkeyed(body, type: type, redaction))
+    }
+
+    /// `body` (of `type`, a request's `Content-Type`) redacted without fingerprints.
+    private static func unkeyed(_ body: [UInt8], type: String?, _ redaction: Redaction) -> [UInt8] {
+        Redaction.withoutFingerprints(redaction.redact(body: body, type: type ?? Redaction.untypedRequestBodyType))
+    }
+
+    /// The next recorded response for a request of `method` to `url` whose body has `digests`
+    /// (``BodyDigests/none`` when it has none); nil on a miss.
+    public func response(method: String, url: String, body digests: BodyDigests) -> Response? {
         let (method, url) = (method.uppercased(), matchedURL(url))
-        let key = Self.key(method: method, url: url, digest: bodySHA256.hexString)
+        let digests = [digests.redacted.map { Self.redactedDigestMark + $0.hexString }, digests.sent.hexString]
+        let keys = (digests.compactMap { $0 } + [Self.anyBody]).map { Self.key(method: method, url: url, digest: $0) }
         return queues.withLock { queues in
-            let key = queues[key] != nil ? key : Self.key(method: method, url: url, digest: Self.anyBody)
-            guard var queue = queues[key] else { return nil }
+            guard let key = keys.first(where: { queues[$0] != nil }), var queue = queues[key] else { return nil }
             let response = queue.responses[min(queue.next, queue.responses.count - 1)]
             queue.next += 1
             queues[key] = queue
@@ -254,36 +294,49 @@ public final class HARReplay: Sendable {
         }
     }
 
-    /// `url` as the recording keeps it for matching: canonical, redacted with its fingerprint key,
-    /// without the ignored query parameters.
-    private func matchedURL(_ url: String) -> String {
+    /// `url` as it is matched (``matched(_:_:_:)``).
+    private func matchedURL(_ url: String) -> String { Self.matched(url, ignoredParameters, redaction) }
+
+    /// `url` as it is matched, recorded or requested: canonical, its secrets hidden by `redaction`
+    /// and their fingerprints taken out, without the query parameters named in `parameters`. (A
+    /// value a recording hid already stays hidden.)
+    private static func matched(_ url: String, _ parameters: Set<String>, _ redaction: Redaction) -> String {
         let canonical = (try? CanonicalURL(url))?.string ?? url
-        return Self.withoutIgnored(redaction.redact(url: canonical), ignoredParameters)
+        return withoutIgnored(Redaction.withoutFingerprints(redaction.redact(url: canonical)), parameters)
     }
 
     static func key(method: String, url: String, digest: String) -> String { "\(method) \(url) \(digest)" }
 
-    /// The digest a recorded request's body is matched on, and that body's size in bytes: the
-    /// whole body's SHA-256 and the size sent as the recording gives them (`_bodySHA256`,
-    /// `bodySize`), else those of `postData.text` (a HAR from elsewhere), else an empty body's; any
-    /// body (``anyBody``) for a request the client stopped sending (`_bodyIncomplete`). The size is
-    /// nil when the body may have any (cut short, or recorded without its size).
-    private static func bodyDigestAndSize(_ request: [String: Any]) -> (digest: String, size: Int?) {
+    /// The digest a recorded request's body is matched on (hex, after ``redactedDigestMark`` when
+    /// it is the redacted form's), and that body's size in bytes: the redacted digest and the size
+    /// sent as the recording gives them (`_redactedBodySHA256`, `bodySize`), else the sent bytes'
+    /// digest (`_bodySHA256`: a body larger than the recording kept, or a recording of an earlier
+    /// version), else the redacted digest of `postData.text` (a HAR from elsewhere, its body as
+    /// sent), else an empty body's; any body (``anyBody``) for a request the client stopped
+    /// sending (`_bodyIncomplete`). The size is nil when the body may have any: cut short,
+    /// recorded without its size, or holding secrets, whose values (and so lengths) may differ.
+    private static func bodyDigestAndSize(_ request: [String: Any], _ redaction: Redaction) -> (
+        digest: String, size: Int?
+    ) {
         if request["_bodyIncomplete"] as? Bool == true { return (anyBody, nil) }
-        if let digest = request["_bodySHA256"] as? String {
-            return (digest, (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil })
-        }
-        let text = Array(((request["postData"] as? [String: Any])?["text"] as? String ?? "").utf8)
-        return (digest(text), text.count)
+        let size = (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil }
+        let recorded = request["_redactedBodySHA256"] as? String
+        if recorded == nil, let digest = request["_bodySHA256"] as? String { return (digest, size) }
+        let postData = request["postData"] as? [String: Any]
+        let text = postData?["text"] as? String ?? ""
+        let body =
+            (postData?["encoding"] as? String) == "base64"
+            ? Data(base64Encoded: text).map(Array.init) ?? [] : Array(text.utf8)
+        let unkeyed = unkeyed(body, type: postData?["mimeType"] as? String, redaction)
+        let digest = recorded ?? SHA256.hash(unkeyed).hexString
+        return (redactedDigestMark + digest, unkeyed != body ? nil : recorded == nil ? body.count : size)
     }
 
     /// The digest of the key of a request that matches any body.
     static let anyBody = "*"
 
-    /// The hex SHA-256 of a body; an empty body and none are the same.
-    static func digest(_ body: [UInt8]?) -> String {
-        SHA256.hash(body ?? []).hexString
-    }
+    /// What marks a key's digest as that of a body's redacted form.
+    static let redactedDigestMark = "redacted:"
 
     /// `url` (canonical) without the query parameters named in `parameters`.
     static func withoutIgnored(_ url: String, _ parameters: Set<String>) -> String {

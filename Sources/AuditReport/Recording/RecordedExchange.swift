@@ -96,8 +96,8 @@ public struct RecordedExchange: Sendable {
         if !bytes.isEmpty { chunks.append(Chunk(milliseconds: milliseconds, bytes: bytes)) }
     }
 
-    /// The SHA-256 of the whole request body as sent, on which a replay matches the request: also
-    /// when the recording keeps less of it, or keeps it decoded.
+    /// The SHA-256 of the whole request body as sent, on which a replay matches a request whose
+    /// body the recording does not keep (``isRequestBodyOmitted``).
     public var requestBodySHA256: [UInt8] {
         sentBodyHash?.finalize() ?? SHA256.hash(requestBody ?? [])
     }
@@ -131,13 +131,10 @@ public struct RecordedExchange: Sendable {
             .filter { !$0.isEmpty && $0 != "identity" }
     }
 
-    /// Replaces the request body kept with `decoded`, its content coding undone, keeping the
-    /// digest of the body as sent, on which a replay matches.
+    /// Replaces the request body kept with `decoded`, its content coding undone: a replay matches
+    /// the request on the decoded body, as it decodes a live request's.
     public mutating func decodeRequestBody(_ decoded: [UInt8]) {
-        guard let sent = requestBody else { return }
-        var hash = SHA256()
-        hash.update(sent)
-        sentBodyHash = hash
+        guard requestBody != nil else { return }
         requestBody = decoded
     }
 

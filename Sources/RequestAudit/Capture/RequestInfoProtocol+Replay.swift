@@ -5,6 +5,9 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+#if canImport(AuditContentCoding)
+    import AuditContentCoding
+#endif
 
 /// An app's replayed recording (`AuditorConfiguration.recording = .replay(…)`): the responses, what
 /// a miss gets, and the pace of streams.
@@ -40,8 +43,8 @@ extension RequestInfoProtocol {
         let this = Reference(self)
         let (found, followed, missed, refusal) = Self.follow(
             replay.recording, method: method, url: url,
-            // A file that cannot be read matches nothing, as an empty digest.
-            bodySHA256: body.map { $0.sha256 ?? [] } ?? SHA256.hash([]), checkingHops: hopVerdict)
+            body: bodyDigests(body, replay.recording, method: method, url: url),
+            checkingHops: hopVerdict)
         if let refusal {
             refuse(refusal, audited)
             return true
@@ -62,27 +65,45 @@ extension RequestInfoProtocol {
         return true
     }
 
-    /// The recorded response to `method` `url` with a body of `bodySHA256`, its recorded redirects followed as
+    /// The digests `recording` matches this load's request on, sent with `body`. A file that cannot
+    /// be read matches nothing, as an empty digest.
+    private func bodyDigests(
+        _ body: RecordedRequestBody?, _ recording: HARReplay, method: String, url: String
+    ) -> HARReplay.BodyDigests {
+        guard let body else { return .none }
+        #if canImport(AuditContentCoding)
+            let bodies = recording.matchingBodies(method: method, url: url)
+            var digest = ReplayBodyDigest(holdingAtMost: bodies?.largestRedacted ?? 0)
+            guard body.forEachPiece({ digest.update($0) }) else {
+                return HARReplay.BodyDigests(redacted: nil, sent: [])
+            }
+            return digest.finalize(headers: request.sortedHeaders, for: recording)
+        #else
+            return HARReplay.BodyDigests(redacted: nil, sent: body.sha256 ?? [])
+        #endif
+    }
+
+    /// The recorded response to `method` `url` with a body of `digests`, its recorded redirects followed as
     /// Foundation follows them (at most 20; a 303, or a 301 or 302 to a POST, goes on as a GET
     /// without a body), each hop checked by `hopVerdict` as a live redirect is; the URLs followed;
     /// the request that was not in the recording, if one was not; and the refusal of a hop the
     /// policy blocks, if one does.
     private static func follow(
-        _ recording: HARReplay, method: String, url: String, bodySHA256: [UInt8],
+        _ recording: HARReplay, method: String, url: String, body digests: HARReplay.BodyDigests,
         checkingHops hopVerdict: (URLRequest) -> RequestAuditError?
     ) -> (
         HARReplay.Response?, followed: [URL], missed: (method: String, url: String), refusal: RequestAuditError?
     ) {
-        var (method, url, bodySHA256) = (method, url, bodySHA256)
+        var (method, url, digests) = (method, url, digests)
         var followed: [URL] = []
-        while let response = recording.response(method: method, url: url, bodySHA256: bodySHA256) {
+        while let response = recording.response(method: method, url: url, body: digests) {
             guard [301, 302, 303, 307, 308].contains(response.status), followed.count < 20,
                 let location = response.headers.value(named: "location"),
                 let next = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
                 next.scheme == "http" || next.scheme == "https"
             else { return (response, followed, (method, url), nil) }
             if response.status == 303 || (response.status <= 302 && method == "POST") {
-                (method, bodySHA256) = (method == "HEAD" ? "HEAD" : "GET", SHA256.hash([]))
+                (method, digests) = (method == "HEAD" ? "HEAD" : "GET", .none)
             }
             var hop = URLRequest(url: next)
             hop.httpMethod = method
