@@ -133,6 +133,30 @@ import Testing
         #expect(try HARRecordingTests.entries(path).count == 2)
     }
 
+    @Test("values hidden in the request and the response's headers are hidden wherever the response body echoes them")
+    func echoes() throws {
+        var exchange = RecordedExchange(
+            started: Date(timeIntervalSince1970: 1_800_000_000), method: "GET", url: "http://a.test/me?token=tok12345",
+            requestHeaders: [
+                .init(name: "Cookie", value: "session=cookie-secret-1; theme=dark"),
+                .init(name: "Authorization", value: "Basic " + Data("ada:hunter22".utf8).base64EncodedString()),
+            ], requestBody: nil, status: 200, statusText: "OK",
+            responseHeaders: [
+                .init(name: "Content-Type", value: "text/html"),
+                .init(name: "Set-Cookie", value: "next=cookie-secret-2; Path=/; Domain=example.com"),
+                .init(name: "X-Echo", value: "hunter22"),
+            ], chunks: [], waitMilliseconds: 0)
+        let page = "<p>cookie-secret-1 dark hunter22 ada:hunter22 cookie-secret-2 tok12345 example.com</p>"
+        exchange.appendBody(Array(page.utf8), at: 0, keepingAtMost: 1 << 20)
+        let path = try Self.record([exchange])
+        let response = try #require(try HARRecordingTests.entries(path).first?["response"] as? [String: Any])
+        let text = try #require((response["content"] as? [String: Any])?["text"] as? String)
+        let echo = (response["headers"] as? [[String: Any]])?.first { $0["name"] as? String == "X-Echo" }
+        let unkeyed = Redaction.withoutFingerprints(text)
+        #expect(unkeyed == "<p>REDACTED dark REDACTED REDACTED REDACTED REDACTED example.com</p>", "\(text)")
+        #expect((echo?["value"] as? String)?.hasPrefix("REDACTED-") == true)
+    }
+
     @Test(
         "fingerprints are taken out of a redacted text, whatever key made them",
         arguments: [

@@ -109,14 +109,50 @@ public final class HARRecorder: Sendable {
 
     /// The HAR entry of `exchange`.
     private func entry(_ exchange: RecordedExchange) -> [String: Any] {
-        let requestHeaders = redaction.redact(headers: exchange.requestHeaders)
-        let responseHeaders = redaction.redact(headers: exchange.responseHeaders)
-        let url = redaction.redact(url: exchange.url)
+        // The values hidden in the request and the response's headers are hidden wherever else the
+        // response holds them too: a server that echoes a request (httpbin's `/cookies`, an OAuth
+        // server naming the token it was sent) writes them where no rule names them.
+        let (request, hiddenInRequest) = Redaction.collectingHidden { requestEntry(exchange) }
+        let (responseHeaders, hiddenInHeaders) = Redaction.collectingHidden {
+            redaction.redact(headers: exchange.responseHeaders)
+        }
+        let echoes = hiddenInRequest.union(hiddenInHeaders).union(
+            redaction.secretParts(of: exchange.requestHeaders + exchange.responseHeaders))
+        let hidingEchoes = { (text: String) in
+            String(decoding: self.redaction.hidingEchoes(of: echoes, in: Array(text.utf8)), as: UTF8.self)
+        }
         let body = exchange.chunks.flatMap(\.bytes)
         let receive = exchange.chunks.last?.milliseconds ?? 0
+        let type = exchange.responseHeaders.value(named: "content-type") ?? ""
+        var response: [String: Any] = [
+            "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
+            "cookies": [Any](),
+            "headers": responseHeaders.map { ["name": $0.name, "value": hidingEchoes($0.value)] },
+            "content": responseContent(body, type: type, exchange: exchange, echoes: echoes),
+            "redirectURL": exchange.responseHeaders.value(named: "location").map {
+                hidingEchoes(redaction.redact(url: $0))
+            } ?? "",
+            "headersSize": -1, "bodySize": exchange.omittedBodyBytes ?? exchange.transferredBodyBytes ?? body.count,
+        ]
+        if exchange.chunks.count > 1 {
+            response["_chunks"] = exchange.chunks.map {
+                ["time": ($0.milliseconds * 1_000).rounded() / 1_000, "size": $0.bytes.count]
+            }
+        }
+        return [
+            "startedDateTime": AuditLogCoding.timestamp(exchange.started),
+            "time": exchange.waitMilliseconds + receive, "request": request, "response": response,
+            "cache": [String: Any](),
+            "timings": ["send": 0, "wait": exchange.waitMilliseconds, "receive": receive],
+        ]
+    }
+
+    /// The HAR `request` of `exchange`, redacted.
+    private func requestEntry(_ exchange: RecordedExchange) -> [String: Any] {
+        let url = redaction.redact(url: exchange.url)
         var request: [String: Any] = [
             "method": exchange.method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [Any](),
-            "headers": requestHeaders.map { ["name": $0.name, "value": $0.value] },
+            "headers": redaction.redact(headers: exchange.requestHeaders).map { ["name": $0.name, "value": $0.value] },
             "queryString": Self.query(of: url), "headersSize": -1,
             "bodySize": exchange.requestBodyBytes,
         ]
@@ -140,37 +176,23 @@ public final class HARRecorder: Sendable {
             request["postData"] = postData
         }
         if exchange.isRequestBodyIncomplete { request["_bodyIncomplete"] = true }
-        let type = exchange.responseHeaders.value(named: "content-type") ?? ""
-        var response: [String: Any] = [
-            "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
-            "cookies": [Any](), "headers": responseHeaders.map { ["name": $0.name, "value": $0.value] },
-            "content": responseContent(body, type: type, exchange: exchange),
-            "redirectURL": exchange.responseHeaders.value(named: "location").map(redaction.redact(url:)) ?? "",
-            "headersSize": -1, "bodySize": exchange.omittedBodyBytes ?? exchange.transferredBodyBytes ?? body.count,
-        ]
-        if exchange.chunks.count > 1 {
-            response["_chunks"] = exchange.chunks.map {
-                ["time": ($0.milliseconds * 1_000).rounded() / 1_000, "size": $0.bytes.count]
-            }
-        }
-        return [
-            "startedDateTime": AuditLogCoding.timestamp(exchange.started),
-            "time": exchange.waitMilliseconds + receive, "request": request, "response": response,
-            "cache": [String: Any](),
-            "timings": ["send": 0, "wait": exchange.waitMilliseconds, "receive": receive],
-        ]
+        return request
     }
 
     /// The response's HAR `content`: its body decoded, with the bytes its content coding saved
     /// (`compression`), or, when the coding could not be undone, still coded and named in
-    /// `_contentCoding` (a custom field: HAR's body is the decoded one).
-    private func responseContent(_ body: [UInt8], type: String, exchange: RecordedExchange) -> [String: Any] {
+    /// `_contentCoding` (a custom field: HAR's body is the decoded one); redacted, and the secrets
+    /// of the exchange (`echoes`) hidden wherever it holds them.
+    private func responseContent(_ body: [UInt8], type: String, exchange: RecordedExchange, echoes: Set<String>)
+        -> [String: Any]
+    {
         if let omitted = exchange.omittedBodyBytes {
             return [
                 "size": omitted, "mimeType": type, "text": "", "_bodyOmitted": true, "comment": omission(omitted),
             ]
         }
-        var content = content(redaction.redact(body: body, type: type), size: body.count, type: type)
+        let redacted = redaction.hidingEchoes(of: echoes, in: redaction.redact(body: body, type: type))
+        var content = content(redacted, size: body.count, type: type)
         if let transferred = exchange.transferredBodyBytes { content["compression"] = body.count - transferred }
         if let coding = exchange.contentCoding { content["_contentCoding"] = coding }
         return content

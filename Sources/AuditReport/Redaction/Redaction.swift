@@ -1,3 +1,4 @@
+import AuditLocking
 import AuditPolicy
 import Foundation
 
@@ -71,7 +72,7 @@ public struct Redaction: Sendable, Hashable {
     /// request redacted again (`audit replay` of a log) keeps the fingerprints it was logged with.
     func hidden(_ secret: ArraySlice<UInt8>) -> String {
         if let hiddenAlready = Self.hiddenForm(secret) { return hiddenAlready }
-        return "\(Self.hiddenValue)-\(SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString)"
+        return "\(Self.hiddenValue)-\(fingerprint(bytes: secret))"
     }
 
     /// `value` without its brackets when it is a hidden form, `REDACTED-` and eight lower-case hex
@@ -88,7 +89,29 @@ public struct Redaction: Sendable, Hashable {
 
     /// Eight hex digits of the keyed hash of `secret`: the fingerprint a hidden value shows.
     public func fingerprint(_ secret: some StringProtocol) -> String {
-        String(SHA256.hmac(key: fingerprintKey, message: Array(secret.utf8)).prefix(4).hexString)
+        fingerprint(bytes: Array(secret.utf8)[...])
+    }
+
+    /// The fingerprint of the UTF-8 bytes `secret`, noted as hidden while the values hidden are
+    /// collected (``collectingHidden(_:)``).
+    private func fingerprint(bytes secret: ArraySlice<UInt8>) -> String {
+        _ = Self.hiddenValues?.values.withLock { $0.insert(String(decoding: secret, as: UTF8.self)) }
+        return SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString
+    }
+
+    /// Where ``collectingHidden(_:)`` collects the values hidden, while it runs.
+    @TaskLocal private static var hiddenValues: HiddenValues?
+
+    private final class HiddenValues: Sendable {
+        let values = Locked<Set<String>>([])
+    }
+
+    /// Runs `body`, collecting every value a redaction hides while it runs (on this task or
+    /// thread): what a recording then hides wherever else it appears (``hidingEchoes(of:in:)``).
+    static func collectingHidden<Result>(_ body: () -> Result) -> (Result, Set<String>) {
+        let collected = HiddenValues()
+        let result = $hiddenValues.withValue(collected, operation: body)
+        return (result, collected.values.withLock { $0 })
     }
 
     /// `headers` with secret values hidden.
@@ -127,7 +150,7 @@ public struct Redaction: Sendable, Hashable {
 
     /// The authentication scheme a credential value starts with (`Bearer`, `Basic`, …, as written),
     /// if any: the scheme's word in any ASCII case (RFC 9110 §11.1), a space, and more after it.
-    private static func authScheme(of value: String) -> String? {
+    static func authScheme(of value: String) -> String? {
         let utf8 = value.utf8
         guard let space = utf8.firstIndex(of: UInt8(ascii: " ")), utf8.index(after: space) != utf8.endIndex else {
             return nil

@@ -1,0 +1,56 @@
+import Foundation
+
+extension Redaction {
+    /// The parts of `headers` that are secrets of their own, beyond a value this redaction hides
+    /// whole: each cookie's value in a `Cookie` header, a `Set-Cookie`'s cookie value (not its
+    /// attributes), and a `Basic` credential's `user:password` and password, as an echo of the
+    /// request would show them.
+    func secretParts(of headers: [RequestSnapshot.Header]) -> Set<String> {
+        var parts: Set<String> = []
+        for header in headers {
+            let name = header.name.lowercased()
+            if name == "cookie", self.headers.contains(name) {
+                for pair in header.value.split(separator: ";") { parts.insert(Self.cookieValue(pair)) }
+            } else if name == "set-cookie", self.headers.contains(name),
+                let pair = header.value.split(separator: ";").first
+            {
+                parts.insert(Self.cookieValue(pair))
+            }
+            if let scheme = Self.authScheme(of: header.value), scheme.lowercased() == "basic",
+                let decoded = Data(base64Encoded: String(header.value.dropFirst(scheme.count + 1))),
+                let credential = String(data: decoded, encoding: .utf8)
+            {
+                parts.insert(credential)
+                if let colon = credential.firstIndex(of: ":") { parts.insert(String(credential[colon...].dropFirst())) }
+            }
+        }
+        return parts
+    }
+
+    /// The value of a cookie's `name=value` pair, without spaces around it.
+    private static func cookieValue(_ pair: Substring) -> String {
+        let value = pair.firstIndex(of: "=").map { pair[$0...].dropFirst() } ?? pair
+        return value.trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The length of the shortest secret hidden wherever it appears: a shorter value (a cookie's
+    /// `dark`, a user name) would hide ordinary words.
+    static let shortestEcho = 6
+
+    /// `bytes` with every occurrence of each of `secrets` at least ``shortestEcho`` bytes long
+    /// hidden (the longest first), as this redaction hides the secret where a rule names it.
+    func hidingEchoes(of secrets: Set<String>, in bytes: [UInt8]) -> [UInt8] {
+        var output = bytes
+        let needles = secrets.map { Array($0.utf8) }.filter { $0.count >= Self.shortestEcho }
+        for needle in needles.sorted(by: { $0.count > $1.count }) {
+            var spans: [Range<Int>] = []
+            var index = 0
+            while let found = output[index...].firstRange(of: needle) {
+                spans.append(found)
+                index = found.upperBound
+            }
+            if !spans.isEmpty { output = hiding(spans, of: output) }
+        }
+        return output
+    }
+}
