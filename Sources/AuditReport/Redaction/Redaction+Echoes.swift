@@ -38,10 +38,12 @@ extension Redaction {
     static let shortestEcho = 6
 
     /// `bytes` with every occurrence of each of `secrets` at least ``shortestEcho`` bytes long
-    /// hidden (the longest first), as this redaction hides the secret where a rule names it.
+    /// hidden (the longest first), as this redaction hides the secret where a rule names it; a
+    /// secret hidden in a URL also as its escapes decode (`a%2Fb` echoed as `a/b`).
     func hidingEchoes(of secrets: Set<String>, in bytes: [UInt8]) -> [UInt8] {
         var output = bytes
-        let needles = secrets.map { Array($0.utf8) }.filter { $0.count >= Self.shortestEcho }
+        let decoded = secrets.compactMap { $0.contains("%") ? $0.removingPercentEncoding : nil }
+        let needles = secrets.union(decoded).map { Array($0.utf8) }.filter { $0.count >= Self.shortestEcho }
         for needle in needles.sorted(by: { $0.count > $1.count }) {
             var spans: [Range<Int>] = []
             var index = 0
