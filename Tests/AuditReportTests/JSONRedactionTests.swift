@@ -33,6 +33,27 @@ import Testing
         #expect(redaction.redact(jsonText: text) == expected)
     }
 
+    @Test(
+        "credential names are read in any case and spelling, short and cloud ones included",
+        arguments: [
+            "password", "PASSWORD", "pass_word", "pass", "passphrase", "api-key", "apiKey", "client_secret",
+            "SecretAccessKey", "aws_secret_access_key", "stripeSecretKey", "signing_key", "SessionToken",
+            "private_key",
+        ])
+    func credentialNames(_ name: String) {
+        let text = #"{"\#(name)": "value-1", "user": "ann"}"#
+        let expected = #"{"\#(name)": "REDACTED-\#(redaction.fingerprint("value-1"))", "user": "ann"}"#
+        #expect(redaction.redact(jsonText: text) == expected)
+    }
+
+    @Test(
+        "names that only look like credentials are kept",
+        arguments: ["passenger", "keyboard", "public_key", "tokens_used", "password_hint"])
+    func notCredentialNames(_ name: String) {
+        let text = #"{"\#(name)": "value-1"}"#
+        #expect(redaction.redact(jsonText: text) == text)
+    }
+
     @Test("a string that holds JSON (an echo of a request body) is redacted inside, keeping its own layout")
     func jsonInsideAString() {
         let text = #"{"data": "{\"user\": \"ann\",\n \"password\": \"hunter2\"}"}"#

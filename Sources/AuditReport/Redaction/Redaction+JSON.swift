@@ -31,13 +31,14 @@ extension Redaction {
     static func isCredentialField(_ name: String) -> Bool {
         let squeezed = name.lowercased().filter { $0 != "_" && $0 != "-" }
         return credentialFields.contains(squeezed)
-            || ["password", "secret", "token", "apikey", "privatekey", "credential"].contains {
-                squeezed.hasSuffix($0)
-            }
+            || [
+                "password", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey", "secretaccesskey",
+                "signingkey", "credential",
+            ].contains { squeezed.hasSuffix($0) }
     }
 
     private static let credentialFields: Set<String> = [
-        "password", "passwd", "pwd", "secret", "token", "apikey", "accesstoken", "refreshtoken", "idtoken",
+        "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "accesstoken", "refreshtoken", "idtoken",
         "clientsecret", "authorization", "auth", "privatekey", "sessionid", "cookie",
     ]
 
