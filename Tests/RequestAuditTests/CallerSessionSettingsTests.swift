@@ -347,8 +347,12 @@ extension InterceptionTests.CallerSessionSettings {
         var configuration = AuditorConfiguration()
         configuration.logPath = log.path
         let request = URLRequest(url: HTTPBin.url(.get(query: "shared=suspended")))
+        // Without a URLCache: FoundationNetworking's own protocol stops the process when a suspension
+        // reaches it after the resume, which a cache's late reply causes (platform notes).
+        let uncached = URLSessionConfiguration.ephemeral
+        uncached.urlCache = nil
         let direct = await Self.suspendedRun(
-            request, on: URLSession(configuration: .ephemeral), suspendAfter: .zero, pause: .milliseconds(800))
+            request, on: URLSession(configuration: uncached), suspendAfter: .zero, pause: .milliseconds(800))
         let auditor = try Auditor(
             policy: Policy(parsing: "[record]\nall .", file: "shared.rules"), configuration: configuration)
         try auditor.install()
@@ -361,5 +365,42 @@ extension InterceptionTests.CallerSessionSettings {
         #expect(intercepted.exchange.body?.isEmpty == false)
         #expect(intercepted.elapsed >= .milliseconds(800))
         #expect(records.map(\.outcome.kind) == [.response])
+    }
+
+    @Test(
+        "a suspension that reaches the load after its resume (a URLCache's late reply) leaves it running",
+        .timeLimit(.minutes(1)))
+    func lateSuspension() async throws {
+        let audited = try AuditedSession()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = SlowURLCache(memoryCapacity: 0, diskCapacity: 0, diskPath: nil)
+        try audited.auditor.install(into: configuration)
+        let session = URLSession(configuration: configuration)
+        let request = URLRequest(url: HTTPBin.url(.get(query: "late=suspension")))
+        // The task's protocol is made when the cache answers, after the suspension and the resume:
+        // FoundationNetworking then starts it, stops it for the suspension, and starts it again.
+        let run = await Self.suspendedRun(request, on: session, suspendAfter: .zero, pause: .milliseconds(100))
+        let records = try await audited.finish()
+        #expect(run.exchange.status == 200)
+        #expect(run.exchange.body?.isEmpty == false)
+        #expect(records.map(\.outcome.kind) == [.response])
+    }
+}
+
+/// A URLCache that answers a data task's lookup after a second, with nothing.
+private final class SlowURLCache: URLCache, @unchecked Sendable {
+    // @unchecked: no state of its own.
+    override func getCachedResponse(
+        for dataTask: URLSessionDataTask, completionHandler: @escaping (CachedURLResponse?) -> Void
+    ) {
+        let reply = Reply(completionHandler)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { reply.send() }
+    }
+
+    private struct Reply: @unchecked Sendable {
+        // @unchecked: called once, from one queue.
+        let handler: (CachedURLResponse?) -> Void
+        init(_ handler: @escaping (CachedURLResponse?) -> Void) { self.handler = handler }
+        func send() { handler(nil) }
     }
 }

@@ -79,8 +79,13 @@ public final class HARReplay: Sendable {
         /// The sizes of the bodies recorded with their size.
         public var sizes: Set<Int> = []
         /// Whether a body of any size can match: one was recorded cut short (`_bodyIncomplete`, it
-        /// matches any body), or with its digest and without its size.
+        /// matches any body), with its digest and without its size, or with secrets (their values'
+        /// lengths may differ).
         public var isAnySize = false
+        /// The size of the largest body matched on its redacted form (a body with secrets: what a
+        /// recording keeps): a request body up to this size is held to its end, to be decoded and
+        /// redacted for its match.
+        public var largestRedacted = 0
 
         /// Bodies of `sizes`, or of any size when `isAnySize`, those up to `largestRedacted` bytes
         /// matched on their redacted form.
@@ -92,9 +97,6 @@ public final class HARReplay: Sendable {
 
         /// The size of the largest body that can match (`Int.max` when any size can).
         public var largest: Int { isAnySize ? .max : sizes.max() ?? 0 }
-        /// The size of the largest body recorded with its redacted digest: a request body up to
-        /// this size is held to its end, to be decoded and redacted for its match.
-        public var largestRedacted = 0
 
         /// Whether a body of `size` bytes can match.
         public func canMatch(size: Int) -> Bool { isAnySize || sizes.contains(size) }
@@ -327,9 +329,9 @@ public final class HARReplay: Sendable {
         let body =
             (postData?["encoding"] as? String) == "base64"
             ? Data(base64Encoded: text).map(Array.init) ?? [] : Array(text.utf8)
-        let unkeyed = unkeyed(body, type: postData?["mimeType"] as? String, redaction)
-        let digest = recorded ?? SHA256.hash(unkeyed).hexString
-        return (redactedDigestMark + digest, unkeyed != body ? nil : recorded == nil ? body.count : size)
+        let redacted = unkeyed(body, type: postData?["mimeType"] as? String, redaction)
+        let digest = recorded ?? SHA256.hash(redacted).hexString
+        return (redactedDigestMark + digest, redacted != body ? nil : recorded == nil ? body.count : size)
     }
 
     /// The digest of the key of a request that matches any body.

@@ -171,9 +171,14 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Stops the load: cancels the forwarded request (the session reports the cancellation to the
     /// caller itself), or stops Foundation's own protocol where it loads the task. When the caller
-    /// suspended its task, the load is suspended instead, and ``startLoading()`` resumes it.
+    /// suspended its task, the load is suspended instead, and ``startLoading()`` resumes it. A stop
+    /// that comes while the task runs is a suspension its caller has undone already (FoundationNetworking
+    /// delivers a suspension late when the task's protocol waits for its session's URLCache): nothing
+    /// to do.
     public override func stopLoading() {
-        let isSuspending = task?.state == .suspended
+        let taskState = task?.state
+        guard taskState != .running else { return }
+        let isSuspending = taskState == .suspended
         switch state.withLock({ $0.stop(isSuspending: isSuspending) }) {
         case .none:
             return
