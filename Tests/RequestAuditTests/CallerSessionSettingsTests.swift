@@ -61,6 +61,15 @@ extension InterceptionTests {
             return (exchange, ContinuousClock.now - started)
         }
 
+        /// A session like `session` without a URLCache: FoundationNetworking's own protocol stops
+        /// the process when a suspension reaches it after the resume, which a cache's late reply
+        /// causes under load (platform notes).
+        static func uncached(_ session: URLSession) -> URLSession {
+            let configuration = session.configuration
+            configuration.urlCache = nil
+            return URLSession(configuration: configuration)
+        }
+
         private struct SuspendedTask: @unchecked Sendable {
             // @unchecked: URLSessionTask's suspend and resume are thread-safe.
             let task: URLSessionTask
@@ -86,7 +95,8 @@ extension InterceptionTests {
             let audited = try AuditedSession()
             let drip = drip(startingAfter: dripDelay)
             let direct = await suspendedRun(
-                drip, on: audited.direct, withDelegate: withDelegate, suspendAfter: suspendAfter, pause: pause)
+                drip, on: uncached(audited.direct), withDelegate: withDelegate, suspendAfter: suspendAfter,
+                pause: pause)
             let intercepted = await suspendedRun(
                 drip, on: audited.session, withDelegate: withDelegate, suspendAfter: suspendAfter, pause: pause)
             return (direct, intercepted, try await audited.finish())
@@ -347,12 +357,9 @@ extension InterceptionTests.CallerSessionSettings {
         var configuration = AuditorConfiguration()
         configuration.logPath = log.path
         let request = URLRequest(url: HTTPBin.url(.get(query: "shared=suspended")))
-        // Without a URLCache: FoundationNetworking's own protocol stops the process when a suspension
-        // reaches it after the resume, which a cache's late reply causes (platform notes).
-        let uncached = URLSessionConfiguration.ephemeral
-        uncached.urlCache = nil
         let direct = await Self.suspendedRun(
-            request, on: URLSession(configuration: uncached), suspendAfter: .zero, pause: .milliseconds(800))
+            request, on: Self.uncached(URLSession(configuration: .ephemeral)), suspendAfter: .zero,
+            pause: .milliseconds(800))
         let auditor = try Auditor(
             policy: Policy(parsing: "[record]\nall .", file: "shared.rules"), configuration: configuration)
         try auditor.install()
