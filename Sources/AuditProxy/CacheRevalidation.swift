@@ -23,7 +23,7 @@ final class CacheRevalidationHandler: ChannelInboundHandler {
         case .head(let head) where head.status.code / 100 == 1:
             break
         case .head(let head):
-            let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+            let headers = head.headers.snapshot
             writer = fill.answeredInBackground(status: Int(head.status.code), headers: headers)
         case .body(let buffer):
             writer?.append(buffer.readableBytesView)

@@ -31,7 +31,7 @@ extension ProxyHandler {
     func cacheRequest(_ head: HTTPRequestHead, url canonical: String, verdict: Verdict) -> (HTTPCache, CacheRequest)? {
         guard let cache = configuration.cache, let rule = verdict.cacheRule, let settings = rule.cacheSettings
         else { return nil }
-        let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+        let headers = head.headers.snapshot
         return (
             cache,
             CacheRequest(
@@ -114,7 +114,7 @@ extension ProxyHandler {
         case .head(let head) where head.status.code / 100 == 1:
             return (part, nil)
         case .head(let head):
-            let headers = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+            let headers = head.headers.snapshot
             if let served = exchange.fill.replacement(forStatus: Int(head.status.code), headers: headers) {
                 exchange.kind = served.kind
                 exchange.bytesFromCache = served.answer.body.count

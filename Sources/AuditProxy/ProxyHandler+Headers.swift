@@ -1,4 +1,5 @@
 import AuditPipeline
+import AuditReport
 import NIOCore
 import NIOHTTP1
 
@@ -68,4 +69,9 @@ extension ProxyHandler {
         headers[canonicalForm: "transfer-encoding"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
     }
 
+}
+
+extension HTTPHeaders {
+    /// The headers, in order, as records, recordings and the cache keep them.
+    var snapshot: [RequestSnapshot.Header] { map { RequestSnapshot.Header(name: $0.name, value: $0.value) } }
 }

@@ -33,7 +33,7 @@ extension ProxyHandler {
             announcesBody = head.hasBody
             exchange = RecordedExchange(
                 started: Date(), method: head.method.rawValue, url: (try? CanonicalURL(url))?.string ?? url,
-                requestHeaders: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) },
+                requestHeaders: head.headers.snapshot,
                 requestBody: nil, status: 0, statusText: "", responseHeaders: [], chunks: [], waitMilliseconds: 0)
         }
 
@@ -55,7 +55,7 @@ extension ProxyHandler {
                 exchange.waitMilliseconds = (now - start).milliseconds
                 exchange.status = Int(head.status.code)
                 exchange.statusText = head.status.reasonPhrase
-                exchange.responseHeaders = head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }
+                exchange.responseHeaders = head.headers.snapshot
             case .body(let buffer):
                 let offset = responseStart.map { (ContinuousClock.now - $0).milliseconds } ?? 0
                 exchange.appendBody(Array(buffer.readableBytesView), at: offset, keepingAtMost: maximumBody)

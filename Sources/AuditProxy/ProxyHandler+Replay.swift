@@ -43,7 +43,7 @@ extension ProxyHandler {
         connection.awaitReplay(exchange, keepsParts: configuration.replayMiss == .pass)
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD,
-            headers: head.headers.map { RequestSnapshot.Header(name: $0.name, value: $0.value) }, send: send,
+            headers: head.headers.snapshot, send: send,
             largestMatch: bodies.largest, body: ReplayBodyDigest(holdingAtMost: bodies.largestRedacted))
         resumeClientReads()
     }

@@ -163,10 +163,9 @@ public final class HARRecorder: Sendable {
                 "text": "", "_bodyOmitted": true, "comment": omission(exchange.requestBodyBytes),
             ]
             if let body = exchange.requestBody {
-                // A body without a type is redacted as the form Foundation and curl send it as.
-                let redacted = redaction.redact(body: body, type: declared ?? Redaction.untypedRequestBodyType)
+                let redacted = redaction.redact(requestBody: body, type: declared)
                 postData = content(redacted, size: body.count, type: type)
-                request["_redactedBodySHA256"] = SHA256.hash(Redaction.withoutFingerprints(redacted)).hexString
+                request["_redactedBodySHA256"] = HARReplay.unkeyedDigest(ofRedacted: redacted).hexString
             } else {
                 request["_bodySHA256"] = exchange.requestBodySHA256.hexString
             }

@@ -273,12 +273,13 @@ public final class HARReplay: Sendable {
     /// The SHA-256 on which a recorded body kept in the file is matched: of `body` (decoded, of
     /// `type`, the request's `Content-Type`) with its secrets hidden and their fingerprints taken out.
     public func redactedDigest(of body: [UInt8], type: String?) -> [UInt8] {
-        SHA256.hash(Self.unkeyed(body, type: type, redaction))
+        Self.unkeyedDigest(ofRedacted: redaction.redact(requestBody: body, type: type))
     }
 
-    /// `body` (of `type`, a request's `Content-Type`) redacted without fingerprints.
-    private static func unkeyed(_ body: [UInt8], type: String?, _ redaction: Redaction) -> [UInt8] {
-        Redaction.withoutFingerprints(redaction.redact(body: body, type: type ?? Redaction.untypedRequestBodyType))
+    /// The SHA-256 of a redacted body without its fingerprints: the digest a recording writes
+    /// (`_redactedBodySHA256`) and a replay matches a request's body on.
+    static func unkeyedDigest(ofRedacted redacted: [UInt8]) -> [UInt8] {
+        SHA256.hash(Redaction.withoutFingerprints(redacted))
     }
 
     /// The next recorded response for a request of `method` to `url` whose body has `digests`
@@ -304,6 +305,7 @@ public final class HARReplay: Sendable {
     /// value a recording hid already stays hidden.)
     private static func matched(_ url: String, _ parameters: Set<String>, _ redaction: Redaction) -> String {
         let canonical = (try? CanonicalURL(url))?.string ?? url
+        // Redaction replaces values with `REDACTED`, which keeps a canonical URL canonical.
         return withoutIgnored(Redaction.withoutFingerprints(redaction.redact(url: canonical)), parameters)
     }
 
@@ -324,14 +326,21 @@ public final class HARReplay: Sendable {
         let size = (request["bodySize"] as? Int).flatMap { $0 >= 0 ? $0 : nil }
         let recorded = request["_redactedBodySHA256"] as? String
         if recorded == nil, let digest = request["_bodySHA256"] as? String { return (digest, size) }
-        let postData = request["postData"] as? [String: Any]
-        let text = postData?["text"] as? String ?? ""
-        let body =
-            (postData?["encoding"] as? String) == "base64"
+        let postData = request["postData"] as? [String: Any] ?? [:]
+        let body = bytes(of: postData)
+        let unkeyed = Redaction.withoutFingerprints(
+            redaction.redact(requestBody: body, type: postData["mimeType"] as? String))
+        let digest = recorded ?? SHA256.hash(unkeyed).hexString
+        // A body with secrets may have any size: their values' lengths may differ.
+        return (redactedDigestMark + digest, unkeyed != body ? nil : recorded == nil ? body.count : size)
+    }
+
+    /// The bytes of a HAR `content` or `postData` object: its `text`, base64-decoded when its
+    /// `encoding` says so (empty when that is not base64: such an entry was refused at load).
+    private static func bytes(of content: [String: Any]) -> [UInt8] {
+        let text = content["text"] as? String ?? ""
+        return (content["encoding"] as? String) == "base64"
             ? Data(base64Encoded: text).map(Array.init) ?? [] : Array(text.utf8)
-        let redacted = unkeyed(body, type: postData?["mimeType"] as? String, redaction)
-        let digest = recorded ?? SHA256.hash(redacted).hexString
-        return (redactedDigestMark + digest, redacted != body ? nil : recorded == nil ? body.count : size)
     }
 
     /// The digest of the key of a request that matches any body.
@@ -340,9 +349,8 @@ public final class HARReplay: Sendable {
     /// What marks a key's digest as that of a body's redacted form.
     static let redactedDigestMark = "redacted:"
 
-    /// `url` (canonical) without the query parameters named in `parameters`.
-    static func withoutIgnored(_ url: String, _ parameters: Set<String>) -> String {
-        let canonical = (try? CanonicalURL(url))?.string ?? url
+    /// `canonical` (a canonical URL) without the query parameters named in `parameters`.
+    private static func withoutIgnored(_ canonical: String, _ parameters: Set<String>) -> String {
         guard !parameters.isEmpty, let mark = canonical.firstIndex(of: "?") else { return canonical }
         let kept = canonical[canonical.index(after: mark)...].split(separator: "&").filter { pair in
             let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
@@ -357,10 +365,7 @@ public final class HARReplay: Sendable {
             return RequestSnapshot.Header(name: name, value: value)
         }
         let content = response["content"] as? [String: Any] ?? [:]
-        let text = content["text"] as? String ?? ""
-        let body =
-            (content["encoding"] as? String) == "base64"
-            ? Data(base64Encoded: text).map(Array.init) ?? [] : Array(text.utf8)
+        let body = bytes(of: content)
         let chunks = (response["_chunks"] as? [[String: Any]] ?? []).compactMap { chunk -> (Double, Int)? in
             guard let time = (chunk["time"] as? NSNumber)?.doubleValue, let size = chunk["size"] as? Int else {
                 return nil

@@ -17,9 +17,11 @@ extension Redaction {
         return Array((isJSON ? redact(jsonText: text) : redact(formBody: text)).utf8)
     }
 
-    /// The type a request body without one goes out as from Foundation and curl (libcurl's), and
-    /// so the type it is redacted as.
-    public static let untypedRequestBodyType = "application/x-www-form-urlencoded"
+    /// A request body sent with the `Content-Type` `type` with its secrets hidden (``redact(body:type:)``);
+    /// one sent without a type is redacted as the form Foundation and curl (libcurl) send it as.
+    public func redact(requestBody body: [UInt8], type: String?) -> [UInt8] {
+        redact(body: body, type: type ?? "application/x-www-form-urlencoded")
+    }
 
     /// `bytes` with the fingerprint of every hidden value taken out (`REDACTED-` and eight hex
     /// digits become `REDACTED`): what a redacted text says whatever key hid its secrets. A replay
@@ -52,7 +54,8 @@ extension Redaction {
         return output.count == bytes.count ? text : String(decoding: output, as: UTF8.self)
     }
 
-    private static func isFingerprintDigit(_ byte: UInt8) -> Bool {
+    /// Whether `byte` is one of a fingerprint's digits (lower-case hex).
+    static func isFingerprintDigit(_ byte: UInt8) -> Bool {
         (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
     }
 

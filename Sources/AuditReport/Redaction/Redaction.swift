@@ -82,7 +82,7 @@ public struct Redaction: Sendable, Hashable {
         if form.first == UInt8(ascii: "["), form.last == UInt8(ascii: "]") { form = form.dropFirst().dropLast() }
         let prefix = "\(hiddenValue)-".utf8
         guard form.count == prefix.count + 8, form.starts(with: prefix),
-            form.suffix(8).allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+            form.suffix(8).allSatisfy(isFingerprintDigit)
         else { return nil }
         return String(decoding: form, as: UTF8.self)
     }
