@@ -121,7 +121,7 @@ func writeTemporary(_ text: String, name: String) throws -> String {
         #expect(summary.problems.count == 4)
         #expect(records.map(\.outcome.kind) == [.blocked, .replayed, .replayed, .replayed])
         #expect(records[0].decision.rule == "c/rival")
-        #expect(records[0].request.headers.map(\.value) == ["[REDACTED-\(Redaction.default.fingerprint("s=1"))]"])
+        #expect(records[0].request.headers.map(\.value) == ["s=[REDACTED-\(Redaction.default.fingerprint("1"))]"])
         #expect(records[1].decision.recorded == ["c/api"])
         #expect(records[1].outcome.status == nil)
         #expect(records[2].outcome.durationMilliseconds == 3)

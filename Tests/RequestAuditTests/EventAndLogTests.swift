@@ -31,7 +31,7 @@ extension InterceptionTests {
             #expect(started.request.url.hasSuffix("/get?q=shoes&token=\(hidden("s3cr3t"))&api_key=\(hidden("k3y"))"))
             let headers = Dictionary(uniqueKeysWithValues: started.request.headers.map { ($0.name, $0.value) })
             #expect(headers["Authorization"] == "Bearer [\(hidden("very-secret"))]")
-            #expect(headers["Cookie"] == "[\(hidden("session=abc"))]")
+            #expect(headers["Cookie"] == "session=[\(hidden("abc"))]")
             #expect(headers["X-Trace"] == "kept")
             let logText = try String(contentsOfFile: audited.logPath, encoding: .utf8)
             #expect(!logText.contains("s3cr3t") && !logText.contains("very-secret") && !logText.contains("session=abc"))

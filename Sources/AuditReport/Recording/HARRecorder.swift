@@ -117,7 +117,7 @@ public final class HARRecorder: Sendable {
             redaction.redact(headers: exchange.responseHeaders)
         }
         let echoes = hiddenInRequest.union(hiddenInHeaders).union(
-            redaction.secretParts(of: exchange.requestHeaders + exchange.responseHeaders))
+            redaction.basicCredentialParts(of: exchange.requestHeaders + exchange.responseHeaders))
         let hidingEchoes = { (text: String) in
             String(decoding: self.redaction.hidingEchoes(of: echoes, in: Array(text.utf8)), as: UTF8.self)
         }
@@ -126,7 +126,7 @@ public final class HARRecorder: Sendable {
         let type = exchange.responseHeaders.value(named: "content-type") ?? ""
         var response: [String: Any] = [
             "status": exchange.status, "statusText": exchange.statusText, "httpVersion": "HTTP/1.1",
-            "cookies": [Any](),
+            "cookies": Self.setCookies(in: responseHeaders, received: exchange.started),
             "headers": responseHeaders.map { ["name": $0.name, "value": hidingEchoes($0.value)] },
             "content": responseContent(body, type: type, exchange: exchange, echoes: echoes),
             "redirectURL": exchange.responseHeaders.value(named: "location").map {
@@ -150,9 +150,10 @@ public final class HARRecorder: Sendable {
     /// The HAR `request` of `exchange`, redacted.
     private func requestEntry(_ exchange: RecordedExchange) -> [String: Any] {
         let url = redaction.redact(url: exchange.url)
+        let headers = redaction.redact(headers: exchange.requestHeaders)
         var request: [String: Any] = [
-            "method": exchange.method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [Any](),
-            "headers": redaction.redact(headers: exchange.requestHeaders).map { ["name": $0.name, "value": $0.value] },
+            "method": exchange.method, "url": url, "httpVersion": "HTTP/1.1", "cookies": Self.cookies(in: headers),
+            "headers": headers.map { ["name": $0.name, "value": $0.value] },
             "queryString": Self.query(of: url), "headersSize": -1,
             "bodySize": exchange.requestBodyBytes,
         ]
@@ -215,6 +216,41 @@ public final class HARRecorder: Sendable {
             content["encoding"] = "base64"
         }
         return content
+    }
+
+    /// HAR `cookies` of a request: each cookie of its (redacted) `Cookie` headers.
+    private static func cookies(in headers: [RequestSnapshot.Header]) -> [[String: Any]] {
+        headers.filter { $0.name.lowercased() == "cookie" }.flatMap { header in
+            Redaction.cookies(inCookieHeader: header.value).map {
+                ["name": String($0.name ?? ""), "value": String($0.value)]
+            }
+        }
+    }
+
+    /// HAR `cookies` of a response received at `received`: the cookie each of its (redacted)
+    /// `Set-Cookie` headers sets, with its path, domain, expiry (from `Max-Age`, else `Expires`),
+    /// `httpOnly` and `secure` when it has them.
+    private static func setCookies(in headers: [RequestSnapshot.Header], received: Date) -> [[String: Any]] {
+        headers.filter { $0.name.lowercased() == "set-cookie" }.compactMap { header in
+            guard let (cookie, attributes) = Redaction.cookie(inSetCookie: header.value) else { return nil }
+            var entry: [String: Any] = ["name": String(cookie.name ?? ""), "value": String(cookie.value)]
+            var expires: Date?
+            var maximumAge: Date?
+            for attribute in attributes {
+                let value = String(attribute.value)
+                switch attribute.name.map(String.init)?.lowercased() ?? attribute.value.lowercased() {
+                case "path": entry["path"] = value
+                case "domain": entry["domain"] = value
+                case "httponly": entry["httpOnly"] = true
+                case "secure": entry["secure"] = true
+                case "expires": expires = HTTPDate.parse(value)
+                case "max-age": maximumAge = Int(value).map { received.addingTimeInterval(TimeInterval($0)) }
+                default: break
+                }
+            }
+            if let expiry = maximumAge ?? expires { entry["expires"] = AuditLogCoding.timestamp(expiry) }
+            return entry
+        }
     }
 
     private static func query(of url: String) -> [[String: String]] {

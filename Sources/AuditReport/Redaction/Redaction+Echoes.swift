@@ -1,21 +1,12 @@
 import Foundation
 
 extension Redaction {
-    /// The parts of `headers` that are secrets of their own, beyond a value this redaction hides
-    /// whole: each cookie's value in a `Cookie` header, a `Set-Cookie`'s cookie value (not its
-    /// attributes), and a `Basic` credential's `user:password` and password, as an echo of the
-    /// request would show them.
-    func secretParts(of headers: [RequestSnapshot.Header]) -> Set<String> {
+    /// The parts of `headers` that are secrets of their own, beyond the values this redaction
+    /// hides (each cookie's value is one of those): a `Basic` credential's `user:password` and
+    /// password, as an echo of the request would show them.
+    func basicCredentialParts(of headers: [RequestSnapshot.Header]) -> Set<String> {
         var parts: Set<String> = []
         for header in headers {
-            let name = header.name.lowercased()
-            if name == "cookie", self.headers.contains(name) {
-                for pair in header.value.split(separator: ";") { parts.insert(Self.cookieValue(pair)) }
-            } else if name == "set-cookie", self.headers.contains(name),
-                let pair = header.value.split(separator: ";").first
-            {
-                parts.insert(Self.cookieValue(pair))
-            }
             if let scheme = Self.authScheme(of: header.value), scheme.lowercased() == "basic",
                 let decoded = Data(base64Encoded: String(header.value.dropFirst(scheme.count + 1))),
                 let credential = String(data: decoded, encoding: .utf8)
@@ -25,12 +16,6 @@ extension Redaction {
             }
         }
         return parts
-    }
-
-    /// The value of a cookie's `name=value` pair, without spaces around it.
-    private static func cookieValue(_ pair: Substring) -> String {
-        let value = pair.firstIndex(of: "=").map { pair[$0...].dropFirst() } ?? pair
-        return value.trimmingCharacters(in: .whitespaces)
     }
 
     /// The length of the shortest secret hidden wherever it appears: a shorter value (a cookie's

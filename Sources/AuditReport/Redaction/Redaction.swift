@@ -122,10 +122,13 @@ public struct Redaction: Sendable, Hashable {
     }
 
     /// A header's value with its secrets hidden: all of it for a listed name (an authentication
-    /// scheme word kept), else every credential, JWT or provider key in it.
+    /// scheme word kept; a listed `Cookie` or `Set-Cookie` keeps its cookies' names and attributes),
+    /// else every credential, JWT or provider key in it.
     public func redact(headerValue value: String, name: String) -> String {
         let lowerName = name.lowercased()
         if headers.contains(lowerName) {
+            if lowerName == "cookie" { return redact(cookieHeader: value) }
+            if lowerName == "set-cookie" { return redact(setCookie: value) }
             if let scheme = Self.authScheme(of: value) {
                 return "\(scheme) [\(hidden(value.dropFirst(scheme.count + 1)))]"
             }

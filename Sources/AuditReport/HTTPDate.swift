@@ -1,14 +1,14 @@
-import AuditReport
 import Foundation
 
-/// HTTP dates (RFC 9110 §5.6.7): read in all three formats, written as IMF-fixdate.
-enum HTTPDate {
+/// HTTP dates (RFC 9110 §5.6.7): read in all three formats, written as IMF-fixdate. A cookie's
+/// `Expires` (`Wed, 21-Oct-2026 07:28:00 GMT`) reads as the second.
+package enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
 
     /// The date `text` names, or nil when it is not an HTTP date: `Sun, 06 Nov 1994 08:49:37 GMT`,
     /// `Sunday, 06-Nov-94 08:49:37 GMT` or `Sun Nov  6 08:49:37 1994`.
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
         var day: Int?
         var month: Int?
@@ -43,7 +43,7 @@ enum HTTPDate {
     }
 
     /// `date` as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let seconds = Int(date.timeIntervalSince1970.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let time = seconds - days * 86_400

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import AuditCache
+@testable import AuditReport
 
 @Suite struct HTTPDateTests {
     @Test(
