@@ -42,6 +42,31 @@ public struct HTTPContracts: Sendable {
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
     ]
 
+    /// What a check of `contract` lacks of the headers that name the request, naming the header and
+    /// the gateway setting that sends it, or nil.
+    private static func missingField(contract: AuthzCheck.Contract, method: String?, target: String?, host: String?)
+        -> String?
+    {
+        switch contract {
+        case .nginx:
+            // nginx's auth subrequest is always a GET, so its own method says nothing of the request's.
+            if method == nil {
+                return "it has no X-Original-Method header (nginx: proxy_set_header X-Original-Method $request_method)"
+            }
+            if target == nil {
+                return "it has no X-Original-URI header (nginx: proxy_set_header X-Original-URI $request_uri)"
+            }
+            if host == nil { return "it has no X-Forwarded-Host or Host header (nginx: proxy_set_header Host $host)" }
+        case .forwardAuth:
+            if method == nil { return "it has no X-Forwarded-Method header" }
+            if target == nil { return "it has no X-Forwarded-Uri header" }
+            if host == nil { return "it has no X-Forwarded-Host header" }
+        case .envoyHTTP, .envoyGRPC:
+            if host == nil { return "it has no Host header" }
+        }
+        return nil
+    }
+
     /// The check `head` describes.
     public func check(_ head: HTTPRequestHead) -> AuthzCheck {
         let headers = head.headers
@@ -81,7 +106,7 @@ public struct HTTPContracts: Sendable {
             named.count == 1 && !named[0].utf8.contains(UInt8(ascii: ","))
             ? [Substring(named[0])] : headers[canonicalForm: hostField]
         let authority = hosts.first.map(String.init)
-        var problem: String?
+        var problem = Self.missingField(contract: contract, method: method, target: target, host: authority)
         if hosts.count > 1 { problem = "the check names more than one host (\(hosts.joined(separator: ", ")))" }
         if target == nil, contract == .envoyHTTP {
             problem = "the check's path '\(head.uri)' does not start with the path prefix '\(pathPrefix)'"

@@ -71,8 +71,12 @@ import Testing
     @Test(
         "a check missing its contract's fields names what is missing",
         arguments: [
-            ([("X-Original-URI", "/a"), ("X-Forwarded-Host", "a.test")], "the check names no method"),
-            ([("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/a")], "the check names no host"),
+            (
+                [("X-Original-URI", "/a"), ("X-Forwarded-Host", "a.test")],
+                "it has no X-Original-Method header (nginx: proxy_set_header X-Original-Method $request_method)"
+            ),
+            ([("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/a")], "it has no X-Forwarded-Host header"),
+            ([("X-Forwarded-Uri", "/a"), ("X-Forwarded-Host", "a.test")], "it has no X-Forwarded-Method header"),
             (
                 [("X-Original-URI", "a"), ("X-Original-Method", "GET"), ("X-Forwarded-Host", "a.test")],
                 "the request target 'a' is not a path (it must start with '/')"
@@ -87,6 +91,14 @@ import Testing
         ])
     func malformed(headers: [(String, String)], problem: String) {
         #expect(HTTPContracts().check(head("/", headers)).problem == problem)
+    }
+
+    @Test("an nginx check without X-Original-URI names the header and the line that sends it")
+    func nginxWithoutURI() {
+        let check = HTTPContracts(selection: .nginx).check(
+            head("/_audit", [("X-Original-Method", "GET"), ("X-Forwarded-Host", "a.test")]))
+        #expect(
+            check.problem == "it has no X-Original-URI header (nginx: proxy_set_header X-Original-URI $request_uri)")
     }
 
     @Test("a check naming two hosts is malformed: the gateway and the policy could read different ones")
