@@ -15,8 +15,9 @@ deps:
 	fi
 
 ## What the tests use besides Swift: nginx, openssl, curl, chromium, prometheus, fcgiwrap, caddy and squid (apt-get), Python
-## requests, opentelemetry-proto, ada-url and grpcio (pip), and xds-protos (pip, in /opt/request-audit/xds-protos);
-## Tests/with-httpbin.sh installs httpbin and gunicorn itself.
+## requests, opentelemetry-proto, ada-url and grpcio (pip), xds-protos (pip, in /opt/request-audit/xds-protos), and
+## mitmproxy, which opens recordings as a HAR reader (pip, in a virtual environment at /opt/request-audit/mitmproxy,
+## so that its pinned dependencies stay apart); Tests/with-httpbin.sh installs httpbin and gunicorn itself.
 test-deps: deps
 	@if ! [ -x /usr/sbin/nginx ] || ! command -v openssl >/dev/null || ! command -v curl >/dev/null \
 		|| ! command -v chromium >/dev/null || ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/sbin/fcgiwrap ] \
@@ -32,6 +33,8 @@ test-deps: deps
 	@[ -d /opt/request-audit/xds-protos/envoy ] && python3 -c "import grpc" 2>/dev/null \
 		|| (python3 -m pip install -q --root-user-action=ignore grpcio 'protobuf>=6.31.1,<8' \
 		&& python3 -m pip install -q --root-user-action=ignore --no-deps --target /opt/request-audit/xds-protos xds-protos)
+	@[ -x /opt/request-audit/mitmproxy/bin/mitmdump ] || (python3 -m venv /opt/request-audit/mitmproxy \
+		&& /opt/request-audit/mitmproxy/bin/pip install -q mitmproxy==11.0.2)
 
 build: deps
 	$(SWIFT) build
