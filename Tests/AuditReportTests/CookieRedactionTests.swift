@@ -30,9 +30,34 @@ import Testing
             ("next=s3cret-42; Path=/; HttpOnly; Secure", "next=#s3cret-42#; Path=/; HttpOnly; Secure"),
             ("id=7; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "id=#7#; Expires=Wed, 21 Oct 2026 07:28:00 GMT"),
             ("plain-value-42", "#plain-value-42#"),
+            (
+                "a=one1; Path=/, b=two2; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly,c=3",
+                "a=#one1#; Path=/, b=#two2#; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly,c=#3#"
+            ),
         ])
     func setCookie(_ value: String, _ expected: String) {
         #expect(redaction.redact(headerValue: value, name: "set-cookie") == fill(expected))
+    }
+
+    @Test("cookies a response's Set-Cookie lines joined with commas (as Foundation joins them) are listed one by one")
+    func joinedSetCookies() throws {
+        var exchange = RecordedExchange(
+            started: Date(timeIntervalSince1970: 1_800_000_000), method: "GET", url: "http://a.test/",
+            requestHeaders: [], requestBody: nil, status: 200, statusText: "OK",
+            responseHeaders: [
+                .init(
+                    name: "Set-Cookie",
+                    value: "a=first-secret; Path=/, b=second-secret; Expires=Wed, 21 Oct 2026 07:28:00 GMT")
+            ], chunks: [], waitMilliseconds: 0)
+        exchange.appendBody([], at: 0, keepingAtMost: 1)
+        let path = try RecordingSecretTests.record([exchange])
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!text.contains("first-secret") && !text.contains("second-secret"))
+        let entry = try #require(try HARRecordingTests.entries(path).first)
+        let cookies = try #require((entry["response"] as? [String: Any])?["cookies"] as? [[String: Any]])
+        #expect(cookies.map { $0["name"] as? String } == ["a", "b"])
+        #expect(cookies.map { $0["path"] as? String } == ["/", nil])
+        #expect(cookies.map { $0["expires"] as? String } == [nil, "2026-10-21T07:28:00.000Z"])
     }
 
     @Test("a cookie header redacted again keeps its fingerprints (a logged request replayed)")

@@ -239,6 +239,31 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.replayed, .replayed, .replayed])
         }
 
+        @Test("cookies a response sets on two Set-Cookie lines, which Foundation joins into one, are each hidden")
+        func joinedSetCookies() async throws {
+            let har = Self.newRecordingPath()
+            let secrets = ["first-\(UUID().uuidString)", "second-\(UUID().uuidString)"]
+            let base = HTTPBin.url(.headers).absoluteString.replacingOccurrences(of: "/headers", with: "")
+            let url =
+                base + "/response-headers?Set-Cookie=a%3D\(secrets[0])%3B%20Path%3D%2F"
+                + "&Set-Cookie=b%3D\(secrets[1])%3B%20Expires%3DWed%2C%2021%20Oct%202026%2007%3A28%3A00%20GMT"
+            let recording = try Self.session(.record(har))
+            let sent = await CallerStyle.completionHandler.run(
+                URLRequest(url: URL(string: url)!), on: recording.session)
+            _ = try await recording.finish()
+            #expect(sent.headers["set-cookie"]?.contains(", b=") == true)
+            // The URL names the cookies it asks httpbin to set (a URL keeps what no rule names): the
+            // response's headers, cookies and body (httpbin's echo) are what must not.
+            let response = try #require(try Self.entries(har).first?["response"] as? [String: Any])
+            let written = try JSONSerialization.data(
+                withJSONObject: [response["headers"], response["cookies"], response["content"]])
+            for secret in secrets {
+                #expect(!String(decoding: written, as: UTF8.self).contains(secret), "\(secret) is in the response")
+            }
+            let cookies = try #require(response["cookies"] as? [[String: Any]])
+            #expect(cookies.map { $0["name"] as? String } == ["a", "b"])
+        }
+
         @Test("a form an app posts without a Content-Type (Foundation sends it as a form) has its password redacted")
         func untypedForm() async throws {
             let har = Self.newRecordingPath()

@@ -231,8 +231,9 @@ public final class HARRecorder: Sendable {
     /// `Set-Cookie` headers sets, with its path, domain, expiry (from `Max-Age`, else `Expires`),
     /// `httpOnly` and `secure` when it has them.
     private static func setCookies(in headers: [RequestSnapshot.Header], received: Date) -> [[String: Any]] {
-        headers.filter { $0.name.lowercased() == "set-cookie" }.compactMap { header in
-            guard let (cookie, attributes) = Redaction.cookie(inSetCookie: header.value) else { return nil }
+        headers.filter { $0.name.lowercased() == "set-cookie" }.flatMap {
+            Redaction.cookies(inSetCookie: $0.value)
+        }.map { cookie, attributes in
             var entry: [String: Any] = ["name": String(cookie.name ?? ""), "value": String(cookie.value)]
             var expires: Date?
             var maximumAge: Date?

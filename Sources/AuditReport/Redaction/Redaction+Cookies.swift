@@ -13,12 +13,41 @@ extension Redaction {
         value.split(separator: ";").compactMap(cookiePair)
     }
 
-    /// The cookie a `Set-Cookie` value sets (before its attributes), and its attributes (`Path=/`,
-    /// `HttpOnly`, …) as name and value, each without the spaces around it.
-    static func cookie(inSetCookie value: String) -> (cookie: CookiePair, attributes: [CookiePair])? {
-        var pieces = value.split(separator: ";", omittingEmptySubsequences: false)[...]
-        guard let first = pieces.popFirst(), let cookie = cookiePair(first) else { return nil }
-        return (cookie, pieces.compactMap(cookiePair))
+    /// The cookies a `Set-Cookie` value sets, each with its attributes (`Path=/`, `HttpOnly`, …) as
+    /// name and value, without the spaces around them: one, or several a sender joined with commas
+    /// (as Foundation joins a response's repeated headers).
+    static func cookies(inSetCookie value: String) -> [(cookie: CookiePair, attributes: [CookiePair])] {
+        setCookieStrings(in: value).compactMap { one in
+            var pieces = one.split(separator: ";", omittingEmptySubsequences: false)[...]
+            guard let first = pieces.popFirst(), let cookie = cookiePair(first) else { return nil }
+            return (cookie, pieces.compactMap(cookiePair))
+        }
+    }
+
+    /// A `Set-Cookie` value cut where a comma starts another cookie (a name and `=` after it); a
+    /// comma inside an attribute (`Expires=Wed, 21 Oct 2026 …`) cuts nothing.
+    private static func setCookieStrings(in value: String) -> [Substring] {
+        var strings: [Substring] = []
+        var start = value.startIndex
+        var searchFrom = value.startIndex
+        while let comma = value[searchFrom...].firstIndex(of: ",") {
+            let after = value.index(after: comma)
+            if startsCookie(value[after...]) {
+                strings.append(value[start..<comma])
+                start = after
+            }
+            searchFrom = after
+        }
+        strings.append(value[start...])
+        return strings
+    }
+
+    /// Whether `text` starts with a cookie's name and `=`, after spaces.
+    private static func startsCookie(_ text: Substring) -> Bool {
+        let text = text.drop { $0 == " " || $0 == "\t" }
+        guard let equals = text.firstIndex(of: "=") else { return false }
+        let name = text[..<equals]
+        return !name.isEmpty && !name.contains { $0 == " " || $0 == "\t" || $0 == ";" || $0 == "," }
     }
 
     private static func cookiePair(_ piece: Substring) -> CookiePair? {
@@ -36,11 +65,13 @@ extension Redaction {
         value.split(separator: ";", omittingEmptySubsequences: false).map(hidingCookieValue).joined(separator: ";")
     }
 
-    /// A `Set-Cookie` value with its cookie's value hidden, its name and attributes (`Path`,
-    /// `Expires`, `HttpOnly`, …) kept.
+    /// A `Set-Cookie` value with each cookie's value hidden, its name and attributes (`Path`,
+    /// `Expires`, `HttpOnly`, …) kept; cookies joined with commas each get the same.
     func redact(setCookie value: String) -> String {
-        guard let end = value.firstIndex(of: ";") else { return hidingCookieValue(value[...]) }
-        return hidingCookieValue(value[..<end]) + value[end...]
+        Self.setCookieStrings(in: value).map { one in
+            guard let end = one.firstIndex(of: ";") else { return hidingCookieValue(one) }
+            return hidingCookieValue(one[..<end]) + one[end...]
+        }.joined(separator: ",")
     }
 
     /// One `name=value` piece with its value hidden, the spaces around it kept.
