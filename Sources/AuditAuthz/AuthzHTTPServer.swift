@@ -103,11 +103,19 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
     private let contracts: HTTPContracts
     private let server: AuthzHTTPServer
     private var head: HTTPRequestHead?
+    /// The listener's address this connection came to.
+    private var receivedAt: HTTPContracts.ListenerAddress?
 
     init(decider: AuthzDecider, contracts: HTTPContracts, server: AuthzHTTPServer) {
         self.decider = decider
         self.contracts = contracts
         self.server = server
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if let local = context.channel.localAddress, let ip = local.ipAddress, let port = local.port {
+            receivedAt = HTTPContracts.ListenerAddress(ip: ip, port: port)
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -122,7 +130,9 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
             guard !server.stopping else {
                 return answer(AuthzDecider.stopping, keepAlive: false, context: context)
             }
-            answer(decider.decide(contracts.check(head)), keepAlive: head.isKeepAlive, context: context)
+            answer(
+                decider.decide(contracts.check(head, receivedAt: receivedAt)), keepAlive: head.isKeepAlive,
+                context: context)
         }
     }
 

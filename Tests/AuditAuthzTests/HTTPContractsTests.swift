@@ -93,6 +93,29 @@ import Testing
         #expect(HTTPContracts().check(head("/", headers)).problem == problem)
     }
 
+    @Test(
+        "an nginx check whose Host names the listener it came to, without X-Forwarded-Host, is refused",
+        arguments: ["127.0.0.1:9191", "localhost:9191", "LOCALHOST:9191"])
+    func nginxHostIsTheListener(host: String) {
+        let check = HTTPContracts().check(
+            head("/_audit", [("X-Original-URI", "/a"), ("X-Original-Method", "GET"), ("Host", host)]),
+            receivedAt: .init(ip: "127.0.0.1", port: 9191))
+        #expect(check.problem?.contains("proxy_set_header X-Forwarded-Host $host") == true)
+    }
+
+    @Test(
+        "an nginx check whose Host names another host or port, or that has X-Forwarded-Host, is decided",
+        arguments: [
+            [("Host", "shop.test")], [("Host", "127.0.0.1:9192")], [("Host", "10.0.0.1:9191")],
+            [("Host", "127.0.0.1:9191"), ("X-Forwarded-Host", "shop.test")],
+        ])
+    func nginxHostIsNotTheListener(headers: [(String, String)]) {
+        let check = HTTPContracts().check(
+            head("/_audit", [("X-Original-URI", "/a"), ("X-Original-Method", "GET")] + headers),
+            receivedAt: .init(ip: "127.0.0.1", port: 9191))
+        #expect(check.problem == nil)
+    }
+
     @Test("an nginx check without X-Original-URI names the header and the line that sends it")
     func nginxWithoutURI() {
         let check = HTTPContracts(selection: .nginx).check(

@@ -69,6 +69,33 @@ import Testing
         #expect(records.map(\.warning?.decidedBy) == [.default, .acknowledged])
     }
 
+    @Test("nginx auth_request without X-Forwarded-Host: a check whose Host names audit authz itself is refused")
+    func nginxWithoutForwardedHost() async throws {
+        let setup = try GatewaySetup(.nginx) {
+            $0.replacingOccurrences(of: "proxy_set_header X-Forwarded-Host $host;", with: "")
+        }
+        defer { setup.stop() }
+        let answer = try setup.get("/shop/item")
+        #expect(answer.status == 403)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        #expect(body["error"] as? String == "bad-request")
+        #expect((body["message"] as? String)?.contains("proxy_set_header X-Forwarded-Host $host") == true, "\(body)")
+        #expect(try setup.upstreamHits() == 0)
+        #expect(try setup.records().map(\.outcome.status) == [400])
+    }
+
+    @Test("nginx auth_request with proxy_set_header Host $host instead of X-Forwarded-Host decides the request's host")
+    func nginxHostInsteadOfForwardedHost() async throws {
+        let setup = try GatewaySetup(.nginx) {
+            $0.replacingOccurrences(
+                of: "proxy_set_header X-Forwarded-Host $host;", with: "proxy_set_header Host $host;")
+        }
+        defer { setup.stop() }
+        #expect(try setup.get("/admin").status == 403)
+        #expect(try setup.get("/shop/item").status == 200)
+        #expect(try setup.records().map(\.request.url) == ["http://shop.test/admin", "http://shop.test/shop/item"])
+    }
+
     @Test("nginx auth_request: a redirect rule answers 302 with the target, through the error_page recipe")
     func nginxRedirect() async throws {
         let setup = try GatewaySetup(.nginx)
@@ -159,7 +186,8 @@ final class GatewaySetup: @unchecked Sendable {
     let port: Int
     let rulesFile: URL
 
-    init(_ kind: Kind, watch: Bool = false) throws {
+    /// `recipe` edits the nginx recipe's lines (``nginxRecipe(authz:upstream:)``) before use.
+    init(_ kind: Kind, watch: Bool = false, recipe: (String) -> String = { $0 }) throws {
         folder = try TemporaryFolder([:])
         let policies = folder.url.appendingPathComponent("policies")
         try FileManager.default.createDirectory(at: policies, withIntermediateDirectories: true)
@@ -193,7 +221,7 @@ final class GatewaySetup: @unchecked Sendable {
                     }
                     server {
                         listen 127.0.0.1:\(port);
-                        \(GatewaySetup.nginxRecipe(authz: authz.port, upstream: upstream))
+                        \(recipe(GatewaySetup.nginxRecipe(authz: authz.port, upstream: upstream)))
                     }
                 }
                 """
