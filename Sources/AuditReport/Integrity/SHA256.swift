@@ -65,13 +65,44 @@ public struct SHA256: Sendable {
 
     /// HMAC-SHA-256 of `message` under `key`.
     public static func hmac(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
-        var key = key.count > 64 ? hash(key) : key
-        key += [UInt8](repeating: 0, count: 64 - key.count)
-        var inner = SHA256()
-        inner.update(key.map { $0 ^ 0x36 } + Array(message))
-        var outer = SHA256()
-        outer.update(key.map { $0 ^ 0x5c } + inner.finalize())
-        return outer.finalize()
+        HMACKey(key).code(for: message)
+    }
+
+    /// An HMAC-SHA-256 key (RFC 2104) made ready once: the hash states after its inner and outer
+    /// padded blocks, so that each message costs two compressions and no copy of the key.
+    public struct HMACKey: Sendable, Hashable {
+        /// The key.
+        public let key: [UInt8]
+        private let inner: SHA256
+        private let outer: SHA256
+
+        /// `key` made ready.
+        public init(_ key: [UInt8]) {
+            self.key = key
+            var padded = key.count > 64 ? SHA256.hash(key) : key
+            padded += [UInt8](repeating: 0, count: 64 - padded.count)
+            var inner = SHA256()
+            inner.update(padded.map { $0 ^ 0x36 })
+            var outer = SHA256()
+            outer.update(padded.map { $0 ^ 0x5c })
+            self.inner = inner
+            self.outer = outer
+        }
+
+        /// HMAC-SHA-256 of `message` under this key.
+        public func code(for message: some Sequence<UInt8>) -> [UInt8] {
+            var inner = self.inner
+            inner.update(message)
+            var outer = self.outer
+            outer.update(inner.finalize())
+            return outer.finalize()
+        }
+
+        /// Keys are equal when their bytes are.
+        public static func == (left: HMACKey, right: HMACKey) -> Bool { left.key == right.key }
+
+        /// Hashes the key's bytes.
+        public func hash(into hasher: inout Hasher) { hasher.combine(key) }
     }
 
     /// Adds the bytes of `input`: fills the partial block first, compresses every whole block in

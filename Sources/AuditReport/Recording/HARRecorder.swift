@@ -222,7 +222,7 @@ public final class HARRecorder: Sendable {
     private static func cookies(in headers: [RequestSnapshot.Header]) -> [[String: Any]] {
         headers.filter { $0.name.lowercased() == "cookie" }.flatMap { header in
             Redaction.cookies(inCookieHeader: header.value).map {
-                ["name": String($0.name ?? ""), "value": String($0.value)]
+                ["name": $0.nameText, "value": $0.valueText]
             }
         }
     }
@@ -234,12 +234,12 @@ public final class HARRecorder: Sendable {
         headers.filter { $0.name.lowercased() == "set-cookie" }.flatMap {
             Redaction.cookies(inSetCookie: $0.value)
         }.map { cookie, attributes in
-            var entry: [String: Any] = ["name": String(cookie.name ?? ""), "value": String(cookie.value)]
+            var entry: [String: Any] = ["name": cookie.nameText, "value": cookie.valueText]
             var expires: Date?
             var maximumAge: Date?
             for attribute in attributes {
-                let value = String(attribute.value)
-                switch attribute.name.map(String.init)?.lowercased() ?? attribute.value.lowercased() {
+                let value = attribute.valueText
+                switch (attribute.name == nil ? value : attribute.nameText).lowercased() {
                 case "path": entry["path"] = value
                 case "domain": entry["domain"] = value
                 case "httponly": entry["httpOnly"] = true

@@ -25,7 +25,11 @@ public struct Redaction: Sendable, Hashable {
     public var shapes: Set<SecretShape> = Set(SecretShape.allCases)
     /// The key of the fingerprints. By default a random key per process: fingerprints match within
     /// one run's records. Set one (say, from a key file) to follow a secret across runs.
-    public var fingerprintKey: [UInt8] = Redaction.processKey
+    public var fingerprintKey: [UInt8] = Redaction.processKey {
+        didSet { fingerprinter = SHA256.HMACKey(fingerprintKey) }
+    }
+    /// ``fingerprintKey`` made ready for hashing.
+    private var fingerprinter = Redaction.processFingerprinter
 
     /// Creates a redaction list; names are lower-cased. Every ``SecretShape`` is recognised.
     public init(headers: Set<String>, queryParameters: Set<String>) {
@@ -58,6 +62,7 @@ public struct Redaction: Sendable, Hashable {
 
     /// The fingerprint key of this process (see ``fingerprintKey``).
     static let processKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
+    private static let processFingerprinter = SHA256.HMACKey(processKey)
 
     static let hiddenHeaderValue = "[REDACTED]"
     static let hiddenValue = "REDACTED"
@@ -96,7 +101,7 @@ public struct Redaction: Sendable, Hashable {
     /// collected (``collectingHidden(_:)``).
     private func fingerprint(bytes secret: ArraySlice<UInt8>) -> String {
         _ = Self.hiddenValues?.values.withLock { $0.insert(String(decoding: secret, as: UTF8.self)) }
-        return SHA256.hmac(key: fingerprintKey, message: secret).prefix(4).hexString
+        return fingerprinter.code(for: secret).prefix(4).hexString
     }
 
     /// Where ``collectingHidden(_:)`` collects the values hidden, while it runs.
