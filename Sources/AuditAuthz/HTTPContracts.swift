@@ -56,7 +56,9 @@ public struct HTTPContracts: Sendable {
             if target == nil {
                 return "it has no X-Original-URI header (nginx: proxy_set_header X-Original-URI $request_uri)"
             }
-            if host == nil { return "it has no X-Forwarded-Host or Host header (nginx: proxy_set_header Host $host)" }
+            if host == nil {
+                return "it has no X-Forwarded-Host or Host header (nginx: proxy_set_header X-Forwarded-Host $host)"
+            }
         case .forwardAuth:
             if method == nil { return "it has no X-Forwarded-Method header" }
             if target == nil { return "it has no X-Forwarded-Uri header" }

@@ -13,6 +13,8 @@ struct ChainWalk: Sendable {
     }
 
     let key: [UInt8]?
+    /// ``key`` made ready for hashing.
+    private let hmacKey: SHA256.HMACKey?
     private(set) var checkDigests: Bool
     private let anchor: [UInt8]?
     private var isAnchorFound = false
@@ -34,6 +36,7 @@ struct ChainWalk: Sendable {
     /// for a line whose digest is `anchor`.
     init(key: [UInt8]?, checkDigests: Bool, anchor: [UInt8]? = nil) {
         self.key = key
+        hmacKey = key.map(SHA256.HMACKey.init)
         self.checkDigests = checkDigests
         self.anchor = anchor
         result.checkedDigests = checkDigests
@@ -81,7 +84,7 @@ struct ChainWalk: Sendable {
 
     /// Whether `entry` chains from `digest`.
     private func chains(_ entry: Entry, from digest: [UInt8]) -> Bool {
-        !checkDigests || LogChain.digest(previous: digest, body: entry.body, key: key) == entry.digest
+        !checkDigests || LogChain.digest(previous: digest, body: entry.body, key: hmacKey) == entry.digest
     }
 
     private mutating func step(_ entry: Entry) {

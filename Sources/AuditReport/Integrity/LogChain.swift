@@ -22,12 +22,15 @@ public struct LogChain: Sendable {
     public private(set) var digest: [UInt8]
     /// The HMAC key, or nil for a plain SHA-256 chain.
     public let key: [UInt8]?
+    /// ``key`` made ready for hashing.
+    private let hmacKey: SHA256.HMACKey?
 
     /// A chain that starts after `sequence` with `digest` (a new log: 0 and 32 zero bytes).
     public init(sequence: Int = 0, digest: [UInt8] = LogChain.genesis, key: [UInt8]? = nil) {
         self.sequence = sequence
         self.digest = digest
         self.key = key
+        hmacKey = key.map(SHA256.HMACKey.init)
     }
 
     /// The 32 bytes a digest's 64 lower-case hex digits spell (as in a sealed line, a deletion
@@ -87,7 +90,7 @@ public struct LogChain: Sendable {
         sequence += 1
         message += (message.count > 66 ? ",\"seq\":\(sequence)" : "\"seq\":\(sequence)").utf8
         message.append(UInt8(ascii: "}"))
-        digest = key.map { SHA256.hmac(key: $0, message: message) } ?? SHA256.hash(message)
+        digest = hmacKey?.code(for: message) ?? SHA256.hash(message)
         line += message[65..<(message.count - 1)]
         line += ",\"\(memberName)\":\"".utf8
         line += digest.hexBytes
@@ -95,12 +98,12 @@ public struct LogChain: Sendable {
     }
 
     /// `H(hex(previous) + "\n" + body)`, SHA-256 or HMAC-SHA-256 under `key`.
-    static func digest(previous: [UInt8], body: some Collection<UInt8>, key: [UInt8]?) -> [UInt8] {
+    static func digest(previous: [UInt8], body: some Collection<UInt8>, key: SHA256.HMACKey?) -> [UInt8] {
         if let key {
             var message = previous.hexBytes
             message.append(UInt8(ascii: "\n"))
             message += body
-            return SHA256.hmac(key: key, message: message)
+            return key.code(for: message)
         }
         var hasher = SHA256()
         hasher.update(previous.hexBytes)
