@@ -178,7 +178,7 @@ let package = Package(
             name: "AuditAuthzTests",
             dependencies: [
                 "AuditAuthz", "AuditPipeline", "AuditPolicy", "AuditReport",
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(
             name: "AuditTLSTests",

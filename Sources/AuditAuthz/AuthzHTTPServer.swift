@@ -103,19 +103,11 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
     private let contracts: HTTPContracts
     private let server: AuthzHTTPServer
     private var head: HTTPRequestHead?
-    /// The listener's address this connection came to.
-    private var receivedAt: HTTPContracts.ListenerAddress?
 
     init(decider: AuthzDecider, contracts: HTTPContracts, server: AuthzHTTPServer) {
         self.decider = decider
         self.contracts = contracts
         self.server = server
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if let local = context.channel.localAddress, let ip = local.ipAddress, let port = local.port {
-            receivedAt = HTTPContracts.ListenerAddress(ip: ip, port: port)
-        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -131,7 +123,8 @@ final class AuthzHTTPHandler: ChannelInboundHandler {
                 return answer(AuthzDecider.stopping, keepAlive: false, context: context)
             }
             answer(
-                decider.decide(contracts.check(head, receivedAt: receivedAt)), keepAlive: head.isKeepAlive,
+                decider.decide(contracts.check(head, receivedAt: context.channel.localAddress)),
+                keepAlive: head.isKeepAlive,
                 context: context)
         }
     }

@@ -1,4 +1,5 @@
 import AuditPolicy
+import NIOCore
 import NIOHTTP1
 
 /// How the HTTP listener of `audit authz` reads a gateway's check: which contract, and the request
@@ -69,36 +70,22 @@ public struct HTTPContracts: Sendable {
         return nil
     }
 
-    /// The address a check came to: the listener's own IP address and port, as the gateway reached it.
-    public struct ListenerAddress: Sendable, Equatable {
-        /// The IP address, as written (`127.0.0.1`, `::1`).
-        public var ip: String
-        /// The port.
-        public var port: Int
-
-        /// An address of `ip` and `port`.
-        public init(ip: String, port: Int) {
-            self.ip = ip
-            self.port = port
-        }
-
-        /// Whether `authority` (a `Host` value) names this address: its IP address (or `localhost`
-        /// for a loopback one) and its port.
-        func isNamed(by authority: String) -> Bool {
-            guard let colon = authority.lastIndex(of: ":"), Int(authority[colon...].dropFirst()) == port else {
-                return false
-            }
-            var host = authority[..<colon].lowercased()
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            let isLoopback = ip == "::1" || ip.hasPrefix("127.")
-            return host == ip.lowercased() || (isLoopback && host == "localhost")
-        }
+    /// Whether `authority` (a `Host` value) names `address`: its IP address (or `localhost` for a
+    /// loopback one) and its port.
+    private static func names(_ authority: String, _ address: SocketAddress) -> Bool {
+        guard let ip = address.ipAddress?.lowercased(), let colon = authority.lastIndex(of: ":"),
+            Int(authority[colon...].dropFirst()) == address.port
+        else { return false }
+        var host = authority[..<colon].lowercased()
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let isLoopback = ip == "::1" || ip.hasPrefix("127.")
+        return host == ip || (isLoopback && host == "localhost")
     }
 
     /// The check `head` describes; `receivedAt` is the listener's address the check came to, by
     /// which an nginx check whose `Host` names audit authz itself (nginx's default for a
     /// `proxy_pass` to it) is refused rather than decided for the wrong host.
-    public func check(_ head: HTTPRequestHead, receivedAt: ListenerAddress? = nil) -> AuthzCheck {
+    public func check(_ head: HTTPRequestHead, receivedAt: SocketAddress? = nil) -> AuthzCheck {
         let headers = head.headers
         let contract: AuthzCheck.Contract =
             switch selection {
@@ -137,7 +124,7 @@ public struct HTTPContracts: Sendable {
             ? [Substring(named[0])] : headers[canonicalForm: hostField]
         let authority = hosts.first.map(String.init)
         var problem = Self.missingField(contract: contract, method: method, target: target, host: authority)
-        if contract == .nginx, hostField == "host", let authority, receivedAt?.isNamed(by: authority) == true {
+        if contract == .nginx, hostField == "host", let authority, let receivedAt, Self.names(authority, receivedAt) {
             problem =
                 "its Host names audit authz itself (\(authority)), not the request's host, and it has no "
                 + "X-Forwarded-Host header (nginx: proxy_set_header X-Forwarded-Host $host)"

@@ -9,13 +9,24 @@ extension RecordedExchange {
     /// unknown, whose bytes do not decode, or that decodes to more than `maximumBytes` is kept as
     /// sent, its coding named (``requestContentCoding``).
     package mutating func undoRequestBodyCoding(keepingAtMost maximumBytes: Int) {
-        let codings = Self.contentCodings(in: requestHeaders)
-        guard !codings.isEmpty, let body = requestBody, !body.isEmpty else { return }
-        do {
-            decodeRequestBody(try ContentDecoder.decode(body, codings: codings, maximumBytes: maximumBytes))
-        } catch {
-            requestContentCoding = codings.joined(separator: ", ")
+        guard let body = requestBody else { return }
+        if let decoded = Self.decodedRequestBody(body, headers: requestHeaders, maximumBytes: maximumBytes) {
+            decodeRequestBody(decoded)
+        } else {
+            requestContentCoding = Self.contentCodings(in: requestHeaders).joined(separator: ", ")
         }
+    }
+
+    /// `body`, sent with `headers`, with its content coding undone (as it is when they name none),
+    /// or nil when the coding is unknown, the bytes do not decode, or they decode to more than
+    /// `maximumBytes`: the one rule by which a recording keeps a request body and a replay reads a
+    /// live one.
+    package static func decodedRequestBody(_ body: [UInt8], headers: [RequestSnapshot.Header], maximumBytes: Int)
+        -> [UInt8]?
+    {
+        let codings = contentCodings(in: headers)
+        guard !codings.isEmpty, !body.isEmpty else { return body }
+        return try? ContentDecoder.decode(body, codings: codings, maximumBytes: maximumBytes)
     }
 
     /// Undoes the content coding of the response body piece by piece, each piece keeping its time

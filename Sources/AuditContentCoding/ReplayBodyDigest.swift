@@ -28,13 +28,9 @@ package struct ReplayBodyDigest {
     /// recording keeps it.
     package func finalize(headers: [RequestSnapshot.Header], for replay: HARReplay) -> HARReplay.BodyDigests {
         let redacted = held.map { body in
-            let codings = RecordedExchange.contentCodings(in: headers)
-            let decoded =
-                codings.isEmpty || body.isEmpty
-                ? body
-                : (try? ContentDecoder.decode(body, codings: codings, maximumBytes: HARRecorder.defaultMaximumBodyBytes))
-                    ?? body
-            return replay.redactedDigest(of: decoded, type: headers.value(named: "content-type"))
+            let decoded = RecordedExchange.decodedRequestBody(
+                body, headers: headers, maximumBytes: HARRecorder.defaultMaximumBodyBytes)
+            return replay.redactedDigest(of: decoded ?? body, type: headers.value(named: "content-type"))
         }
         return HARReplay.BodyDigests(redacted: redacted, sent: sent.finalize())
     }

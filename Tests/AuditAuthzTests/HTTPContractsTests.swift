@@ -1,5 +1,6 @@
 import AuditAuthz
 import AuditPolicy
+import NIOCore
 import NIOHTTP1
 import Testing
 
@@ -96,10 +97,10 @@ import Testing
     @Test(
         "an nginx check whose Host names the listener it came to, without X-Forwarded-Host, is refused",
         arguments: ["127.0.0.1:9191", "localhost:9191", "LOCALHOST:9191"])
-    func nginxHostIsTheListener(host: String) {
+    func nginxHostIsTheListener(host: String) throws {
         let check = HTTPContracts().check(
             head("/_audit", [("X-Original-URI", "/a"), ("X-Original-Method", "GET"), ("Host", host)]),
-            receivedAt: .init(ip: "127.0.0.1", port: 9191))
+            receivedAt: try SocketAddress(ipAddress: "127.0.0.1", port: 9191))
         #expect(check.problem?.contains("proxy_set_header X-Forwarded-Host $host") == true)
     }
 
@@ -109,10 +110,10 @@ import Testing
             [("Host", "shop.test")], [("Host", "127.0.0.1:9192")], [("Host", "10.0.0.1:9191")],
             [("Host", "127.0.0.1:9191"), ("X-Forwarded-Host", "shop.test")],
         ])
-    func nginxHostIsNotTheListener(headers: [(String, String)]) {
+    func nginxHostIsNotTheListener(headers: [(String, String)]) throws {
         let check = HTTPContracts().check(
             head("/_audit", [("X-Original-URI", "/a"), ("X-Original-Method", "GET")] + headers),
-            receivedAt: .init(ip: "127.0.0.1", port: 9191))
+            receivedAt: try SocketAddress(ipAddress: "127.0.0.1", port: 9191))
         #expect(check.problem == nil)
     }
 

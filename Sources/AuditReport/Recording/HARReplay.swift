@@ -102,8 +102,7 @@ public final class HARReplay: Sendable {
         public func canMatch(size: Int) -> Bool { isAnySize || sizes.contains(size) }
 
         /// Adds a body of `size` bytes (nil: of any size), matched on its redacted digest when
-        /// `isRedacted`.
-        /// `isRedacted` and of any size: a body with secrets, held up to what a recording keeps.
+        /// `isRedacted` (one of any size, a body with secrets, is held up to what a recording keeps).
         mutating func insert(_ size: Int?, isRedacted: Bool) {
             if let size { sizes.insert(size) } else { isAnySize = true }
             if isRedacted { largestRedacted = max(largestRedacted, size ?? HARRecorder.defaultMaximumBodyBytes) }

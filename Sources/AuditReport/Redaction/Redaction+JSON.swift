@@ -30,12 +30,14 @@ extension Redaction {
     /// Whether a JSON field of this name holds a credential.
     static func isCredentialField(_ name: String) -> Bool {
         let squeezed = name.lowercased().filter { $0 != "_" && $0 != "-" }
-        return credentialFields.contains(squeezed)
-            || [
-                "password", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey", "secretaccesskey",
-                "signingkey", "credential",
-            ].contains { squeezed.hasSuffix($0) }
+        return credentialFields.contains(squeezed) || credentialSuffixes.contains { squeezed.hasSuffix($0) }
     }
+
+    /// What a credential field's squeezed name may end with (`user_password`, `aws_secret_access_key`).
+    private static let credentialSuffixes = [
+        "password", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey", "secretaccesskey",
+        "signingkey", "credential",
+    ]
 
     private static let credentialFields: Set<String> = [
         "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "accesstoken", "refreshtoken", "idtoken",

@@ -64,7 +64,6 @@ public struct Redaction: Sendable, Hashable {
     static let processKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
     private static let processFingerprinter = SHA256.HMACKey(processKey)
 
-    static let hiddenHeaderValue = "[REDACTED]"
     static let hiddenValue = "REDACTED"
 
     /// `REDACTED-` and the fingerprint of `secret`.
