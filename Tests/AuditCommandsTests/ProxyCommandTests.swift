@@ -258,21 +258,33 @@ func nginx() throws -> String {
         let (folder, _) = try recordingPolicyFolder()
         let proxy = try ProxyProcess(arguments: ["--log", "audit.jsonl"], in: folder)
         let httpbin = try #require(ProcessInfo.processInfo.environment["HTTPBIN_URL"])
-        let address = proxy.address
-        let client = Task.detached {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["curl", "-sS", "-x", address, httpbin + "/drip?duration=1&numbytes=4&delay=0"]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+        // A client that says when the response's head has come (httpbin sends it at once, then drips
+        // the body over a second), so that the stop comes with the request surely in flight.
+        let script = """
+            import http.client, sys, urllib.parse
+            proxy = urllib.parse.urlsplit(sys.argv[1])
+            connection = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=10)
+            connection.request("GET", sys.argv[2])
+            response = connection.getresponse()
+            print("head", flush=True)
+            sys.stdout.write(response.read().decode())
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, proxy.address, httpbin + "/drip?duration=1&numbytes=4&delay=0"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var received = Data()
+        while !received.starts(with: Data("head\n".utf8)) {
+            let piece = output.fileHandleForReading.availableData
+            if piece.isEmpty { break }
+            received += piece
         }
-        try await Task.sleep(for: .milliseconds(300))
         let status = proxy.stop()
-        let body = try await client.value
+        received += output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let body = String(decoding: received, as: UTF8.self).replacingOccurrences(of: "head\n", with: "")
         #expect(status == 0)
         #expect(body == "****")
         let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
