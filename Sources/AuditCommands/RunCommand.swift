@@ -46,6 +46,14 @@
         mutating func validate() throws {
             // `audit run -- COMMAND ARGS…` and `audit run COMMAND ARGS…` alike: audit run's options end at the
             // first `--` or at the command's name; every argument after that is the command's, `--` included.
+            // Before either, a dash-prefixed argument is one of audit run's own that the parser did not take:
+            // help, or a misspelt option, never a command's name.
+            if let first = command.first, first.hasPrefix("-"), first != "--" {
+                if first == "-h" || first == "--help" { throw CleanExit.helpRequest(self) }
+                throw ValidationError(
+                    "unknown option '\(first)': audit run's options come before the command, which follows -- "
+                        + "(audit run --help lists them)")
+            }
             if command.first == "--" { command.removeFirst() }
             if command.isEmpty { throw ValidationError("name the command to run after --: audit run -- COMMAND ARGS…") }
         }

@@ -384,6 +384,26 @@ import Testing
     }
 
     @Test(
+        "audit run --help and -h print audit run's help, not an attempt to run '--help'", arguments: ["--help", "-h"])
+    func runHelp(_ flag: String) throws {
+        let run = try runBinary(["run", flag])
+        #expect(run.exitCode == 0, "\(run.standardError)")
+        #expect(run.standardOutput.hasPrefix("OVERVIEW: Run a command with its requests audited by a proxy of its own"))
+        #expect(run.standardOutput.contains("--policies <policies>"))
+        #expect(run.standardError == "")
+    }
+
+    @Test("an option audit run does not know, before the command, is a usage error that names it")
+    func runUnknownOption() throws {
+        let run = try runBinary(["run", "--polices", "policies", "--", "true"])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.contains(
+                "unknown option '--polices': audit run's options come before the command, which follows --"),
+            "\(run.standardError)")
+    }
+
+    @Test(
         "a --tls-passthrough value that names no host is a usage error that names it",
         arguments: [
             (

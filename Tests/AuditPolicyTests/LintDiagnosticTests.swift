@@ -142,6 +142,48 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         #expect(try Policy(parsing: clean, file: "clean.rules").warnings.isEmpty)
     }
 
+    static let optionOnRuleLine: [LintCase] = [
+        LintCase(
+            source: "[cache]\nall 1️⃣ttl=1h .",
+            message:
+                "the pattern of 'all' begins with 'ttl=1h', which reads as a section option; options go on the "
+                + "section's header, after the ']' ([cache] ttl=1h), and on a rule's line they are part of its pattern"),
+        LintCase(
+            source: "[redirect https://a.test/]\nr 1️⃣priority=3 ^http://b\\.test/",
+            message:
+                "the pattern of 'r' begins with 'priority=3', which reads as a section option; options go on the "
+                + "section's header, after the ']' ([redirect …] priority=3), and on a rule's line they are part of "
+                + "its pattern"),
+        LintCase(
+            source: "[block]\nr 1️⃣offline ^http://b\\.test/",
+            message:
+                "the pattern of 'r' begins with 'offline', which reads as a section option; options go on the "
+                + "section's header, after the ']' (in [cache] sections), and on a rule's line they are part of its "
+                + "pattern"),
+    ]
+
+    @Test(
+        "a section option written at the start of a rule's pattern is a warning that says where options go",
+        arguments: optionOnRuleLine)
+    func optionOnRuleLineWarning(_ lintCase: LintCase) throws {
+        let source = MarkedSource(lintCase.source)
+        let found = try Policy(parsing: source.text, file: "test.rules").warnings
+        #expect(found.map(\.message) == [lintCase.message])
+        #expect(found.first?.location == SourceLocation(file: "test.rules", line: source.line, column: source.column))
+    }
+
+    @Test("a pattern that only looks like an option, without more pattern after it, gets no warning")
+    func optionLikePatternAlone() throws {
+        let clean = """
+            [block] field=query
+            a type=json
+            b ^offline$
+            [block] field=header:x-mode
+            c private
+            """
+        #expect(try Policy(parsing: clean, file: "clean.rules").warnings.isEmpty)
+    }
+
     @Test("a diagnostic prints compiler-style")
     func compilerStyle() {
         let found = diagnostics(of: "[blok]\nr x", file: "policies/danger.rules")

@@ -181,6 +181,14 @@ struct RuleFileParser {
                 + String(decoding: Array(rule.patternText.utf8)[..<finding.offset], as: UTF8.self).count
             diagnostics.append(Diagnostic(.warning, at: location(rule.line, column), finding.message))
         }
+        if let word = Section.optionWord(startingPattern: rule.patternText) {
+            diagnostics.append(
+                Diagnostic(
+                    .warning, at: location(rule.line, rule.patternColumn),
+                    "the pattern of '\(name)' begins with '\(word)', which reads as a section option; options go on "
+                        + "the section's header, after the ']' (\(Self.headerHint(current.action, word))), and on a "
+                        + "rule's line they are part of its pattern"))
+        }
         rules.append(
             Rule(
                 id: "\(rule.category)/\(name)", category: rule.category, name: String(name), action: current.action,
@@ -188,6 +196,22 @@ struct RuleFileParser {
                 message: current.message, tags: current.tags, location: rule.idLocation
             )
         )
+    }
+
+    /// `[cache] ttl=1h`: the header a section of `action` would have with the option `word`, or the
+    /// sections that take the option when this one does not.
+    private static func headerHint(_ action: RuleAction, _ word: Substring) -> String {
+        let key = String(word.prefix { $0 != "=" })
+        let (isCache, isRespond) =
+            switch action {
+            case .cache: (true, false)
+            case .respond: (false, true)
+            default: (false, false)
+            }
+        if Section.cacheOptionNames.contains(key), !isCache { return "in [cache] sections" }
+        if Section.responseOptionNames.contains(key), !isRespond { return "in [respond …] sections" }
+        return isRespond || action.keyword == "redirect"
+            ? "[\(action.keyword) …] \(word)" : "[\(action.keyword)] \(word)"
     }
 
     private mutating func closeSection() {

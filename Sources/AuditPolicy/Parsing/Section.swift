@@ -27,4 +27,16 @@ struct Section: Sendable {
 
     /// The options written as a bare word, without `=value`.
     static let flagOptionNames: Set<String> = ["offline", "private"]
+
+    /// The first word of a rule's pattern when it reads as a section option (`ttl=1h`, `offline`)
+    /// and more of the pattern follows it: an option written on the rule's line, where it is part of
+    /// the pattern, not on the section's header.
+    static func optionWord(startingPattern pattern: String) -> Substring? {
+        guard let space = pattern.firstIndex(where: \.isWhitespace) else { return nil }
+        let word = pattern[..<space]
+        let key = word.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let isOption =
+            word.contains("=") ? optionNames.contains(String(key)) : flagOptionNames.contains(String(word))
+        return isOption ? word : nil
+    }
 }
