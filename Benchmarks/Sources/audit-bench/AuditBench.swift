@@ -382,7 +382,8 @@ struct All: AsyncParsableCommand {
         StreamBenchmark.printTable(try StreamBenchmark().run())
 
         print(
-            "\n## 6. Forward proxies (wrk → proxy → local nginx; audit proxy with the rules-10k policy and its log on; "
+            "\n## 6. Forward proxies (wrk → proxy → local nginx; audit proxy with the rules-10k policy and its log on, "
+                + "Squid with its access log; "
                 + "medians of \(ProxyBenchmark.rounds) alternated \(ProxyBenchmark.seconds)-s runs)\n")
         let loaded = try runSelf(["load-one", "10k", "--data", options.data]).split(separator: " ")
         ProxyBenchmark.printTable(
@@ -391,7 +392,8 @@ struct All: AsyncParsableCommand {
 
         print(
             "\n## 6b. HTTPS through intercepting proxies (a CONNECT and TLS client → proxy → local nginx over TLS; "
-                + "audit proxy --intercept-tls=all with the rules-10k policy and its log on; medians of "
+                + "audit proxy --intercept-tls=all with the rules-10k policy and its log on, Squid with its access "
+                + "log; medians of "
                 + "\(TLSProxyBenchmark.rounds) alternated \(TLSProxyBenchmark.seconds)-s runs)\n")
         TLSProxyBenchmark.printTable(
             try await TLSProxyBenchmark(
@@ -495,7 +497,7 @@ struct CacheHits: AsyncParsableCommand {
 
     static let heading =
         "\n## 6c. Cache hits (wrk → caching proxy, warm; audit proxy with a [cache] rule and its log on, Squid with "
-        + "cache_dir and cache_mem; nginx serving the objects itself; medians of \(CacheBenchmark.rounds) alternated "
+        + "cache_dir, cache_mem and its access log; nginx serving the objects itself; medians of \(CacheBenchmark.rounds) alternated "
         + "\(ProxyBenchmark.seconds)-s runs)\n"
 
     func run() async throws {

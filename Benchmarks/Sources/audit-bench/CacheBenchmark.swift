@@ -64,7 +64,8 @@ struct CacheBenchmark {
     }
 
     /// Squid caching every response for an hour, on disk (`cache_dir`) and in memory, as a caching
-    /// proxy is deployed; its cache folder made (`squid -z`) before it starts.
+    /// proxy is deployed, and logging each request as it does by default (`access_log daemon:`), as
+    /// audit proxy keeps its audit log; its cache folder made (`squid -z`) before it starts.
     static func squidArguments(port: Int, folder: String) -> [String] {
         let config = """
             http_port 127.0.0.1:\(port)
@@ -74,7 +75,7 @@ struct CacheBenchmark {
             maximum_object_size 64 MB
             maximum_object_size_in_memory 4 MB
             refresh_pattern . 60 100% 60 override-expire override-lastmod ignore-reload
-            access_log none
+            access_log daemon:\(folder)/squid-access.log squid
             cache_log \(folder)/squid.log
             pid_filename \(folder)/squid.pid
             coredump_dir \(folder)

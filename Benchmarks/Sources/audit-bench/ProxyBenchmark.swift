@@ -100,7 +100,8 @@ struct ProxyBenchmark {
     }
 
     /// Squid, Privoxy and tinyproxy: their binaries and their arguments for a port, with a minimal
-    /// configuration written under `folder` (no cache, no logs, no filtering).
+    /// configuration written under `folder` (no cache, no filtering; Squid logs each request as it does
+    /// by default, as audit proxy keeps its audit log).
     static func others(folder: String) -> [(String, String, (Int) -> [String])] {
         [
             (
@@ -111,7 +112,7 @@ struct ProxyBenchmark {
                         http_port 127.0.0.1:\(port)
                         http_access allow all
                         cache deny all
-                        access_log none
+                        access_log daemon:\(folder)/squid-access.log squid
                         cache_log \(folder)/squid.log
                         pid_filename \(folder)/squid.pid
                         coredump_dir \(folder)

@@ -191,8 +191,8 @@ struct TLSProxyBenchmark {
         return (try launch("/usr/sbin/nginx", ["-c", folder + "/nginx.conf", "-p", folder], port: port), port)
     }
 
-    /// Squid with ssl-bump (Debian's squid-openssl), bumping every tunnel with a CA of its own; nil
-    /// when the installed Squid has no TLS support.
+    /// Squid with ssl-bump (Debian's squid-openssl), bumping every tunnel with a CA of its own and
+    /// logging each request as it does by default; nil when the installed Squid has no TLS support.
     private func startSquid(folder: String) throws -> (name: String, port: Int, process: Process, ca: String)? {
         let helper = "/usr/lib/squid/security_file_certgen"
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/squid"),
@@ -220,7 +220,7 @@ struct TLSProxyBenchmark {
             tls_outgoing_options cafile=\(folder)/tls/testca.pem
             http_access allow all
             cache deny all
-            access_log none
+            access_log daemon:\(folder)/squid-tls-access.log squid
             cache_log \(folder)/squid.log
             pid_filename \(folder)/squid-tls.pid
             shutdown_lifetime 0 seconds
