@@ -25,6 +25,8 @@ final class CacheStore: Sendable {
     /// The open `lock` file, whose shared lock says the folder is in use; nil when it could not be
     /// opened.
     private let lockDescriptor: Int32?
+    /// The open `entries/` folder, in which an entry's file is found by its key.
+    private let entries: Int32
 
     private struct Index {
         var items: [String: Item] = [:]
@@ -79,10 +81,6 @@ final class CacheStore: Sendable {
     static let magic = Array("RACACHE1".utf8)
     static let trailerLength = 12
 
-    let entriesPath: String
-
-    /// The file of the entry `key`.
-    private func entryPath(_ key: String) -> String { entriesPath + "/" + key }
     var temporaryPath: String { directory + "/tmp" }
 
     /// Opens (creating it if needed) the cache folder `directory`, bounded at `maximumBytes`.
@@ -90,10 +88,10 @@ final class CacheStore: Sendable {
         guard maximumBytes >= 1 << 20 else { throw .invalidSize(maximumBytes) }
         self.directory = directory
         self.maximumBytes = maximumBytes
-        entriesPath = directory + "/entries"
         let manager = FileManager.default
         var index = Index()
         var lockDescriptor: Int32? = nil
+        var entries: Int32 = -1
         do {
             for path in [directory, directory + "/entries", directory + "/tmp"] {
                 try manager.createDirectory(
@@ -107,21 +105,25 @@ final class CacheStore: Sendable {
                 }
             }
             if let lockDescriptor { _ = POSIXFile.lock(lockDescriptor, exclusive: false, wait: true) }
+            entries = try POSIXFile.openFolder(directory + "/entries")
             for name in try manager.contentsOfDirectory(atPath: directory + "/entries") where Self.isKey(name) {
-                guard let file = POSIXFile.attributes(directory + "/entries/" + name) else { continue }
+                guard let file = POSIXFile.attributes(name, relativeTo: entries) else { continue }
                 index.set(Item(file: file.identity, lastUse: file.lastAccess, lastMarked: file.lastAccess), for: name)
             }
         } catch {
             if let lockDescriptor { POSIXFile.close(lockDescriptor) }
+            if entries >= 0 { POSIXFile.close(entries) }
             throw .unusableDirectory(path: directory, reason: (error as NSError).localizedDescription)
         }
         state = Locked(index)
         self.lockDescriptor = lockDescriptor
+        self.entries = entries
         evictIfNeeded()
     }
 
     deinit {
         if let lockDescriptor { POSIXFile.close(lockDescriptor) }
+        POSIXFile.close(entries)
     }
 
     /// Whether a process (this one or another) has the cache folder `directory` open.
@@ -184,14 +186,15 @@ final class CacheStore: Sendable {
             let item = index.items.values[slot]
             return item.head.map { ($0, item.body, item.file, isDue) }
         }
-        let path = entryPath(key)
         if let (head, body, file, isDue) = known {
             // The use is kept on disk too (the file's access time), at most once a minute, so the
             // order of eviction survives a restart.
-            if isDue { POSIXFile.markUsed(path) }
+            if isDue { POSIXFile.markUsed(key, relativeTo: entries) }
             if let body {
-                if POSIXFile.attributes(path)?.identity == file { return (head, StoredBody(bytes: body)) }
-            } else if let descriptor = POSIXFile.openForReading(path) {
+                if POSIXFile.attributes(key, relativeTo: entries)?.identity == file {
+                    return (head, StoredBody(bytes: body))
+                }
+            } else if let descriptor = POSIXFile.openForReading(key, relativeTo: entries) {
                 if POSIXFile.attributes(descriptor)?.identity == file {
                     return (head, StoredBody(descriptor: descriptor, length: head.bodyLength))
                 }
@@ -199,7 +202,7 @@ final class CacheStore: Sendable {
             }
             forget(key, ifStill: file)
         }
-        guard let descriptor = POSIXFile.openForReading(path) else { return nil }
+        guard let descriptor = POSIXFile.openForReading(key, relativeTo: entries) else { return nil }
         guard let file = POSIXFile.attributes(descriptor),
             let (head, bodyLength) = Self.readHead(descriptor, size: file.size)
         else {
@@ -263,7 +266,7 @@ final class CacheStore: Sendable {
         ]
         tail += Self.magic
         guard POSIXFile.writeAll(tail, to: descriptor), POSIXFile.sync(descriptor),
-            let file = POSIXFile.attributes(descriptor), POSIXFile.rename(path, to: entryPath(key))
+            let file = POSIXFile.attributes(descriptor), POSIXFile.rename(path, to: key, relativeTo: entries)
         else {
             POSIXFile.remove(path)
             return false
@@ -282,7 +285,7 @@ final class CacheStore: Sendable {
 
     /// Removes `key`'s entry.
     func remove(key: String) {
-        POSIXFile.remove(entryPath(key))
+        POSIXFile.remove(key, relativeTo: entries)
         forget(key)
     }
 
@@ -319,6 +322,6 @@ final class CacheStore: Sendable {
             }
             return victims
         }
-        for key in victims { POSIXFile.remove(entryPath(key)) }
+        for key in victims { POSIXFile.remove(key, relativeTo: entries) }
     }
 }

@@ -10,14 +10,26 @@ import Foundation
 ///
 /// Each call passes buffers it owns for the duration of the call only; descriptors are plain
 /// integers whose owner (``StoredBody``, a writer, ``CacheStore``) closes them once.
+///
+/// A relative path is taken from the folder open at `relativeTo` (the `*at` calls), so that an
+/// entry is found by its name in the open `entries/` folder, without walking the folder's path
+/// again for each hit; an absolute path ignores it.
 enum POSIXFile {
     /// Opens `path` for reading, without changing its access time where the system allows (that
-    /// time is the entry's last use, ``markUsed(_:)``); nil when it cannot be opened.
-    static func openForReading(_ path: String) -> Int32? {
-        var descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC | noAccessTime)
+    /// time is the entry's last use, ``markUsed(_:relativeTo:)``); nil when it cannot be opened.
+    static func openForReading(_ path: String, relativeTo folder: Int32 = AT_FDCWD) -> Int32? {
+        var descriptor = unsafe openat(folder, path, O_RDONLY | O_CLOEXEC | noAccessTime)
         // Refused to a process that does not own the file.
-        if descriptor < 0, errno == EPERM { descriptor = unsafe open(path, O_RDONLY | O_CLOEXEC) }
+        if descriptor < 0, errno == EPERM { descriptor = unsafe openat(folder, path, O_RDONLY | O_CLOEXEC) }
         return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// Opens the folder `path` to find files in it by name (``openForReading(_:relativeTo:)`` and
+    /// the others).
+    static func openFolder(_ path: String) throws(POSIXError) -> Int32 {
+        let descriptor = unsafe open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return descriptor
     }
 
     /// Creates `path`, which must not exist, for writing (mode 0600).
@@ -51,9 +63,9 @@ enum POSIXFile {
     }
 
     /// The status of `path`.
-    static func attributes(_ path: String) -> Attributes? {
+    static func attributes(_ path: String, relativeTo folder: Int32 = AT_FDCWD) -> Attributes? {
         var info = stat()
-        return unsafe stat(path, &info) == 0 ? Attributes(info) : nil
+        return unsafe fstatat(folder, path, &info, 0) == 0 ? Attributes(info) : nil
     }
 
     /// Up to `count` bytes from `offset` (fewer at the end of the file or on an error).
@@ -93,16 +105,18 @@ enum POSIXFile {
 
     /// Sets the access time of `path` to now, its modification time left as it is: the use is
     /// kept on disk, and the file's ``Identity`` stays.
-    static func markUsed(_ path: String) {
+    static func markUsed(_ path: String, relativeTo folder: Int32 = AT_FDCWD) {
         let times = [timespec(tv_sec: 0, tv_nsec: utimeNow), timespec(tv_sec: 0, tv_nsec: utimeOmit)]
-        _ = unsafe utimensat(AT_FDCWD, path, times, 0)
+        _ = unsafe utimensat(folder, path, times, 0)
     }
 
-    /// Renames `path` to `target`, replacing it, atomically.
-    static func rename(_ path: String, to target: String) -> Bool { unsafe Glibc.rename(path, target) == 0 }
+    /// Renames `path` to `target` (relative to `targetFolder`), replacing it, atomically.
+    static func rename(_ path: String, to target: String, relativeTo targetFolder: Int32 = AT_FDCWD) -> Bool {
+        unsafe renameat(AT_FDCWD, path, targetFolder, target) == 0
+    }
 
     /// Removes `path`.
-    static func remove(_ path: String) { _ = unsafe unlink(path) }
+    static func remove(_ path: String, relativeTo folder: Int32 = AT_FDCWD) { _ = unsafe unlinkat(folder, path, 0) }
 
     /// Closes the descriptor.
     static func close(_ descriptor: Int32) { _ = Glibc.close(descriptor) }
