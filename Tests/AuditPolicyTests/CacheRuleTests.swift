@@ -48,20 +48,23 @@ import Testing
     }
 
     @Test(
-        "durations take s, m, h and d units, or plain seconds",
+        "durations take s, m, h, d and w units, combined and with fractions as Go writes them, or plain seconds",
         arguments: [
-            ("90", 90), ("90s", 90), ("10m", 600), ("2h", 7_200), ("7d", 604_800), ("0", 0),
+            ("90", 90), ("90s", 90), ("10m", 600), ("2h", 7_200), ("7d", 604_800), ("0", 0), ("2w", 1_209_600),
+            ("1h30m", 5_400), ("1.5h", 5_400), ("1d12h", 129_600), ("2m30s", 150), ("0.5s", 1), ("1m0s", 60),
         ])
     func durations(text: String, seconds: Int) throws {
         let policy = try Policy(parsing: "[cache] ttl=\(text)\nall ^https?://\n", file: "speed.rules")
         #expect(policy.verdict("https://a.test/").cacheRule?.cacheSettings?.timeToLiveSeconds == seconds)
     }
 
-    @Test("a bad ttl is an error at its value's column", arguments: ["10w", "m", "-5s", "1.5h", "99999999999d"])
+    @Test(
+        "a bad ttl is an error at its value's column",
+        arguments: ["10y", "m", "-5s", ".5h", "1.h", "1h30", "h1", "1hh", "1H", "1e3s", "99999999999d", "5300w"])
     func badDuration(text: String) {
         let found = diagnostics(of: "[cache] ttl=\(text)\nall ^https?://\n")
         #expect(found.map(\.location.column) == [13])
-        #expect(found.first?.message == "ttl must be a duration such as 90s, 10m, 2h or 7d, found '\(text)'")
+        #expect(found.first?.message == "ttl must be a duration such as 90s, 10m, 2h, 7d or 1h30m, found '\(text)'")
     }
 
     @Test("cache options on another action, and a value given to a flag, are errors at the option")

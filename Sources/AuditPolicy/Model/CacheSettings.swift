@@ -33,24 +33,31 @@ public struct CacheSettings: Sendable, Hashable {
     /// The time to live in whole seconds, when one is set.
     public var timeToLiveSeconds: Int? { timeToLive.map { Int($0.components.seconds) } }
 
-    /// A duration written as a number and a unit: `90s`, `10m`, `2h`, `7d` (a bare number is
-    /// seconds); nil when `text` is not one or is over a hundred years.
+    /// A duration written as numbers with units, as Go, Caddy and Prometheus write them: `90s`,
+    /// `10m`, `2h`, `7d`, `2w`, `1h30m`, `1.5h` (a bare number is seconds), to the nearest second;
+    /// nil when `text` is not one or is over a hundred years.
     static func duration(parsing text: String) -> Duration? {
-        var digits = Substring(text)
-        var multiplier = 1
-        if let unit = digits.last, !unit.isNumber {
-            switch unit {
-            case "s": multiplier = 1
-            case "m": multiplier = 60
-            case "h": multiplier = 3_600
-            case "d": multiplier = 86_400
-            default: return nil
-            }
-            digits = digits.dropLast()
+        let limit = 36_500.0 * 86_400
+        let isDigit = { (character: Character) in ("0"..."9").contains(character) }
+        if text.allSatisfy(isDigit) {
+            guard let seconds = Int(text), Double(seconds) <= limit else { return nil }
+            return .seconds(seconds)
         }
-        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let value = Int(digits), value >= 0,
-            value <= 36_500 * 86_400 / multiplier
-        else { return nil }
-        return .seconds(value * multiplier)
+        var rest = Substring(text)
+        var total = 0.0
+        repeat {
+            let number = rest.prefix { isDigit($0) || $0 == "." }
+            rest = rest.dropFirst(number.count)
+            guard let first = number.first, let last = number.last, isDigit(first), isDigit(last),
+                let value = Double(number),
+                let unit = rest.first, let seconds = unitSeconds[unit]
+            else { return nil }
+            rest = rest.dropFirst()
+            total += value * seconds
+        } while !rest.isEmpty
+        guard total <= limit else { return nil }
+        return .seconds(Int(total.rounded()))
     }
+
+    private static let unitSeconds: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
 }

@@ -328,7 +328,7 @@ struct SectionHeaderParser {
             if timeToLive == nil {
                 error(
                     at: location(ttl.valueColumn),
-                    "ttl must be a duration such as 90s, 10m, 2h or 7d, found '\(ttl.value)'")
+                    "ttl must be a duration such as 90s, 10m, 2h, 7d or 1h30m, found '\(ttl.value)'")
             }
         }
         section.action = .cache(
