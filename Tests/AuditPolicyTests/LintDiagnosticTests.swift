@@ -120,6 +120,11 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         "a pattern part that can never match a canonical URL is a warning at that part",
         arguments: canonicalFormWarnings)
     func canonicalFormWarning(_ lintCase: LintCase) throws {
+        try expectOneWarning(lintCase)
+    }
+
+    /// `lintCase`'s source loads with its one warning, at the marker.
+    private func expectOneWarning(_ lintCase: LintCase) throws {
         let source = MarkedSource(lintCase.source)
         let found = try Policy(parsing: source.text, file: "test.rules").warnings
         #expect(found.map(\.message) == [lintCase.message])
@@ -166,10 +171,7 @@ struct LintCase: CustomTestStringConvertible, Sendable {
         "a section option written at the start of a rule's pattern is a warning that says where options go",
         arguments: optionOnRuleLine)
     func optionOnRuleLineWarning(_ lintCase: LintCase) throws {
-        let source = MarkedSource(lintCase.source)
-        let found = try Policy(parsing: source.text, file: "test.rules").warnings
-        #expect(found.map(\.message) == [lintCase.message])
-        #expect(found.first?.location == SourceLocation(file: "test.rules", line: source.line, column: source.column))
+        try expectOneWarning(lintCase)
     }
 
     @Test("a pattern that only looks like an option, without more pattern after it, gets no warning")

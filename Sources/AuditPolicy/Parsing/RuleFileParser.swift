@@ -181,13 +181,13 @@ struct RuleFileParser {
                 + String(decoding: Array(rule.patternText.utf8)[..<finding.offset], as: UTF8.self).count
             diagnostics.append(Diagnostic(.warning, at: location(rule.line, column), finding.message))
         }
-        if let word = Section.optionWord(startingPattern: rule.patternText) {
+        if let (word, key) = Section.option(startingPattern: rule.patternText) {
             diagnostics.append(
                 Diagnostic(
                     .warning, at: location(rule.line, rule.patternColumn),
                     "the pattern of '\(name)' begins with '\(word)', which reads as a section option; options go on "
-                        + "the section's header, after the ']' (\(Self.headerHint(current.action, word))), and on a "
-                        + "rule's line they are part of its pattern"))
+                        + "the section's header, after the ']' (\(Self.headerHint(current.action, word, key))), and "
+                        + "on a rule's line they are part of its pattern"))
         }
         rules.append(
             Rule(
@@ -198,20 +198,13 @@ struct RuleFileParser {
         )
     }
 
-    /// `[cache] ttl=1h`: the header a section of `action` would have with the option `word`, or the
-    /// sections that take the option when this one does not.
-    private static func headerHint(_ action: RuleAction, _ word: Substring) -> String {
-        let key = String(word.prefix { $0 != "=" })
-        let (isCache, isRespond) =
-            switch action {
-            case .cache: (true, false)
-            case .respond: (false, true)
-            default: (false, false)
-            }
-        if Section.cacheOptionNames.contains(key), !isCache { return "in [cache] sections" }
-        if Section.responseOptionNames.contains(key), !isRespond { return "in [respond …] sections" }
-        return isRespond || action.keyword == "redirect"
-            ? "[\(action.keyword) …] \(word)" : "[\(action.keyword)] \(word)"
+    /// `[cache] ttl=1h`: the header a section of `action` would have with the option `word` (named
+    /// `key`), or the sections that take the option when this one does not.
+    private static func headerHint(_ action: RuleAction, _ word: Substring, _ key: String) -> String {
+        let keyword = action.keyword
+        if Section.cacheOptionNames.contains(key), keyword != "cache" { return "in [cache] sections" }
+        if Section.responseOptionNames.contains(key), keyword != "respond" { return "in [respond …] sections" }
+        return keyword == "redirect" || keyword == "respond" ? "[\(keyword) …] \(word)" : "[\(keyword)] \(word)"
     }
 
     private mutating func closeSection() {

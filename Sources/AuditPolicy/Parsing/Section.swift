@@ -28,15 +28,14 @@ struct Section: Sendable {
     /// The options written as a bare word, without `=value`.
     static let flagOptionNames: Set<String> = ["offline", "private"]
 
-    /// The first word of a rule's pattern when it reads as a section option (`ttl=1h`, `offline`)
-    /// and more of the pattern follows it: an option written on the rule's line, where it is part of
-    /// the pattern, not on the section's header.
-    static func optionWord(startingPattern pattern: String) -> Substring? {
+    /// The first word of a rule's pattern and its option's name, when the word reads as a section
+    /// option (`ttl=1h`, `offline`) and more of the pattern follows it: an option written on the
+    /// rule's line, where it is part of the pattern, not on the section's header.
+    static func option(startingPattern pattern: String) -> (word: Substring, key: String)? {
         guard let space = pattern.firstIndex(where: \.isWhitespace) else { return nil }
         let word = pattern[..<space]
-        let key = word.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let isOption =
-            word.contains("=") ? optionNames.contains(String(key)) : flagOptionNames.contains(String(word))
-        return isOption ? word : nil
+        let key = String(word.prefix { $0 != "=" })
+        let isOption = key.count < word.count ? optionNames.contains(key) : flagOptionNames.contains(key)
+        return isOption ? (word, key) : nil
     }
 }
