@@ -69,7 +69,7 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        let policy = try loadPolicy(directory: policies)
+        let policy = try loadPolicy(directory: policies, option: "--policies DIR")
         let headers = try headers()
         var requests = urls.map { AuditRequest(method: method, url: $0, headers: headers) }
         var problems: [ReplayProblem] = []

@@ -6,14 +6,22 @@ import Synchronization
 
 extension MatchErrorHandling: ExpressibleByArgument {}
 
-/// Loads a policy for a command, printing every error and exiting 1 when it does not load.
-func loadPolicy(directory: String) throws -> Policy {
+/// Loads a policy for a command, printing every error and exiting 1 when it does not load. When the
+/// folder is missing or holds no rule file, the message names `option`, the way to give another
+/// (`--policies DIR`).
+func loadPolicy(directory: String, option: String? = nil) throws -> Policy {
     do {
         let policy = try Policy(directory: directory)
         for warning in policy.warnings { CommandOutput.errorLine(warning.description) }
         return policy
     } catch {
-        CommandOutput.errorLine(error.description)
+        var message = error.description
+        switch error {
+        case .cannotRead(directory, _), .noRuleFiles:
+            if let option { message += " (the folder of .rules files; name yours with \(option))" }
+        default: break
+        }
+        CommandOutput.errorLine(message)
         throw ExitCode.failure
     }
 }

@@ -57,7 +57,7 @@ struct ReplayCommand: ParsableCommand {
     }
 
     func run() throws {
-        let policy = try loadPolicy(directory: policies)
+        let policy = try loadPolicy(directory: policies, option: "--policies DIR")
         let chainKey = try logKey.key()
         let summary: ReplaySummary
         do throws(AuditLogError) {

@@ -66,7 +66,7 @@ struct ReportCommand: ParsableCommand {
 
     func run() throws {
         if merge { return try runMerge() }
-        let policy = try policies.map { try loadPolicy(directory: $0) }
+        let policy = try policies.map { try loadPolicy(directory: $0, option: "--policies DIR") }
         let writer = ReportWriter(
             since: try Self.time(since, option: "--since"), until: try Self.time(until, option: "--until"),
             policy: policy

@@ -59,7 +59,7 @@
         }
 
         func run() async throws {
-            let policy = try loadPolicy(directory: policies)
+            let policy = try loadPolicy(directory: policies, option: "--policies DIR")
             var configuration = ProxyConfiguration()
             configuration.port = 0
             configuration.warnings = warn

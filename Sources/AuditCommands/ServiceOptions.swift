@@ -38,7 +38,7 @@ struct ServiceOptions: ParsableArguments {
     var watch = false
 
     /// The policy of `--policies`.
-    func policy() throws -> Policy { try loadPolicy(directory: policies) }
+    func policy() throws -> Policy { try loadPolicy(directory: policies, option: "--policies DIR") }
 
     /// Sets `pipeline`'s log, its rotation and key, what a failed match does, and the shadow policy.
     func configure(_ pipeline: inout PipelineConfiguration) throws {
@@ -46,7 +46,7 @@ struct ServiceOptions: ParsableArguments {
         pipeline.logRotation = LogRotation(maxBytes: 10 << 20, keep: logKeep ?? LogRotation.keepEverything)
         pipeline.logChainKey = try logKey.key()
         pipeline.onMatchError = onError
-        if let shadow { pipeline.shadowPolicy = try loadPolicy(directory: shadow) }
+        if let shadow { pipeline.shadowPolicy = try loadPolicy(directory: shadow, option: "--shadow DIR") }
     }
 
     /// The pipeline of `policy` and `configuration`, or the error printed (prefixed with `command`)

@@ -25,7 +25,7 @@ struct TestCommand: ParsableCommand {
     var onError = MatchErrorHandling.block
 
     func run() throws {
-        let policy = try loadPolicy(directory: directory)
+        let policy = try loadPolicy(directory: directory, option: "audit test DIR")
         let report: PolicyTestReport
         do {
             report = try policy.runTests(directory: directory, onError: onError)

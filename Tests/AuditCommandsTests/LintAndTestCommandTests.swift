@@ -33,6 +33,25 @@ import Testing
         #expect(run.exitCode == 1)
         #expect(run.standardError == "/nonexistent/policies: error: no such directory\n")
     }
+
+    @Test(
+        "a command whose policies folder is missing says how to name another, and exits 1",
+        arguments: [
+            (["check", "--policies", "/nonexistent/policies", "http://a.test/"], "error: no such directory"),
+            (
+                ["replay", "--policies", "/nonexistent/policies", "--log", "/dev/null", "x.txt"],
+                "error: no such directory"
+            ),
+            (["test", "/nonexistent/policies"], "error: no such directory"),
+        ])
+    func missingPoliciesHint(_ arguments: [String], reason: String) {
+        let run = runInProcess(arguments)
+        let option = arguments[0] == "test" ? "audit test DIR" : "--policies DIR"
+        #expect(run.exitCode == 1)
+        #expect(
+            run.standardError
+                == "/nonexistent/policies: \(reason) (the folder of .rules files; name yours with \(option))\n")
+    }
 }
 
 @Suite struct TestCommandTests {
