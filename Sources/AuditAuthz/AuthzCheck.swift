@@ -57,8 +57,10 @@ public struct AuthzCheck: Sendable, Equatable {
         self.problem = problem ?? Self.problem(method: method, scheme: scheme, authority: authority, target: target)
     }
 
-    /// The request's absolute URL, as the server will read it (the policy canonicalizes it).
-    public var url: String { "\(scheme)://\(authority)\(target)" }
+    /// The request's absolute URL, as the server will read it (the policy canonicalizes it); the
+    /// target alone when the check names no host, so that it is recorded without one (URL parsing
+    /// reads `http:///admin` as the host `admin`).
+    public var url: String { authority.isEmpty ? target : "\(scheme)://\(authority)\(target)" }
 
     /// The request the policy decides.
     public var request: AuditRequest { AuditRequest(method: method, url: url, headers: headers) }

@@ -144,6 +144,10 @@ import Testing
         for await event in events {
             guard case .finished(let record) = event else { continue }
             #expect(record.outcome.status == 400)
+            // Recorded as the target it named, without a host: not `https:///x`, which URL parsing
+            // would read as the host `x`.
+            #expect(record.request.url == "/x")
+            #expect(record.request.host == "")
             break
         }
     }

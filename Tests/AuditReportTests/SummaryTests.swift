@@ -289,6 +289,26 @@ struct KnownLog {
     }
 }
 
+@Suite struct HostlessSummaryTests {
+    @Test("a request without a host is counted under '(no host)' in the host tables, not under an empty name")
+    func noHost() throws {
+        func record(_ url: String, host: String) -> AuditRecord {
+            AuditRecord(
+                id: UUID(), time: Date(timeIntervalSince1970: 1_800_000_000),
+                request: RequestSnapshot(method: "GET", url: url, host: host, headers: []),
+                decision: DecisionSnapshot(Verdict(action: .pass), nanoseconds: 100),
+                outcome: OutcomeSnapshot(kind: .authz, status: 400, durationMilliseconds: 1))
+        }
+        var builder = SummaryBuilder()
+        builder.add(record("/admin", host: ""))
+        builder.add(record("/x", host: ""))
+        builder.add(record("https://a.test/", host: "a.test"))
+        let report = builder.build(logs: ["a.jsonl"])
+        #expect(report.topHostsByVerdict["pass"]?.map(\.name) == ["(no host)", "a.test"])
+        #expect(try MarkdownReportRenderer().render(report).contains("- **pass**: (no host) (2), a.test (1)"))
+    }
+}
+
 @Suite struct ShadowSummaryTests {
     @Test("records with a shadow decision are counted by live → shadow verdict and rule, and rendered")
     func shadowDifferences() throws {

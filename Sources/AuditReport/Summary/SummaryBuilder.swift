@@ -47,19 +47,24 @@ public struct SummaryBuilder: Sendable {
         return true
     }
 
+    /// How the tables name the host of a request that has none (a request list's bare path, a
+    /// gateway's check that named no host).
+    static let noHost = "(no host)"
+
     /// Counts `record` (if inside the time filter).
     public mutating func add(_ record: AuditRecord) {
         guard includes(record) else { return }
         let action = record.decision.verdict
+        let host = record.request.host.isEmpty ? Self.noHost : record.request.host
         report.totalRequests += 1
         verdicts.add(action)
         report.firstRequest = min(report.firstRequest ?? record.time, record.time)
         report.lastRequest = max(report.lastRequest ?? record.time, record.time)
         perMinute[Int64((record.time.timeIntervalSince1970 / 60).rounded(.down)), default: VerdictCounts()].add(action)
-        hostsByVerdict[VerdictCounts.index(action)].add(record.request.host)
+        hostsByVerdict[VerdictCounts.index(action)].add(host)
         if let category = record.decision.category {
             categories[category, default: VerdictCounts()].add(action)
-            hostsByCategory[category, default: TopCounter()].add(record.request.host)
+            hostsByCategory[category, default: TopCounter()].add(host)
         }
         if let rule = record.decision.rule { decided[rule, default: 0] += 1 }
         for (rule, category) in zip(record.decision.recorded, record.decision.recordedCategories) {
@@ -77,7 +82,6 @@ public struct SummaryBuilder: Sendable {
         outcomes[record.outcome.kind, default: 0] += 1
         if let cacheRule = record.decision.cacheRule {
             Self.countCache(record, into: &cacheByRule[cacheRule, default: .init(name: cacheRule)])
-            let host = record.request.host
             Self.countCache(record, into: &cacheByHost[host, default: .init(name: host)])
         }
         if let error = record.outcome.error {
