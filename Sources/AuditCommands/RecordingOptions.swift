@@ -25,7 +25,10 @@ struct RecordingOptions: ParsableArguments {
 
     @Option(
         name: .customLong("on-miss"),
-        help: "A request the recording has no response for: fail (504 with a JSON body) or pass (to the server).")
+        help: """
+            A request the recording has no response for: fail (504 with a JSON body), pass (to the server), or \
+            record (to the server, and added to the recording, or to --record's file: new episodes).
+            """)
     var onMiss = HARReplay.OnMiss.fail
 
     @Option(
@@ -43,9 +46,13 @@ struct RecordingOptions: ParsableArguments {
         guard replaySpeed >= 0, replaySpeed.isFinite else {
             throw ValidationError("--replay-speed: expected 0 or more, got \(replaySpeed)")
         }
+        if onMiss == .record, replayPath == nil {
+            throw ValidationError("--on-miss record adds to a recording: name it with --replay FILE.har")
+        }
         do {
-            if let recordPath {
-                configuration.recorder = try HARRecorder(path: recordPath, maximumBodyBytes: recordMaximumBody)
+            // A miss recorded goes to --record's file, else to the recording replayed.
+            if let path = recordPath ?? (onMiss == .record ? replayPath : nil) {
+                configuration.recorder = try HARRecorder(path: path, maximumBodyBytes: recordMaximumBody)
             }
         } catch {
             CommandOutput.errorLine("\(command): --record: \(error.description)")

@@ -71,7 +71,8 @@ public enum RecordingMode: Sendable, Equatable {
     /// (`httpBody`, a body stream, an upload task's bytes or file).
     case record(String)
     /// Answer the requests the HAR file at this path has responses for, its redirects followed;
-    /// a miss fails with 504 or goes to the server. Requests match on method, canonical URL and
+    /// a miss fails with 504, goes to the server, or goes to the server and is added to the file
+    /// (`onMiss: .record`, VCR's "new episodes"). Requests match on method, canonical URL and
     /// body, without the query parameters named in `ignoring` (volatile ones: timestamps, nonces);
     /// a stream's pieces come as far apart as recorded divided by `speed` (0: at once; 0 or more).
     case replay(String, onMiss: HARReplay.OnMiss, ignoring: Set<String> = [], speed: Double = 1)

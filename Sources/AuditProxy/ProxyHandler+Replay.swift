@@ -40,7 +40,7 @@ extension ProxyHandler {
             let interim = HTTPResponseHead(version: head.version, status: .continue)
             context?.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
         }
-        connection.awaitReplay(exchange, keepsParts: configuration.replayMiss == .pass)
+        connection.awaitReplay(exchange, keepsParts: configuration.replayMiss.sendsToServer)
         pendingReplay = PendingReplay(
             id: exchange.decision.id, method: head.method.rawValue, url: url, isHead: head.method == .HEAD,
             headers: head.headers.snapshot, send: send,
@@ -73,7 +73,7 @@ extension ProxyHandler {
     private func missedReplay(_ pending: PendingReplay) {
         pendingReplay = nil
         guard let replay = configuration.replay else { return }
-        guard configuration.replayMiss == .pass else {
+        guard configuration.replayMiss.sendsToServer else {
             return answerReplayMiss(pending.id, method: pending.method, url: pending.url, replay: replay)
         }
         if connection.replayMissed(for: pending.id) { pending.send() }

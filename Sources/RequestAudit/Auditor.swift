@@ -74,7 +74,13 @@ public final class Auditor: Sendable {
                 replay = nil
             case .replay(let path, let onMiss, let ignoring, let speed):
                 let recording = try HARReplay(path: path, ignoring: ignoring, redaction: configuration.redaction)
-                (recorder, replay) = (nil, AppReplay(recording: recording, onMiss: onMiss, speed: speed))
+                // New episodes: what the server answers is added to the recording just read.
+                recorder =
+                    onMiss == .record
+                    ? try HARRecorder(
+                        path: path, redaction: configuration.redaction,
+                        maximumBodyBytes: configuration.recordingMaximumBodyBytes) : nil
+                replay = AppReplay(recording: recording, onMiss: onMiss, speed: speed)
             case nil:
                 (recorder, replay) = (nil, nil)
             }

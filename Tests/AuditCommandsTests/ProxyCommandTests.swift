@@ -324,6 +324,35 @@ func nginx() throws -> String {
         #expect(replayed == recorded)
         #expect(peak < 100_000_000, "peak RSS \(peak / 1_048_576) MB")
     }
+
+    @Test("--on-miss record sends a miss to the server and adds it to the recording, which the next replay answers")
+    func newEpisodes() throws {
+        let (folder, _) = try recordingPolicyFolder()
+        let har = folder.path + "/session.har"
+        let (small, page) = (try nginx() + "/small.txt", try nginx() + "/page.html")
+        let recording = try ProxyProcess(arguments: ["--record", har], in: folder)
+        _ = try curl([small], through: recording)
+        #expect(recording.stop() == 0)
+        let episodes = try ProxyProcess(arguments: ["--replay", har, "--on-miss", "record"], in: folder)
+        let missed = try curl([page], through: episodes)
+        #expect(episodes.stop() == 0)
+        let replaying = try ProxyProcess(arguments: ["--replay", har], in: folder)
+        let replayed = try curl([page, "-w", " %{http_code}"], through: replaying)
+        #expect(replaying.stop() == 0)
+        #expect(missed.contains("<html"))
+        #expect(replayed == missed + " 200")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
+        #expect(records.map(\.outcome.kind) == [.response, .response, .replayed])
+    }
+
+    @Test("--on-miss record without --replay is a usage error that says what it needs")
+    func newEpisodesNeedRecording() throws {
+        let run = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--on-miss", "record"])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.contains("--on-miss record adds to a recording: name it with --replay FILE.har"),
+            "\(run.standardError)")
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, and released).

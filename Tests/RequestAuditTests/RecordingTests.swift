@@ -116,6 +116,33 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.failure])
         }
 
+        @Test("with onMiss .record a miss goes to the server and is added to the recording, which then answers it")
+        func newEpisodes() async throws {
+            let har = Self.newRecordingPath()
+            let marker = "app-episodes-\(UUID().uuidString)"
+            let (first, second) = (
+                URLRequest(url: HTTPBin.url(.get(query: "one=\(marker)"))),
+                URLRequest(url: HTTPBin.url(.get(query: "two=\(marker)")))
+            )
+            let recording = try Self.session(.record(har))
+            _ = await CallerStyle.async.run(first, on: recording.session)
+            _ = try await recording.finish()
+            let episodes = try Self.session(.replay(har, onMiss: .record))
+            let hit = await CallerStyle.async.run(first, on: episodes.session)
+            let missed = await CallerStyle.async.run(second, on: episodes.session)
+            let episodeRecords = try await episodes.finish()
+            let replaying = try Self.session(.replay(har, onMiss: .fail))
+            let replayed = await CallerStyle.async.run(second, on: replaying.session)
+            let replayRecords = try await replaying.finish()
+            #expect(hit.status == 200)
+            #expect(missed.status == 200)
+            #expect(episodeRecords.map(\.outcome.kind) == [.replayed, .response])
+            #expect(replayed.body == missed.body)
+            #expect(replayRecords.map(\.outcome.kind) == [.replayed])
+            #expect(try Self.entries(har).count == 2)
+            #expect(try accessLog("HTTPBIN_ACCESS_LOG", count: marker) == 2)
+        }
+
         @Test("a query parameter named in ignoring does not stop a match; without it the request is a miss")
         func ignoredParameters() async throws {
             let har = Self.newRecordingPath()

@@ -57,6 +57,12 @@ public final class HARReplay: Sendable {
         case fail
         /// Send it to the server.
         case pass
+        /// Send it to the server and add the exchange to the recording (VCR's "new episodes"):
+        /// the next replay answers it too.
+        case record
+
+        /// Whether the request goes to the server.
+        public var sendsToServer: Bool { self != .fail }
     }
 
     /// The recording's file.
