@@ -59,7 +59,10 @@ struct RecordingOptions: ParsableArguments {
             throw ExitCode.validationFailure
         }
         do {
-            if let replayPath { configuration.replay = try HARReplay(path: replayPath, ignoring: Set(matchIgnore)) }
+            if let replayPath {
+                configuration.replay = try HARReplay(
+                    path: replayPath, ignoring: Set(matchIgnore), repeatingLast: onMiss != .record)
+            }
         } catch {
             CommandOutput.errorLine("\(command): --replay: \(error.description)")
             throw ExitCode.validationFailure

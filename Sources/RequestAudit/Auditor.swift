@@ -73,7 +73,9 @@ public final class Auditor: Sendable {
                     maximumBodyBytes: configuration.recordingMaximumBodyBytes)
                 replay = nil
             case .replay(let path, let onMiss, let ignoring, let speed):
-                let recording = try HARReplay(path: path, ignoring: ignoring, redaction: configuration.redaction)
+                let recording = try HARReplay(
+                    path: path, ignoring: ignoring, redaction: configuration.redaction,
+                    repeatingLast: onMiss != .record)
                 // New episodes: what the server answers is added to the recording just read.
                 recorder =
                     onMiss == .record

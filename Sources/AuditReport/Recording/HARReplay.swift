@@ -12,7 +12,8 @@ import Foundation
 /// does not keep, of the bytes sent (`_bodySHA256`). A recorded request whose body the client
 /// stopped sending because the server answered first (`request._bodyIncomplete`) matches any body,
 /// after those that match exactly. Identical requests get the recorded responses in recorded order;
-/// once those are used up, the last one again.
+/// once those are used up, the last one again, or nothing (a miss) for a recording that grows
+/// (`repeatingLast: false`, under ``OnMiss/record``), so that a further one is a new episode.
 public final class HARReplay: Sendable {
     /// A recorded response.
     public struct Response: Sendable {
@@ -58,7 +59,8 @@ public final class HARReplay: Sendable {
         /// Send it to the server.
         case pass
         /// Send it to the server and add the exchange to the recording (VCR's "new episodes"):
-        /// the next replay answers it too.
+        /// the next replay answers it too. A request whose recorded responses are used up is a
+        /// miss too (``HARReplay/init(path:ignoring:redaction:repeatingLast:)`` with `false`).
         case record
 
         /// Whether the request goes to the server.
@@ -69,6 +71,9 @@ public final class HARReplay: Sendable {
     public let path: String
     /// The query parameters left out of the match.
     public let ignoredParameters: Set<String>
+    /// Whether a request whose recorded responses are used up gets the last one again; a miss
+    /// otherwise.
+    public let repeatsLastResponse: Bool
     private let redaction: Redaction
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
@@ -126,11 +131,13 @@ public final class HARReplay: Sendable {
     ///
     /// - Throws: ``RecordingError`` when it cannot be read, is not a HAR, or has entries without
     ///   what a replay needs (each named by its number and field).
-    public init(path: String, ignoring parameters: Set<String> = [], redaction: Redaction = .default)
-        throws(RecordingError)
-    {
+    public init(
+        path: String, ignoring parameters: Set<String> = [], redaction: Redaction = .default,
+        repeatingLast: Bool = true
+    ) throws(RecordingError) {
         self.path = path
         ignoredParameters = parameters
+        repeatsLastResponse = repeatingLast
         self.redaction = redaction
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .cannotOpen(path: path, reason: UnreadableFile.reason(path))
@@ -293,8 +300,13 @@ public final class HARReplay: Sendable {
         let (method, url) = (method.uppercased(), matchedURL(url))
         let digests = [digests.redacted.map { Self.redactedDigestMark + $0.hexString }, digests.sent.hexString]
         let keys = (digests.compactMap { $0 } + [Self.anyBody]).map { Self.key(method: method, url: url, digest: $0) }
-        return queues.withLock { queues in
-            guard let key = keys.first(where: { queues[$0] != nil }), var queue = queues[key] else { return nil }
+        return queues.withLock { [repeatsLastResponse] queues in
+            guard
+                let key = keys.first(where: { key in
+                    queues[key].map { repeatsLastResponse || $0.next < $0.responses.count } ?? false
+                }),
+                var queue = queues[key]
+            else { return nil }
             let response = queue.responses[min(queue.next, queue.responses.count - 1)]
             queue.next += 1
             queues[key] = queue
