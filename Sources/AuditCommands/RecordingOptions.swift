@@ -46,12 +46,12 @@ struct RecordingOptions: ParsableArguments {
         guard replaySpeed >= 0, replaySpeed.isFinite else {
             throw ValidationError("--replay-speed: expected 0 or more, got \(replaySpeed)")
         }
-        if onMiss == .record, replayPath == nil {
+        if onMiss.addsToRecording, replayPath == nil {
             throw ValidationError("--on-miss record adds to a recording: name it with --replay FILE.har")
         }
         do {
             // A miss recorded goes to --record's file, else to the recording replayed.
-            if let path = recordPath ?? (onMiss == .record ? replayPath : nil) {
+            if let path = recordPath ?? (onMiss.addsToRecording ? replayPath : nil) {
                 configuration.recorder = try HARRecorder(path: path, maximumBodyBytes: recordMaximumBody)
             }
         } catch {
@@ -61,7 +61,7 @@ struct RecordingOptions: ParsableArguments {
         do {
             if let replayPath {
                 configuration.replay = try HARReplay(
-                    path: replayPath, ignoring: Set(matchIgnore), repeatingLast: onMiss != .record)
+                    path: replayPath, ignoring: Set(matchIgnore), repeatingLast: !onMiss.addsToRecording)
             }
         } catch {
             CommandOutput.errorLine("\(command): --replay: \(error.description)")

@@ -66,26 +66,23 @@ public final class Auditor: Sendable {
             throw .recording("replay speed: expected 0 or more, got \(speed)")
         }
         do throws(RecordingError) {
-            switch configuration.recording {
-            case .record(let path):
-                recorder = try HARRecorder(
-                    path: path, redaction: configuration.redaction,
-                    maximumBodyBytes: configuration.recordingMaximumBodyBytes)
-                replay = nil
-            case .replay(let path, let onMiss, let ignoring, let speed):
+            // The replay is read before the recorder opens the same file to add to it (new episodes).
+            if case .replay(let path, let onMiss, let ignoring, let speed) = configuration.recording {
                 let recording = try HARReplay(
                     path: path, ignoring: ignoring, redaction: configuration.redaction,
-                    repeatingLast: onMiss != .record)
-                // New episodes: what the server answers is added to the recording just read.
-                recorder =
-                    onMiss == .record
-                    ? try HARRecorder(
-                        path: path, redaction: configuration.redaction,
-                        maximumBodyBytes: configuration.recordingMaximumBodyBytes) : nil
+                    repeatingLast: !onMiss.addsToRecording)
                 replay = AppReplay(recording: recording, onMiss: onMiss, speed: speed)
-            case nil:
-                (recorder, replay) = (nil, nil)
+            } else {
+                replay = nil
             }
+            recorder =
+                switch configuration.recording {
+                case .record(let path), .replay(let path, .record, _, _):
+                    try HARRecorder(
+                        path: path, redaction: configuration.redaction,
+                        maximumBodyBytes: configuration.recordingMaximumBodyBytes)
+                case .replay, nil: nil
+                }
         } catch {
             throw .recording(error.description)
         }

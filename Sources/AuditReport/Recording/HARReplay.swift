@@ -65,6 +65,10 @@ public final class HARReplay: Sendable {
 
         /// Whether the request goes to the server.
         public var sendsToServer: Bool { self != .fail }
+
+        /// Whether what the server answers is added to the recording, which then grows: a request
+        /// whose recorded responses are used up is a miss too.
+        public var addsToRecording: Bool { self == .record }
     }
 
     /// The recording's file.
