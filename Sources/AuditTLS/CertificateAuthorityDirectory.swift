@@ -114,8 +114,15 @@ public struct CertificateAuthorityDirectory: Sendable {
         try Self.write(SystemTrust.bundle(adding: [certificate]), to: bundlePath, mode: 0o644)
     }
 
-    /// Reads a whole text file, or throws naming it.
+    /// Reads a whole text file, or throws naming it and why: `no such file`, `it is a folder`, or
+    /// what reading it met.
     public static func read(_ path: String) throws(TLSSetupError) -> String {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+            throw .file(path: path, reason: "no such file")
+        }
+        if attributes[.type] as? FileAttributeType == .typeDirectory {
+            throw .file(path: path, reason: "it is a folder")
+        }
         do {
             return try String(contentsOfFile: path, encoding: .utf8)
         } catch {

@@ -404,6 +404,19 @@ import Testing
     }
 
     @Test(
+        "an --upstream-ca file that is missing, a folder or not PEM stops the proxy with a message that names it and why",
+        arguments: [
+            ("/nonexistent/roots.pem", "/nonexistent/roots.pem: no such file"),
+            ("/tmp", "/tmp: it is a folder"),
+            ("/etc/hostname", "/etc/hostname: no certificate in PEM here"),
+        ])
+    func upstreamRootsUnusable(_ file: String, message: String) throws {
+        let run = try runBinary(["proxy", "--listen", "127.0.0.1:0", "--intercept-tls", "--upstream-ca", file])
+        #expect(run.exitCode == 1)
+        #expect(run.standardError.hasPrefix("audit proxy: " + message), "\(run.standardError)")
+    }
+
+    @Test(
         "a --tls-passthrough value that names no host is a usage error that names it",
         arguments: [
             (
