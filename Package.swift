@@ -97,6 +97,7 @@ let package = Package(
             name: "AuditTLS",
             dependencies: [
                 "AuditLocking",
+                "AuditReport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),

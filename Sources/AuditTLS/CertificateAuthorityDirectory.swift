@@ -1,3 +1,4 @@
+import AuditReport
 import Crypto
 import Foundation
 import X509
@@ -114,20 +115,14 @@ public struct CertificateAuthorityDirectory: Sendable {
         try Self.write(SystemTrust.bundle(adding: [certificate]), to: bundlePath, mode: 0o644)
     }
 
-    /// Reads a whole text file, or throws naming it and why: `no such file`, `it is a folder`, or
-    /// what reading it met.
+    /// Reads a whole text file, or throws naming it and why (``UnreadableFile``: `no such file`, `it
+    /// is a folder`, `permission denied`).
     public static func read(_ path: String) throws(TLSSetupError) -> String {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
-            throw .file(path: path, reason: "no such file")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .file(path: path, reason: UnreadableFile.reason(path))
         }
-        if attributes[.type] as? FileAttributeType == .typeDirectory {
-            throw .file(path: path, reason: "it is a folder")
-        }
-        do {
-            return try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw .file(path: path, reason: "cannot read: \(error.localizedDescription)")
-        }
+        guard let text = String(data: data, encoding: .utf8) else { throw .file(path: path, reason: "not UTF-8 text") }
+        return text
     }
 
     /// Writes `text` to `path` with `mode`: to a temporary file in the same folder made with that
