@@ -169,10 +169,15 @@ public final class Auditor: Sendable {
 
     /// Stops intercepting new requests (global registration and configured sessions alike);
     /// requests in flight finish normally.
+    ///
+    /// Only the installed auditor uninstalls: for any other (never installed, or uninstalled
+    /// already while another was installed since) this does nothing, so a late `uninstall()` of an
+    /// old auditor never leaves `URLSession.shared` unaudited under the one installed now.
     public func uninstall() {
-        URLProtocol.unregisterClass(RequestInfoProtocol.self)
         RequestInfoProtocol.active.withLock { active in
-            if active === self { active = nil }
+            guard active === self else { return }
+            URLProtocol.unregisterClass(RequestInfoProtocol.self)
+            active = nil
         }
     }
 

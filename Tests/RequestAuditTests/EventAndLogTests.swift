@@ -122,6 +122,30 @@ extension InterceptionTests {
             second.uninstall()
         }
 
+        @Test(
+            "uninstalling an auditor that is not the installed one leaves URLSession.shared audited by the installed one"
+        )
+        func uninstallOfAnotherAuditor() async throws {
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "uninstall-\(UUID().uuidString).jsonl")
+            defer { try? FileManager.default.removeItem(at: log) }
+            var configuration = AuditorConfiguration()
+            configuration.logPath = log.path
+            let policy = try Policy(parsing: "[record]\nall .", file: "uninstall.rules")
+            let installed = try Auditor(policy: policy, configuration: configuration)
+            let earlier = try Auditor(policy: policy)
+            try earlier.install()
+            earlier.uninstall()
+            try installed.install()
+            // A late uninstall of the earlier auditor (an old owner going away) changes nothing now.
+            earlier.uninstall()
+            let (_, response) = try await URLSession.shared.data(from: HTTPBin.url(.get(query: "uninstall=other")))
+            try await installed.shutdown()
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let records = try AuditLogReader.read(atPath: log.path).records
+            #expect(records.map(\.request.url) == [HTTPBin.url(.get(query: "uninstall=other")).absoluteString])
+        }
+
         @Test("an uninstalled auditor leaves requests alone and nothing leaks after thousands of requests")
         func noLeaks() async throws {
             let audited = try AuditedSession()

@@ -84,4 +84,37 @@ import Testing
         _ = state.forwarding(task)
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded")
     }
+
+    /// Foundation's own protocol, as a system load holds it (never started).
+    static func systemLoader() -> URLProtocol {
+        URLProtocol(request: URLRequest(url: URL(fileURLWithPath: "/dev/null")), cachedResponse: nil, client: nil)
+    }
+
+    @Test("a system load is paused by a suspension, resumed by the caller's resume, and stopped by a cancellation")
+    func systemLoadSuspendedAndCancelled() {
+        var state = LoadState()
+        let task = Self.forwardedTask()
+        _ = state.start()
+        let isLoading = state.loadingBySystem(Self.systemLoader())
+        #expect(isLoading)
+        #expect(Self.shown(state.stop(isSuspending: true), task) == "stop system load")
+        #expect(Self.shown(state.start(), task) == "resume system load")
+        #expect(Self.shown(state.stop(isSuspending: false), task) == "stop system load")
+        #expect(Self.shown(state.start(), task) == "ignore")
+    }
+
+    @Test(
+        "a stop that comes after a system load ended does not reach Foundation's protocol, which traps for a task neither suspended nor failed"
+    )
+    func systemLoadEndedBeforeStop() {
+        var state = LoadState()
+        let task = Self.forwardedTask()
+        _ = state.start()
+        let isLoading = state.loadingBySystem(Self.systemLoader())
+        let isDelivered = state.finish()
+        #expect(isLoading && isDelivered)
+        #expect(Self.shown(state.stop(isSuspending: true), task) == "none")
+        #expect(Self.shown(state.stop(isSuspending: false), task) == "none")
+        #expect(Self.shown(state.start(), task) == "ignore")
+    }
 }

@@ -395,8 +395,11 @@ public final class RequestInfoProtocol: URLProtocol {
         let this = Reference(self)
         let start: @Sendable () -> Void = {
             let owner = this.value
+            // A stop that comes after the end (a suspension racing the task's completion) must not
+            // reach Foundation's protocol, which stops the process for a task neither suspended nor failed.
+            let ended: @Sendable () -> Void = { _ = this.value.state.withLock { $0.finish() } }
             guard let task = owner.task, let client = owner.client,
-                let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit)
+                let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit, onEnd: ended)
             else {
                 audit?.finish(Outcome(.failure))
                 return owner.tellClient { this in

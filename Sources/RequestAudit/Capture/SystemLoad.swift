@@ -25,19 +25,24 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     /// The request this load carries out (nil when not audited: RequestAudit was uninstalled). The
     /// first message that ends the load finishes it; later ones are ignored, as for every request.
     private let audit: AuditedRequest?
+    /// Told when Foundation's protocol ends the load (finished or failed), before the caller is.
+    private let onEnd: @Sendable () -> Void
 
-    private init(caller: URLProtocolClient, audit: AuditedRequest?) {
+    private init(caller: URLProtocolClient, audit: AuditedRequest?, onEnd: @escaping @Sendable () -> Void) {
         self.caller = caller
         self.audit = audit
+        self.onEnd = onEnd
     }
 
     /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
-    /// `SystemLoad`; nil when the platform has none.
-    static func makeLoader(for task: URLSessionTask, client: URLProtocolClient, audit: AuditedRequest?)
-        -> URLProtocol?
-    {
+    /// `SystemLoad`, which calls `onEnd` when the load ends; nil when the platform has none.
+    static func makeLoader(
+        for task: URLSessionTask, client: URLProtocolClient, audit: AuditedRequest?,
+        onEnd: @escaping @Sendable () -> Void
+    ) -> URLProtocol? {
         guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
-        return protocolClass.init(task: task, cachedResponse: nil, client: SystemLoad(caller: client, audit: audit))
+        let client = SystemLoad(caller: client, audit: audit, onEnd: onEnd)
+        return protocolClass.init(task: task, cachedResponse: nil, client: client)
     }
 
     /// The caller stopped the load of `task` (cancelled it): Foundation tells the caller itself.
@@ -78,11 +83,13 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
 
     func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
         record(kind: .systemLoader, task: `protocol`.task, error: nil)
+        onEnd()
         caller.urlProtocolDidFinishLoading(`protocol`)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) {
         record(kind: .failure, task: `protocol`.task, error: error)
+        onEnd()
         caller.urlProtocol(`protocol`, didFailWithError: error)
     }
 
