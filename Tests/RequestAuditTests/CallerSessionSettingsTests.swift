@@ -76,24 +76,32 @@ extension InterceptionTests {
             init(_ task: URLSessionTask) { self.task = task }
         }
 
-        /// A drip of 4 bytes over a second, starting after `delay` seconds.
-        private static func drip(startingAfter delay: Int) -> URLRequest {
-            URLRequest(url: HTTPBin.url(.drip(seconds: 1, bytes: 4, delay: delay)))
+        /// A drip of 4 bytes over `seconds`, starting after `delay` seconds.
+        private static func drip(over seconds: Int, startingAfter delay: Int) -> URLRequest {
+            URLRequest(url: HTTPBin.url(.drip(seconds: seconds, bytes: 4, delay: delay)))
         }
+
+        /// When the mid-transfer tests suspend their task: after the second of a drip's four bytes
+        /// over ``midTransferDrip`` seconds, and long before its end even when the machine is
+        /// loaded. A suspension that lands as a task completes makes FoundationNetworking's own
+        /// protocol stop the process (a stop for a task neither suspended nor failed).
+        private static let midTransfer = Duration.milliseconds(1_300)
+        private static let midTransferDrip = 4
 
         /// How long the suspension tests keep a task suspended.
         private static let pause = Duration.milliseconds(1_500)
 
-        /// The drip (starting after `dripDelay` seconds) run directly, then audited, each suspended
-        /// `suspendAfter` after it was resumed for ``pause``; and the audited run's records.
+        /// The drip (over `dripSeconds`, starting after `dripDelay` seconds) run directly, then
+        /// audited, each suspended `suspendAfter` after it was resumed for ``pause``; and the audited
+        /// run's records.
         private static func suspendedDrips(
-            withDelegate: Bool, suspendAfter: Duration, dripDelay: Int = 0
+            withDelegate: Bool, suspendAfter: Duration, dripSeconds: Int = 1, dripDelay: Int = 0
         ) async throws -> (
             direct: (exchange: Exchange, elapsed: Duration), intercepted: (exchange: Exchange, elapsed: Duration),
             records: [AuditRecord]
         ) {
             let audited = try AuditedSession()
-            let drip = drip(startingAfter: dripDelay)
+            let drip = drip(over: dripSeconds, startingAfter: dripDelay)
             let direct = await suspendedRun(
                 drip, on: uncached(audited.direct), withDelegate: withDelegate, suspendAfter: suspendAfter,
                 pause: pause)
@@ -131,7 +139,7 @@ extension InterceptionTests {
             .timeLimit(.minutes(1)))
         func suspendMidTransfer() async throws {
             let (direct, intercepted, records) = try await Self.suspendedDrips(
-                withDelegate: true, suspendAfter: .milliseconds(300))
+                withDelegate: true, suspendAfter: Self.midTransfer, dripSeconds: Self.midTransferDrip)
             #expect(direct.exchange.status == 200)
             // FoundationNetworking hands over again what it had read when the task was suspended.
             #expect((direct.exchange.body?.count ?? 0) > 4)
@@ -145,7 +153,7 @@ extension InterceptionTests {
             .timeLimit(.minutes(1)))
         func completionHandlerSuspendedMidTransfer() async throws {
             let (direct, intercepted, _) = try await Self.suspendedDrips(
-                withDelegate: false, suspendAfter: .milliseconds(300))
+                withDelegate: false, suspendAfter: Self.midTransfer, dripSeconds: Self.midTransferDrip)
             #expect(direct.exchange.status == 200)
             #expect((direct.exchange.body?.count ?? 0) > 4)
             #expect(intercepted.exchange.status == 200)
