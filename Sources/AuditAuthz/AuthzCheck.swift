@@ -13,7 +13,7 @@ public struct AuthzCheck: Sendable, Equatable {
         case envoyGRPC = "envoy-grpc"
         /// Envoy's HTTP authorization service: the original method, path and headers.
         case envoyHTTP = "envoy-http"
-        /// nginx `auth_request`: `X-Original-Method`, `X-Original-URI`, `X-Forwarded-Proto`,
+        /// nginx `auth_request`: `X-Original-Method`, `X-Original-URI` (or `X-Original-URL`), `X-Forwarded-Proto`,
         /// `X-Forwarded-Host`.
         case nginx
         /// Caddy `forward_auth` and Traefik ForwardAuth: `X-Forwarded-Method`, `-Proto`, `-Host`,

@@ -7,8 +7,9 @@ import NIOHTTP1
 public struct HTTPContracts: Sendable {
     /// Which HTTP contract the listener expects.
     public enum Selection: String, Sendable, CaseIterable {
-        /// Told apart by their headers: `X-Original-URI` is nginx, `X-Forwarded-Uri` is Caddy or
-        /// Traefik, anything else is Envoy's HTTP service.
+        /// Told apart by their headers: `X-Original-URI`, `X-Original-URL` or `X-Original-Method` is
+        /// nginx, `X-Forwarded-Uri` or `X-Forwarded-Method` is Caddy or Traefik, anything else is
+        /// Envoy's HTTP service.
         case auto
         /// Envoy's HTTP `ext_authz` service only.
         case envoy
@@ -31,8 +32,14 @@ public struct HTTPContracts: Sendable {
 
     /// The headers of nginx's check that describe the check, not the request: they are not decided.
     private static let nginxFields: Set<String> = [
-        "x-original-uri", "x-original-method", "x-forwarded-proto", "x-forwarded-host", "content-length", "host",
+        "x-original-uri", "x-original-url", "x-original-method", "x-forwarded-proto", "x-forwarded-host",
+        "content-length", "host",
     ]
+    /// The headers by which `auto` tells an nginx check, and a Caddy or Traefik one: any one of them,
+    /// so that a check with part of a recipe is refused for what it lacks rather than decided as
+    /// Envoy's (for the check's own path and host).
+    private static let nginxNames = ["x-original-uri", "x-original-url", "x-original-method"]
+    private static let forwardAuthNames = ["x-forwarded-uri", "x-forwarded-method"]
     /// The same for Caddy's and Traefik's forward auth.
     private static let forwardAuthFields: Set<String> = [
         "x-forwarded-method", "x-forwarded-uri", "x-forwarded-proto", "x-forwarded-host", "content-length", "host",
@@ -42,6 +49,16 @@ public struct HTTPContracts: Sendable {
     private static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
     ]
+
+    /// The request's scheme an `X-Forwarded-Proto` value names: `ws` and `wss`, which Traefik sends for a
+    /// WebSocket upgrade, are the `http` and `https` request that asks for it (as `audit proxy` sees one).
+    static func scheme(forwardedProto: String) -> String {
+        switch forwardedProto.lowercased() {
+        case "ws": "http"
+        case "wss": "https"
+        case let other: other
+        }
+    }
 
     /// What a check of `contract` lacks of the headers that name the request, naming the header and
     /// the gateway setting that sends it, or nil.
@@ -55,7 +72,8 @@ public struct HTTPContracts: Sendable {
                 return "it has no X-Original-Method header (nginx: proxy_set_header X-Original-Method $request_method)"
             }
             if target == nil {
-                return "it has no X-Original-URI header (nginx: proxy_set_header X-Original-URI $request_uri)"
+                return "it has no X-Original-URI or X-Original-URL header "
+                    + "(nginx: proxy_set_header X-Original-URI $request_uri)"
             }
             if host == nil {
                 return "it has no X-Forwarded-Host or Host header (nginx: proxy_set_header X-Forwarded-Host $host)"
@@ -93,13 +111,14 @@ public struct HTTPContracts: Sendable {
             case .nginx: .nginx
             case .forwardAuth: .forwardAuth
             case .auto:
-                headers.contains(name: "x-original-uri")
-                    ? .nginx : headers.contains(name: "x-forwarded-uri") ? .forwardAuth : .envoyHTTP
+                Self.nginxNames.contains(where: headers.contains(name:))
+                    ? .nginx
+                    : Self.forwardAuthNames.contains(where: headers.contains(name:)) ? .forwardAuth : .envoyHTTP
             }
         // The contract's own headers (not the request's), and the one naming the request's host.
         let own: Set<String>
         let method: String?
-        let target: String?
+        var target: String?
         let hostField: String
         switch contract {
         case .nginx:
@@ -122,9 +141,26 @@ public struct HTTPContracts: Sendable {
         let hosts =
             named.count == 1 && !named[0].utf8.contains(UInt8(ascii: ","))
             ? [Substring(named[0])] : headers[canonicalForm: hostField]
-        let authority = hosts.first.map(String.init)
-        var problem = Self.missingField(contract: contract, method: method, target: target, host: authority)
-        if contract == .nginx, hostField == "host", let authority, let receivedAt, Self.names(authority, receivedAt) {
+        var authority = hosts.first.map(String.init)
+        var scheme = headers.first(name: "x-forwarded-proto").map(Self.scheme(forwardedProto:)) ?? "http"
+        var problem: String?
+        // ingress-nginx's and Authelia's recipes name the request by one absolute URL instead.
+        let originalURL = contract == .nginx ? headers.first(name: "x-original-url") : nil
+        if let originalURL {
+            if let named = OriginalURL(originalURL) {
+                // The check's own Host names audit authz (ingress-nginx sets it so): only X-Forwarded-Host counts.
+                let forwardedHost = hostField == "x-forwarded-host" ? authority : nil
+                let proto = headers.first(name: "x-forwarded-proto").map(Self.scheme(forwardedProto:))
+                problem = named.disagreement(uri: target, host: forwardedHost, scheme: proto)
+                (scheme, authority, target) = (named.scheme, named.authority, named.target)
+            } else {
+                problem = "its X-Original-URL '\(originalURL)' is not an absolute http or https URL"
+            }
+        }
+        problem = problem ?? Self.missingField(contract: contract, method: method, target: target, host: authority)
+        if contract == .nginx, originalURL == nil, hostField == "host", let authority, let receivedAt,
+            Self.names(authority, receivedAt)
+        {
             problem =
                 "its Host names audit authz itself (\(authority)), not the request's host, and it has no "
                 + "X-Forwarded-Host header (nginx: proxy_set_header X-Forwarded-Host $host)"
@@ -133,7 +169,6 @@ public struct HTTPContracts: Sendable {
         if target == nil, contract == .envoyHTTP {
             problem = "the check's path '\(head.uri)' does not start with the path prefix '\(pathPrefix)'"
         }
-        let scheme = headers.first(name: "x-forwarded-proto")?.lowercased() ?? "http"
         // The request's Host is the host the check names (the check's own Host names audit authz).
         var decided: [AuditRequest.Header] = []
         if own.contains("host"), let authority { decided.append(.init(name: "Host", value: authority)) }
@@ -147,5 +182,44 @@ public struct HTTPContracts: Sendable {
             contract: contract, method: method ?? "", scheme: scheme, authority: authority ?? "",
             target: target ?? "", headers: decided,
             bodyBytes: bodyBytes, requestID: headers.first(name: "x-request-id"), problem: problem)
+    }
+}
+
+/// The request an nginx check names in `X-Original-URL`, as ingress-nginx's and Authelia's recipes
+/// send it (`proxy_set_header X-Original-URL $scheme://$http_host$request_uri`).
+struct OriginalURL: Equatable {
+    /// `http` or `https`.
+    let scheme: String
+    /// Host and port, as the URL spells them.
+    let authority: String
+    /// Path and query (`/` when the URL has no path).
+    let target: String
+
+    /// The parts of `url`; nil when it is not an absolute http or https URL with a host.
+    init?(_ url: String) {
+        guard let separator = url.range(of: "://") else { return nil }
+        let scheme = url[..<separator.lowerBound].lowercased()
+        guard scheme == "http" || scheme == "https" else { return nil }
+        let rest = url[separator.upperBound...]
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        guard end > rest.startIndex, !rest[end...].hasPrefix("#") else { return nil }
+        self.scheme = scheme
+        authority = String(rest[..<end])
+        let target = rest[end...]
+        self.target = target.hasPrefix("/") ? String(target) : "/" + target
+    }
+
+    /// Why the check's other headers (`X-Original-URI`, `X-Forwarded-Host`, `X-Forwarded-Proto`) name
+    /// another request than this one, or nil: the gateway and the policy could read different ones.
+    func disagreement(uri: String?, host: String?, scheme forwardedScheme: String?) -> String? {
+        let url = "\(scheme)://\(authority)\(target)"
+        if let uri, uri != target { return "its X-Original-URL (\(url)) and X-Original-URI (\(uri)) differ" }
+        if let host, host.lowercased() != authority.lowercased() {
+            return "its X-Original-URL (\(url)) and X-Forwarded-Host (\(host)) differ"
+        }
+        if let forwardedScheme, forwardedScheme != scheme {
+            return "its X-Original-URL (\(url)) and X-Forwarded-Proto (\(forwardedScheme)) differ"
+        }
+        return nil
     }
 }

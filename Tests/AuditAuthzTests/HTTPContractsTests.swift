@@ -49,6 +49,23 @@ import Testing
         #expect(check.headers.contains(.init(name: "X-Forwarded-For", value: "10.0.0.1")))
     }
 
+    @Test(
+        "Traefik's X-Forwarded-Proto of a WebSocket upgrade (ws, wss) names the http or https request that asks for it",
+        arguments: [
+            ("ws", "http://chat.test/socket"), ("wss", "https://chat.test/socket"), ("WSS", "https://chat.test/socket"),
+        ])
+    func webSocketProto(proto: String, url: String) {
+        let check = HTTPContracts().check(
+            head(
+                "/forward-auth",
+                [
+                    ("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/socket"), ("X-Forwarded-Proto", proto),
+                    ("X-Forwarded-Host", "chat.test"), ("Upgrade", "websocket"),
+                ]))
+        #expect(check.problem == nil)
+        #expect(check.url == url)
+    }
+
     @Test("Envoy's HTTP service: the original method and path, less the path prefix, and the original Host")
     func envoy() {
         let contracts = HTTPContracts(selection: .envoy, pathPrefix: "/authz")
@@ -122,7 +139,98 @@ import Testing
         let check = HTTPContracts(selection: .nginx).check(
             head("/_audit", [("X-Original-Method", "GET"), ("X-Forwarded-Host", "a.test")]))
         #expect(
-            check.problem == "it has no X-Original-URI header (nginx: proxy_set_header X-Original-URI $request_uri)")
+            check.problem
+                == "it has no X-Original-URI or X-Original-URL header (nginx: proxy_set_header X-Original-URI $request_uri)"
+        )
+    }
+
+    @Test(
+        "an nginx check naming the request by X-Original-URL (ingress-nginx, Authelia): its scheme, host and target, not the check's own Host"
+    )
+    func nginxOriginalURL() throws {
+        let check = HTTPContracts().check(
+            head(
+                "/_audit",
+                [
+                    ("Host", "127.0.0.1:9191"), ("X-Original-URL", "HTTPS://Shop.test:8443/a/b?c=1"),
+                    ("X-Original-Method", "POST"), ("X-Sent-From", "nginx-ingress-controller"),
+                ]),
+            receivedAt: try SocketAddress(ipAddress: "127.0.0.1", port: 9191))
+        #expect(check.contract == .nginx)
+        #expect(check.problem == nil)
+        #expect(check.method == "POST")
+        #expect(check.url == "https://Shop.test:8443/a/b?c=1")
+        #expect(
+            check.headers == [
+                .init(name: "Host", value: "Shop.test:8443"),
+                .init(name: "X-Sent-From", value: "nginx-ingress-controller"),
+            ])
+    }
+
+    @Test(
+        "an X-Original-URL without a path or with only a query is read with the path '/'",
+        arguments: [("https://shop.test", "https://shop.test/"), ("http://shop.test?q=1", "http://shop.test/?q=1")])
+    func nginxOriginalURLWithoutPath(originalURL: String, url: String) {
+        let check = HTTPContracts().check(
+            head("/", [("X-Original-URL", originalURL), ("X-Original-Method", "GET")]))
+        #expect(check.problem == nil)
+        #expect(check.url == url)
+    }
+
+    @Test(
+        "an X-Original-URL that other headers contradict is a malformed check: the gateway and the policy could read different requests",
+        arguments: [
+            (
+                ("X-Original-URI", "/public"),
+                "its X-Original-URL (https://shop.test/admin) and X-Original-URI (/public) differ"
+            ),
+            (
+                ("X-Forwarded-Host", "other.test"),
+                "its X-Original-URL (https://shop.test/admin) and X-Forwarded-Host (other.test) differ"
+            ),
+            (
+                ("X-Forwarded-Proto", "http"),
+                "its X-Original-URL (https://shop.test/admin) and X-Forwarded-Proto (http) differ"
+            ),
+        ])
+    func nginxOriginalURLContradicted(header: (String, String), problem: String) {
+        let check = HTTPContracts().check(
+            head("/", [("X-Original-URL", "https://shop.test/admin"), ("X-Original-Method", "GET"), header]))
+        #expect(check.problem == problem)
+    }
+
+    @Test(
+        "an X-Original-URL that agrees with X-Original-URI, X-Forwarded-Host and X-Forwarded-Proto is decided",
+        arguments: [
+            [("X-Original-URI", "/admin")], [("X-Forwarded-Host", "SHOP.test"), ("X-Forwarded-Proto", "HTTPS")],
+        ])
+    func nginxOriginalURLAgreed(headers: [(String, String)]) {
+        let check = HTTPContracts().check(
+            head("/", [("X-Original-URL", "https://shop.test/admin"), ("X-Original-Method", "GET")] + headers))
+        #expect(check.problem == nil)
+        #expect(check.url == "https://shop.test/admin")
+    }
+
+    @Test(
+        "an X-Original-URL that is not an absolute http or https URL is a malformed check",
+        arguments: ["shop.test/admin", "/admin", "ftp://shop.test/admin", "https:///admin", "https://shop.test#top"])
+    func nginxOriginalURLMalformed(originalURL: String) {
+        let check = HTTPContracts().check(
+            head("/", [("X-Original-URL", originalURL), ("X-Original-Method", "GET"), ("Host", "shop.test")]))
+        #expect(check.problem == "its X-Original-URL '\(originalURL)' is not an absolute http or https URL")
+    }
+
+    @Test(
+        "a check with part of the nginx or forward-auth headers is refused for what it lacks, not decided as Envoy's for its own path",
+        arguments: [
+            (
+                [("X-Original-Method", "GET"), ("Host", "shop.test")],
+                "it has no X-Original-URI or X-Original-URL header (nginx: proxy_set_header X-Original-URI $request_uri)"
+            ),
+            ([("X-Forwarded-Method", "GET"), ("X-Forwarded-Host", "shop.test")], "it has no X-Forwarded-Uri header"),
+        ])
+    func partialRecipe(headers: [(String, String)], problem: String) {
+        #expect(HTTPContracts().check(head("/", headers)).problem == problem)
     }
 
     @Test("a check naming two hosts is malformed: the gateway and the policy could read different ones")

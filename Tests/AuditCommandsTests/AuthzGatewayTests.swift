@@ -96,6 +96,33 @@ import Testing
         #expect(try setup.records().map(\.request.url) == ["http://shop.test/admin", "http://shop.test/shop/item"])
     }
 
+    @Test(
+        "nginx auth_request naming the request by X-Original-URL, as ingress-nginx and Authelia do: blocked in any spelling, allowed otherwise"
+    )
+    func nginxOriginalURL() async throws {
+        // ingress-nginx's external-auth lines: the request as one absolute URL, the check's own Host left to nginx.
+        let setup = try GatewaySetup(.nginx) {
+            $0.replacingOccurrences(
+                of: "proxy_set_header X-Original-URI $request_uri;",
+                with: "proxy_set_header X-Original-URL $scheme://$http_host$request_uri;"
+            )
+            .replacingOccurrences(of: "proxy_set_header X-Forwarded-Proto $scheme;", with: "")
+            .replacingOccurrences(of: "proxy_set_header X-Forwarded-Host $host;", with: "")
+        }
+        defer { setup.stop() }
+        for path in ["/admin", "/%61dmin/users", "/x/../admin"] {
+            #expect(try setup.get(path).status == 403, "\(path)")
+        }
+        #expect(try setup.get("/shop/item?id=7").body == "upstream GET /shop/item?id=7 verdict=pass\n")
+        #expect(try setup.upstreamHits() == 1)
+        // Recorded as decided: the canonical URL.
+        #expect(
+            try setup.records().map(\.request.url) == [
+                "http://shop.test/admin", "http://shop.test/admin/users", "http://shop.test/admin",
+                "http://shop.test/shop/item?id=7",
+            ])
+    }
+
     @Test("nginx auth_request: a redirect rule answers 302 with the target, through the error_page recipe")
     func nginxRedirect() async throws {
         let setup = try GatewaySetup(.nginx)
