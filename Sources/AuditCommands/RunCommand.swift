@@ -82,6 +82,10 @@
                 CommandOutput.errorLine("audit run: cannot start the proxy: \(error)")
                 throw ExitCode.failure
             }
+            if let note = Self.nodeBypassNote(command: command, path: ProcessInfo.processInfo.environment["PATH"] ?? "")
+            {
+                CommandOutput.errorLine(note)
+            }
             let status: Int32
             do {
                 status = try await runChild(proxyURL: "http://127.0.0.1:\(proxy.port ?? 0)", ca: interception?.1)
@@ -119,6 +123,54 @@
             let status = await child.exitStatus()
             for source in sources { source.cancel() }
             return status
+        }
+
+        /// A note when `command` is run by a Node that ignores proxy settings, or nil: before Node 24
+        /// (whose `NODE_USE_ENV_PROXY`, set by audit run, makes it read `HTTPS_PROXY`), its `http`,
+        /// `https` and `fetch` connect directly, so what the program sends is neither decided nor
+        /// recorded unless it uses a proxy agent. The command is Node when it is named `node` or
+        /// `nodejs`, or is a script whose `#!` line names one; the Node's own `--version` says which.
+        static func nodeBypassNote(command: [String], path: String) -> String? {
+            guard let first = command.first, let node = nodeExecutable(for: first, path: path),
+                let version = nodeVersion(node), let major = Int(version.dropFirst().prefix { $0 != "." }),
+                major < 24
+            else { return nil }
+            return "audit run: note: Node \(version) does not read HTTP_PROXY or HTTPS_PROXY (NODE_USE_ENV_PROXY "
+                + "needs Node 24 or later): what its http, https and fetch send goes around the proxy, unaudited, "
+                + "unless the program uses a proxy agent"
+        }
+
+        /// The Node that runs `command` (a name looked up in `path`, or a path), or nil when it is not
+        /// Node nor a script whose `#!` line names it.
+        private static func nodeExecutable(for command: String, path: String) -> String? {
+            let isNode = { (name: Substring) in name == "node" || name == "nodejs" }
+            let resolved = ChildProcess.resolve(command, path: path)
+            if isNode(resolved.split(separator: "/").last ?? "") { return resolved }
+            guard let file = FileHandle(forReadingAtPath: resolved) else { return nil }
+            defer { try? file.close() }
+            let head = (try? file.read(upToCount: 256)) ?? Data()
+            guard head.starts(with: Data("#!".utf8)),
+                let line = String(decoding: head.dropFirst(2), as: UTF8.self).split(separator: "\n").first
+            else { return nil }
+            // `#!/usr/bin/node`, `#!/usr/bin/env node`, `#!/usr/bin/env -S node --flag`.
+            guard let word = line.split(separator: " ").first(where: { isNode($0.split(separator: "/").last ?? "") })
+            else { return nil }
+            return ChildProcess.resolve(String(word), path: path)
+        }
+
+        /// What `node --version` prints (`v20.20.2`), or nil when it cannot be run or prints no version.
+        private static func nodeVersion(_ node: String) -> String? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: node)
+            process.arguments = ["--version"]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return nil }
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let version = String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return version.hasPrefix("v") ? version : nil
         }
 
         /// `audit: 41 requests · 2 blocked (competitor/rival-shop) · log audit.jsonl`: the requests

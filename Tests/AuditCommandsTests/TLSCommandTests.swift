@@ -249,6 +249,57 @@ import Testing
     }
 
     @Test(
+        "audit run notes that a Node before 24, run directly or by a script's #! line, sends around the proxy",
+        arguments: [false, true])
+    func runNodeBypassNote(asScript: Bool) throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        let origin = try Self.variable("HTTPBIN_URL")
+        let program = "fetch(process.argv[process.argv.length - 1]).then(r => console.log(r.status))"
+        let command: [String]
+        if asScript {
+            let script = folder.folder.path + "/fetch.js"
+            try "#!/usr/bin/env node\n\(program)\n".write(toFile: script, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+            command = [script, origin + "/get"]
+        } else {
+            command = ["node", "-e", program, origin + "/get"]
+        }
+        let run = try folder.run(command)
+        let version = try Self.nodeVersion()
+        let records = try AuditLogReader.read(atPath: folder.log).records
+        #expect(run.standardOutput == "200\n")
+        if let major = Int(version.dropFirst().prefix { $0 != "." }), major < 24 {
+            // The request went around the proxy: nothing decided or recorded, as the note says.
+            #expect(run.standardError.hasPrefix("audit run: note: Node \(version) does not read HTTP_PROXY"))
+            #expect(records.isEmpty)
+        } else {
+            #expect(!run.standardError.contains("note: Node"))
+            #expect(records.count == 1)
+        }
+    }
+
+    /// What this machine's `node --version` prints (`v20.20.2`).
+    static func nodeVersion() throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["node", "--version"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("audit run gives no Node note for a command that is not Node")
+    func runNoNodeNote() throws {
+        let folder = try RunFolder(rules: "[record]\nall .\n")
+        let run = try folder.run(["curl", "-s", "-o", "/dev/null", try Self.variable("HTTPBIN_URL") + "/get"])
+        #expect(run.exitCode == 0)
+        #expect(!run.standardError.contains("note:"))
+    }
+
+    @Test(
         "git clones (smart HTTP, git http-backend) and pip downloads over HTTPS through audit run, and a path rule refuses one package"
     )
     func runGitAndPip() throws {
