@@ -41,9 +41,10 @@ protocol ForwardedLoadObserver: AnyObject, Sendable {
 /// additional headers, TLS and pipelining settings. Only what RequestAudit does itself is changed:
 /// cookies and credentials come from the caller's storage through the relay, and nothing is cached.
 ///
-/// Its requests never reach ``RequestInfoProtocol`` again: the session lists Foundation's built-in
-/// protocols itself, and FoundationNetworking asks registered classes only for a request none of a
-/// session's own classes takes (the built-in HTTP protocol takes every http(s) request). Its tasks
+/// Its requests never reach ``RequestInfoProtocol`` again: the session lists its protocols itself
+/// (``ForwardedHTTPProtocol``, then Foundation's built-in ones), and FoundationNetworking asks
+/// registered classes only for a request none of a session's own classes takes (the first takes
+/// every http(s) request). Its tasks
 /// are delegate-based, so every event (response, each body chunk, redirect, challenge, upload
 /// progress) reaches the ``ForwardedLoadObserver`` of the load it carries out, as it happens.
 final class Forwarder: Sendable {
@@ -58,9 +59,12 @@ final class Forwarder: Sendable {
         router = ForwardingDelegate()
         let configuration =
             (callerConfiguration?.copy() as? URLSessionConfiguration) ?? URLSessionConfiguration.default
-        // What keeps our own requests from being intercepted: this session lists Foundation's
-        // built-in protocols itself, so it never consults registered classes (RequestInfoProtocol).
-        configuration.protocolClasses = URLSessionConfiguration.default.protocolClasses
+        // What keeps our own requests from being intercepted: this session lists its protocols itself,
+        // so it never consults registered classes (RequestInfoProtocol). http and https go to
+        // Foundation's own protocol through ForwardedHTTPProtocol, which keeps a suspension that
+        // lands as a transfer completes from stopping the process.
+        configuration.protocolClasses =
+            [ForwardedHTTPProtocol.self] + (URLSessionConfiguration.default.protocolClasses ?? [])
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // The caller's session already put its cookies in the request; its storage receives new ones.
