@@ -142,7 +142,8 @@ public struct HTTPContracts: Sendable {
             named.count == 1 && !named[0].utf8.contains(UInt8(ascii: ","))
             ? [Substring(named[0])] : headers[canonicalForm: hostField]
         var authority = hosts.first.map(String.init)
-        var scheme = headers.first(name: "x-forwarded-proto").map(Self.scheme(forwardedProto:)) ?? "http"
+        let forwardedScheme = headers.first(name: "x-forwarded-proto").map(Self.scheme(forwardedProto:))
+        var scheme = forwardedScheme ?? "http"
         var problem: String?
         // ingress-nginx's and Authelia's recipes name the request by one absolute URL instead.
         let originalURL = contract == .nginx ? headers.first(name: "x-original-url") : nil
@@ -150,8 +151,7 @@ public struct HTTPContracts: Sendable {
             if let named = OriginalURL(originalURL) {
                 // The check's own Host names audit authz (ingress-nginx sets it so): only X-Forwarded-Host counts.
                 let forwardedHost = hostField == "x-forwarded-host" ? authority : nil
-                let proto = headers.first(name: "x-forwarded-proto").map(Self.scheme(forwardedProto:))
-                problem = named.disagreement(uri: target, host: forwardedHost, scheme: proto)
+                problem = named.disagreement(uri: target, host: forwardedHost, scheme: forwardedScheme)
                 (scheme, authority, target) = (named.scheme, named.authority, named.target)
             } else {
                 problem = "its X-Original-URL '\(originalURL)' is not an absolute http or https URL"

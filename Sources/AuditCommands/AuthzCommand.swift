@@ -20,13 +20,14 @@ struct AuthzCommand: AsyncParsableCommand {
         abstract: "Decide a gateway's authorization checks (Envoy ext_authz, nginx auth_request, Caddy, Traefik).",
         discussion: """
             The HTTP listener answers Envoy's HTTP ext_authz service, nginx auth_request (X-Original-URI, \
-            X-Original-Method, X-Forwarded-Proto, X-Forwarded-Host; or X-Original-URL, as ingress-nginx sends it) and Caddy forward_auth / Traefik ForwardAuth \
-            (X-Forwarded-Method, -Proto, -Host, -Uri), told apart by their headers unless --contract names one. \
-            --grpc-listen adds Envoy's gRPC Authorization/Check service. 2xx allows (with X-Request-Audit-Verdict \
-            and -Rule for the upstream); a refusal answers with the status and JSON body the gateway passes on; a \
-            warning is acknowledged by sending the request again with 'Audit-Acknowledge: RULE-ID'. Every check is \
-            one record in the log (outcome kind authz). SIGHUP reloads the policies (the old ones stay in force on \
-            error); SIGINT or SIGTERM stops accepting, answers what is in flight and flushes the log.
+            X-Original-Method, X-Forwarded-Proto, X-Forwarded-Host; or X-Original-URL, as ingress-nginx sends \
+            it) and Caddy forward_auth / Traefik ForwardAuth (X-Forwarded-Method, -Proto, -Host, -Uri), told \
+            apart by their headers unless --contract names one. --grpc-listen adds Envoy's gRPC \
+            Authorization/Check service. 2xx allows (with X-Request-Audit-Verdict and -Rule for the upstream); a \
+            refusal answers with the status and JSON body the gateway passes on; a warning is acknowledged by \
+            sending the request again with 'Audit-Acknowledge: RULE-ID'. Every check is one record in the log \
+            (outcome kind authz). SIGHUP reloads the policies (the old ones stay in force on error); SIGINT or \
+            SIGTERM stops accepting, answers what is in flight and flushes the log.
             """
     )
 

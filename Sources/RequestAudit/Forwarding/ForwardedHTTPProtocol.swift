@@ -15,7 +15,6 @@ import Foundation
 /// failed (platform notes). A caller suspending a task at once after resuming it never meets that
 /// directly (its transfer has not started), so the forwarding session must not meet it either.
 final class ForwardedHTTPProtocol: URLProtocol {
-
     private enum Load {
         case idle
         /// Foundation's protocol loads the task (started, or paused by a suspension).
