@@ -157,6 +157,18 @@ public struct HTTPContracts: Sendable {
                 problem = "its X-Original-URL '\(originalURL)' is not an absolute http or https URL"
             }
         }
+        // A request sent in absolute form (`GET http://host/path`, as to a proxy) reaches nginx's
+        // $request_uri and Caddy's and Traefik's X-Forwarded-Uri as it was sent: the server serves its
+        // path, for the host it names, which must be the one the check names.
+        if contract != .envoyHTTP, originalURL == nil, let sent = target, !sent.hasPrefix("/"),
+            let absolute = OriginalURL(sent)
+        {
+            if let authority, authority.lowercased() != absolute.authority.lowercased() {
+                let field = hostField == "host" ? "Host" : "X-Forwarded-Host"
+                problem = "its request target (\(sent)) names another host than its \(field) (\(authority))"
+            }
+            target = absolute.target
+        }
         problem = problem ?? Self.missingField(contract: contract, method: method, target: target, host: authority)
         if contract == .nginx, originalURL == nil, hostField == "host", let authority, let receivedAt,
             Self.names(authority, receivedAt)

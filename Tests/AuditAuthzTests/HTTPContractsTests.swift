@@ -168,6 +168,39 @@ import Testing
     }
 
     @Test(
+        "a request sent in absolute form is decided for its path, when it names the check's host",
+        arguments: [
+            [
+                ("X-Original-URI", "http://shop.test/admin?x=1"), ("X-Original-Method", "GET"),
+                ("X-Forwarded-Host", "shop.test"),
+            ],
+            [
+                ("X-Forwarded-Uri", "http://SHOP.test/admin?x=1"), ("X-Forwarded-Method", "GET"),
+                ("X-Forwarded-Host", "shop.test"),
+            ],
+        ])
+    func absoluteFormTarget(headers: [(String, String)]) {
+        let check = HTTPContracts().check(head("/", headers))
+        #expect(check.problem == nil)
+        #expect(check.url == "http://shop.test/admin?x=1")
+    }
+
+    @Test("a request sent in absolute form for another host than the check names is a malformed check")
+    func absoluteFormOtherHost() {
+        let check = HTTPContracts().check(
+            head(
+                "/",
+                [
+                    ("X-Forwarded-Uri", "http://other.test/admin"), ("X-Forwarded-Method", "GET"),
+                    ("X-Forwarded-Host", "shop.test"),
+                ]))
+        #expect(
+            check.problem
+                == "its request target (http://other.test/admin) names another host than its X-Forwarded-Host (shop.test)"
+        )
+    }
+
+    @Test(
         "an X-Original-URL without a path or with only a query is read with the path '/'",
         arguments: [("https://shop.test", "https://shop.test/"), ("http://shop.test?q=1", "http://shop.test/?q=1")])
     func nginxOriginalURLWithoutPath(originalURL: String, url: String) {

@@ -123,6 +123,19 @@ import Testing
             ])
     }
 
+    @Test("nginx auth_request: a request sent in absolute form is decided for its path: blocked or allowed")
+    func nginxAbsoluteForm() async throws {
+        let setup = try GatewaySetup(.nginx)
+        defer { setup.stop() }
+        let blocked = try setup.get("/", requestTarget: "http://shop.test/admin")
+        #expect(blocked.status == 403)
+        #expect(blocked.headers["x-request-audit-rule"] == "shop/admin")
+        let allowed = try setup.get("/", requestTarget: "http://shop.test/shop/item?id=7")
+        #expect(allowed.body == "upstream GET /shop/item?id=7 verdict=pass\n")
+        #expect(
+            try setup.records().map(\.request.url) == ["http://shop.test/admin", "http://shop.test/shop/item?id=7"])
+    }
+
     @Test("nginx auth_request: a redirect rule answers 302 with the target, through the error_page recipe")
     func nginxRedirect() async throws {
         let setup = try GatewaySetup(.nginx)
@@ -339,10 +352,12 @@ final class GatewaySetup: @unchecked Sendable {
         let body: String
     }
 
-    /// GET `path` from the gateway as `Host: shop.test`, with `headers`.
-    func get(_ path: String, headers: [String] = []) throws -> Answer {
+    /// GET `path` from the gateway as `Host: shop.test`, with `headers`; with `requestTarget`, the
+    /// request line names that instead of the path (`GET http://shop.test/x`, absolute form).
+    func get(_ path: String, headers: [String] = [], requestTarget: String? = nil) throws -> Answer {
+        let target = requestTarget.map { ["--request-target", $0] } ?? []
         let (data, exitCode) = try runCurl(
-            ["-sS", "--path-as-is", "-D", "-", "-H", "Host: shop.test", "--max-time", "10"]
+            ["-sS", "--path-as-is", "-D", "-", "-H", "Host: shop.test", "--max-time", "10"] + target
                 + headers.flatMap { ["-H", $0] } + ["http://127.0.0.1:\(port)\(path)"])
         guard exitCode == 0 else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "curl \(path) failed"])
