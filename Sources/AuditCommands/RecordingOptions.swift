@@ -61,7 +61,7 @@ struct RecordingOptions: ParsableArguments {
         do {
             if let replayPath {
                 configuration.replay = try HARReplay(
-                    path: replayPath, ignoring: Set(matchIgnore), repeatingLast: !onMiss.addsToRecording)
+                    path: replayPath, ignoring: Set(matchIgnore), onMiss: onMiss)
             }
         } catch {
             CommandOutput.errorLine("\(command): --replay: \(error.description)")

@@ -70,7 +70,7 @@ public final class Auditor: Sendable {
             if case .replay(let path, let onMiss, let ignoring, let speed) = configuration.recording {
                 let recording = try HARReplay(
                     path: path, ignoring: ignoring, redaction: configuration.redaction,
-                    repeatingLast: !onMiss.addsToRecording)
+                    onMiss: onMiss)
                 replay = AppReplay(recording: recording, onMiss: onMiss, speed: speed)
             } else {
                 replay = nil

@@ -13,7 +13,7 @@ import Foundation
 /// stopped sending because the server answered first (`request._bodyIncomplete`) matches any body,
 /// after those that match exactly. Identical requests get the recorded responses in recorded order;
 /// once those are used up, the last one again, or nothing (a miss) for a recording that grows
-/// (`repeatingLast: false`, under ``OnMiss/record``), so that a further one is a new episode.
+/// (under ``OnMiss/record``), so that a further one is a new episode.
 public final class HARReplay: Sendable {
     /// A recorded response.
     public struct Response: Sendable {
@@ -60,7 +60,7 @@ public final class HARReplay: Sendable {
         case pass
         /// Send it to the server and add the exchange to the recording (VCR's "new episodes"):
         /// the next replay answers it too. A request whose recorded responses are used up is a
-        /// miss too (``HARReplay/init(path:ignoring:redaction:repeatingLast:)`` with `false`).
+        /// miss too.
         case record
 
         /// Whether the request goes to the server.
@@ -76,8 +76,8 @@ public final class HARReplay: Sendable {
     /// The query parameters left out of the match.
     public let ignoredParameters: Set<String>
     /// Whether a request whose recorded responses are used up gets the last one again; a miss
-    /// otherwise.
-    public let repeatsLastResponse: Bool
+    /// otherwise (a recording that grows).
+    private let repeatsLastResponse: Bool
     private let redaction: Redaction
     private let queues: Locked<[String: Queue]>
     /// The method and URL (as matched) of entries whose body was larger than the recording kept.
@@ -131,17 +131,18 @@ public final class HARReplay: Sendable {
 
     /// Reads the recording at `path`, whose secrets were hidden by `redaction` (as requests are to be
     /// before they are matched). Entries whose response has status 0 (a browser's request that got
-    /// none) are left out.
+    /// none) are left out. Under `onMiss` ``OnMiss/record`` the recording grows: a request whose
+    /// recorded responses are used up is a miss rather than answered the last one again.
     ///
     /// - Throws: ``RecordingError`` when it cannot be read, is not a HAR, or has entries without
     ///   what a replay needs (each named by its number and field).
     public init(
         path: String, ignoring parameters: Set<String> = [], redaction: Redaction = .default,
-        repeatingLast: Bool = true
+        onMiss: OnMiss = .fail
     ) throws(RecordingError) {
         self.path = path
         ignoredParameters = parameters
-        repeatsLastResponse = repeatingLast
+        repeatsLastResponse = !onMiss.addsToRecording
         self.redaction = redaction
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .cannotOpen(path: path, reason: UnreadableFile.reason(path))
