@@ -201,5 +201,44 @@ extension InterceptionTests {
             let names = intercepted.configuration.httpCookieStorage?.cookies?.map(\.name).sorted()
             #expect(names == ["flavour", "size"])
         }
+
+        /// Where a redirect goes: `/cookies/set` sets a cookie and redirects to `/cookies` on its host;
+        /// the other goes to `localhost`, for which the storage has no cookie.
+        enum CookieHop: String, CaseIterable, Sendable {
+            case setByTheRedirect
+            case toAnotherHost
+
+            func request() -> URLRequest {
+                let base = HTTPBin.base
+                let other = base.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+                return switch self {
+                case .setByTheRedirect: URLRequest(url: HTTPBin.url(base + "/cookies/set?flavour=oat"))
+                case .toAnotherHost: URLRequest(url: HTTPBin.url(base + "/redirect-to?url=\(other)/cookies"))
+                }
+            }
+        }
+
+        @Test(
+            "a redirect hop carries the Cookie header Foundation would send: a delegate's choice as it is, else the storage's",
+            arguments: CallerStyle.allCases, CookieHop.allCases)
+        func cookieOnRedirectHop(_ style: CallerStyle, _ hop: CookieHop) async throws {
+            let audited = try AuditedSession()
+            func session(intercepted: Bool) throws -> URLSession {
+                let configuration = URLSessionConfiguration.ephemeral
+                let storage = HTTPCookieStorage.sharedCookieStorage(
+                    forGroupContainerIdentifier: "requestaudit-tests-\(UUID().uuidString)")
+                let stored = HTTPCookie(properties: [.name: "kept", .value: "1", .domain: "127.0.0.1", .path: "/"])
+                storage.setCookie(try #require(stored))
+                configuration.httpCookieStorage = storage
+                if intercepted { try audited.auditor.install(into: configuration) }
+                return URLSession(configuration: configuration)
+            }
+            let direct = await style.run(hop.request(), on: try session(intercepted: false))
+            let intercepted = await style.run(hop.request(), on: try session(intercepted: true))
+            let records = try await audited.finish()
+            #expect(direct.status == 200)
+            #expect(intercepted == direct)
+            #expect(records.map(\.outcome.redirects.count) == [1])
+        }
     }
 }

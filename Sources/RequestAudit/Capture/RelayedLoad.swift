@@ -203,7 +203,9 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
         let snapshot = ResponseSnapshot(response)
-        let follow: @Sendable (URLRequest?) -> Void = { [self] chosen in
+        // `isChosenByDelegate`: FoundationNetworking sends a hop the delegate returned as it is, and
+        // adds the stored cookies only to a hop it follows by itself.
+        let follow: @Sendable (URLRequest?, _ isChosenByDelegate: Bool) -> Void = { [self] chosen, isChosenByDelegate in
             // nil: the caller stops at the redirect and gets its response, as it would directly.
             guard let chosen, let url = chosen.url else { return answer(nil) }
             if let refusal = hopVerdict(chosen) {
@@ -215,14 +217,15 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
                 cookies?.store(from: http)
                 if recorder != nil { recordHop(http, to: chosen) }
             }
-            answer(cookies?.applying(to: chosen) ?? chosen)
+            answer(isChosenByDelegate ? chosen : cookies?.settingCookies(on: chosen) ?? chosen)
         }
         let isAsked = onDelegateQueue { delegate, session, task in
-            guard let http = snapshot.response as? HTTPURLResponse else { return follow(request) }
+            guard let http = snapshot.response as? HTTPURLResponse else { return follow(request, false) }
             delegate.urlSession(
-                session, task: task, willPerformHTTPRedirection: http, newRequest: request, completionHandler: follow)
+                session, task: task, willPerformHTTPRedirection: http, newRequest: request,
+                completionHandler: { follow($0, true) })
         }
-        if !isAsked { follow(request) }
+        if !isAsked { follow(request, false) }
     }
 
     // MARK: Authentication

@@ -30,12 +30,17 @@ struct CookieJar: @unchecked Sendable {
         if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
     }
 
-    /// `request` with the `Cookie` header its URL gets from the storage.
-    func applying(to request: URLRequest) -> URLRequest {
-        guard sendsCookies, let url = request.url else { return request }
+    /// `request` as FoundationNetworking prepares a redirect hop it follows by itself (no delegate
+    /// was asked): the storage's cookies for its URL replace its `Cookie` header when there are any;
+    /// otherwise the header the previous hop carried stays. A hop a delegate chose goes out as the
+    /// delegate returned it.
+    func settingCookies(on request: URLRequest) -> URLRequest {
+        guard sendsCookies, let url = request.url,
+            let header = HTTPCookie.requestHeaderFields(with: storage.cookies(for: url) ?? [])["Cookie"],
+            !header.isEmpty
+        else { return request }
         var request = request
-        let header = HTTPCookie.requestHeaderFields(with: storage.cookies(for: url) ?? [])["Cookie"]
-        request.setValue(header?.isEmpty == false ? header : nil, forHTTPHeaderField: "Cookie")
+        request.setValue(header, forHTTPHeaderField: "Cookie")
         return request
     }
 }
