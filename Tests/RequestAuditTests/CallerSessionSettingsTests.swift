@@ -355,6 +355,41 @@ extension InterceptionTests {
             #expect(intercepted[1].currentURL == requests[1].url?.absoluteString)
             #expect(direct[3].errorCode == URLError.cannotConnectToHost.rawValue && intercepted[3].errorCode == nil)
         }
+
+        /// A completion-handler task's `response`, read 1 s into a 2-s drip, then once it ended.
+        private static func responseStatus(midwayAndAtTheEndOf request: URLRequest, on session: URLSession) async
+            -> [Int?]
+        {
+            let made = Mutex<SuspendedTask?>(nil)
+            let midway = Mutex<Int?>(nil)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let task = session.dataTask(with: request) { _, _, _ in continuation.resume() }
+                made.withLock { $0 = SuspendedTask(task) }
+                task.resume()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+                    midway.withLock { $0 = (task.response as? HTTPURLResponse)?.statusCode }
+                }
+            }
+            let ended = made.withLock({ $0 })?.task.response as? HTTPURLResponse
+            return [midway.withLock { $0 }, ended?.statusCode]
+        }
+
+        @Test("a task without a delegate has no response while its body comes, nor after it failed midway, as directly")
+        func responseOnlyOnceSucceeded() async throws {
+            let audited = try AuditedSession()
+            let raw = try #require(ProcessInfo.processInfo.environment["RAW_URL"])
+            let shortBody = URLRequest(url: HTTPBin.url(raw + "/short-body"))
+            let drip = URLRequest(url: HTTPBin.url(.drip(seconds: 2, bytes: 4)))
+            let direct = await Self.responseStatus(midwayAndAtTheEndOf: drip, on: audited.direct)
+            let intercepted = await Self.responseStatus(midwayAndAtTheEndOf: drip, on: audited.session)
+            let directFailed = await Self.fields(after: shortBody, on: audited.direct)
+            let interceptedFailed = await Self.fields(after: shortBody, on: audited.session)
+            _ = try await audited.finish()
+            #expect(direct == [nil, 200])
+            #expect(intercepted == direct)
+            #expect(directFailed.status == nil && directFailed.responseURL == nil)
+            #expect(interceptedFailed.status == nil && interceptedFailed.responseURL == nil)
+        }
     }
 }
 

@@ -130,7 +130,11 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         relay(response)
     }
 
+    /// Tells a caller with a delegate of `response` now; one without (a completion handler, `async`,
+    /// no handler at all) is told when the load succeeds, as FoundationNetworking sets such a task's
+    /// `response` only then (it stays nil while the body comes and after a failure).
     private func relay(_ response: URLResponse) {
+        guard behaviour.hasDelegate else { return }
         let snapshot = ResponseSnapshot(response)
         owner.tellClientIfWaiting(isOnSessionQueue: isOnSessionQueue) { this in
             this.client?.urlProtocol(this, didReceive: snapshot.response, cacheStoragePolicy: .notAllowed)
@@ -377,7 +381,11 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
             }
         }
         let body = behaviour.receivesChunks ? Data() : ended.body
+        let heldResponse = behaviour.hasDelegate ? nil : ended.response.map(ResponseSnapshot.init)
         owner.tellClient(isOnSessionQueue: isOnSessionQueue) { this in
+            if let heldResponse {
+                this.client?.urlProtocol(this, didReceive: heldResponse.response, cacheStoragePolicy: .notAllowed)
+            }
             if !body.isEmpty { this.client?.urlProtocol(this, didLoad: body) }
             this.client?.urlProtocolDidFinishLoading(this)
         }
@@ -447,7 +455,8 @@ extension RelayedLoad {
 }
 
 extension CallerSession.Behaviour {
-    /// Whether FoundationNetworking tells a delegate of the task's progress (upload bytes).
+    /// Whether FoundationNetworking tells the task's delegate (its own or its session's) of each event
+    /// as it happens: the response, upload progress.
     var hasDelegate: Bool {
         switch self {
         case .delegate, .dataCompletionHandler(hasTaskDelegate: true): true
