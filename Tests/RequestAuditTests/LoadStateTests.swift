@@ -20,6 +20,7 @@ import Testing
         case .begin: "begin"
         case .resume: "resume system load"
         case .resumeForwarded(let resumed): resumed === task ? "resume forwarded" : "resume another task"
+        case .endHeld: "end held"
         case .ignore: "ignore"
         }
     }
@@ -27,7 +28,8 @@ import Testing
     static func shown(_ action: LoadState.StopAction, _ task: URLSessionDataTask) -> String {
         switch action {
         case .none: "none"
-        case .cancel(let cancelled): cancelled === task ? "cancel forwarded" : "cancel another task"
+        case .cancel(let cancelled, let heldEnd):
+            (cancelled === task ? "cancel forwarded" : "cancel another task") + (heldEnd == nil ? "" : ", end held")
         case .suspend(let suspended): suspended === task ? "suspend forwarded" : "suspend another task"
         case .stopSystemLoader: "stop system load"
         case .cancelResponse: "cancel response"
@@ -83,6 +85,45 @@ import Testing
         _ = state.start()
         _ = state.forwarding(task)
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded")
+    }
+
+    @Test("a forwarded load that ends while its caller's task is suspended ends when the caller resumes it")
+    func endedWhileSuspended() {
+        var state = LoadState()
+        let task = Self.forwardedTask()
+        _ = state.start()
+        _ = state.forwarding(task)
+        _ = state.stop(isSuspending: true)
+        let isHeld = state.holdEnd {}
+        #expect(isHeld)
+        #expect(Self.shown(state.start(), task) == "end held")
+        let isDelivered = state.finish()
+        #expect(isDelivered)
+    }
+
+    @Test("a forwarded load that ends while its caller's task is suspended, then cancelled, ends as stopped")
+    func endedWhileSuspendedThenCancelled() {
+        var state = LoadState()
+        let task = Self.forwardedTask()
+        _ = state.start()
+        _ = state.forwarding(task)
+        _ = state.stop(isSuspending: true)
+        let isHeld = state.holdEnd {}
+        #expect(isHeld)
+        #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded, end held")
+        let isDelivered = state.finish()
+        #expect(!isDelivered)
+    }
+
+    @Test("a forwarded load that ends while its caller waits ends at once")
+    func endedWhileRunning() {
+        var state = LoadState()
+        let task = Self.forwardedTask()
+        _ = state.start()
+        _ = state.forwarding(task)
+        let isHeld = state.holdEnd {}
+        let isDelivered = state.finish()
+        #expect(!isHeld && isDelivered)
     }
 
     /// Foundation's own protocol, as a system load holds it (never started).

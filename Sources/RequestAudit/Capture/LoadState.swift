@@ -13,8 +13,9 @@ struct LoadState: @unchecked Sendable {
     enum StopAction {
         /// Nothing is running yet, or the load already ended.
         case none
-        /// Cancel the forwarded task.
-        case cancel(URLSessionDataTask)
+        /// Cancel the forwarded task; run `heldEnd`, the end of a load that ended while the task
+        /// was suspended, which now records it as stopped.
+        case cancel(URLSessionDataTask, heldEnd: (@Sendable () -> Void)?)
         /// Suspend the forwarded task: the caller suspended its task, which it may resume.
         case suspend(URLSessionDataTask)
         /// Stop Foundation's own protocol; `isSuspending` when the caller suspended the task, which
@@ -40,6 +41,9 @@ struct LoadState: @unchecked Sendable {
     }
 
     private var phase = Phase.idle
+    /// How the forwarded load ended, held while the caller's task is suspended: it runs when the
+    /// caller resumes (or stops) the task, as Foundation's own protocol reports nothing meanwhile.
+    private var heldEnd: (@Sendable () -> Void)?
 
     /// `startLoading`: `.begin` for the first start; for a start that resumes a suspended task,
     /// `.resume(protocol)` when a system load goes on, `.resumeForwarded(task)` when a forwarded
@@ -54,6 +58,10 @@ struct LoadState: @unchecked Sendable {
             return .ignore
         case .forwarding(let task, isSuspended: true):
             phase = .forwarding(task, isSuspended: false)
+            if let end = heldEnd {
+                heldEnd = nil
+                return .endHeld(end)
+            }
             return .resumeForwarded(task)
         case .systemLoading(let loader):
             return .resume(loader)
@@ -67,6 +75,8 @@ struct LoadState: @unchecked Sendable {
         case begin
         case resume(URLProtocol)
         case resumeForwarded(URLSessionDataTask)
+        /// The forwarded load ended while the task was suspended: run its end now.
+        case endHeld(@Sendable () -> Void)
         case ignore
     }
 
@@ -122,7 +132,8 @@ struct LoadState: @unchecked Sendable {
                 return .suspend(task)
             }
             phase = .stopped
-            return .cancel(task)
+            defer { heldEnd = nil }
+            return .cancel(task, heldEnd: heldEnd)
         case .systemLoading(let loader):
             if !isSuspending { phase = .stopped }
             return .stopSystemLoader(loader, isSuspending: isSuspending)
@@ -137,6 +148,14 @@ struct LoadState: @unchecked Sendable {
             phase = .stopped
             return .none
         }
+    }
+
+    /// The forwarded load ended: true when the caller's task is suspended, and `end` is held until
+    /// it is resumed or stopped; false when `end` is to run now.
+    mutating func holdEnd(_ end: @escaping @Sendable () -> Void) -> Bool {
+        guard case .forwarding(_, isSuspended: true) = phase else { return false }
+        heldEnd = end
+        return true
     }
 
     /// The load ended: true when the caller still waits for the result (it was not stopped).

@@ -338,6 +338,14 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
     }
 
     func forwardedCompletion(error: Error?) {
+        // A load that ends between the caller's suspension and its forwarded task's: the caller hears
+        // of it once it resumes the task, as it would of Foundation's own paused transfer.
+        if owner.holdEnd({ [self] in end(error: error) }) { return }
+        end(error: error)
+    }
+
+    /// Ends the load: records it and tells the caller (unless it stopped the load).
+    private func end(error: Error?) {
         var ended = state.withLock { $0 }
         if case .filling(let fill) = cache {
             // The server could not be reached: a stale response the cache allows answers instead.

@@ -96,6 +96,7 @@ public final class RequestInfoProtocol: URLProtocol {
         case .ignore: return
         case .resume(let loader): return loader.startLoading()
         case .resumeForwarded(let task): return Self.control(task) { $0.resume() }
+        case .endHeld(let end): return end()
         case .begin: break
         }
         let this = Reference(self)
@@ -182,8 +183,9 @@ public final class RequestInfoProtocol: URLProtocol {
         switch state.withLock({ $0.stop(isSuspending: isSuspending) }) {
         case .none:
             return
-        case .cancel(let task):
+        case .cancel(let task, let heldEnd):
             Self.control(task) { $0.cancel() }
+            heldEnd?()
         case .suspend(let task):
             Self.control(task) { $0.suspend() }
         case .cancelResponse(let task):
@@ -359,6 +361,11 @@ public final class RequestInfoProtocol: URLProtocol {
     ) {
         guard state.withLock({ $0.isWaiting }) else { return }
         tellClient(isOnSessionQueue: isOnSessionQueue, message)
+    }
+
+    /// Holds `end` while the caller's task is suspended (see ``LoadState/holdEnd(_:)``): true when held.
+    func holdEnd(_ end: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { $0.holdEnd(end) }
     }
 
     /// Claims the right to tell the caller how the load ended: false when it stopped the load.
