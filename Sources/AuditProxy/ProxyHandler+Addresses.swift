@@ -43,11 +43,13 @@ extension ProxyHandler {
         let others = addresses.filter { $0 != host }
         guard !others.isEmpty, let canonical = try? CanonicalURL(request.url) else { return nil }
         let port = canonical.port.map { ":\($0)" } ?? ""
+        // The Host header names the host, not the address: the request was decided with it.
+        let headers = request.headers.filter { $0.name.lowercased() != "host" }
         for address in others {
             let name = address.utf8.contains(UInt8(ascii: ":")) ? "[\(address)]" : address
             let hop = AuditRequest(
                 method: request.method, url: "\(canonical.scheme)://\(name)\(port)\(canonical.requestTarget)",
-                headers: request.headers)
+                headers: headers)
             if let verdict = pipeline.hopRefusal(hop, policy: policy) {
                 return AddressRefusal(host: host, address: address, verdict: verdict)
             }

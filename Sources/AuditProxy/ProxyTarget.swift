@@ -81,9 +81,9 @@ struct ProxyTarget: Equatable, Sendable {
     func isNamed(byHostHeader host: String) -> Bool {
         // Most clients write the target's own canonical form: no parse needed.
         if host == hostHeader || host == authority { return true }
-        guard let named = try? CanonicalURL((isSecure ? "https://" : "http://") + host), named.path == "/",
-            named.query.isEmpty, named.userinfo.isEmpty
-        else { return false }
+        guard let named = CanonicalURL.server(namedByHostHeader: host, scheme: isSecure ? "https" : "http") else {
+            return false
+        }
         return named.host == self.host && (named.port ?? defaultPort) == port
     }
 

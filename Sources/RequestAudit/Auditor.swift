@@ -225,8 +225,12 @@ public final class Auditor: Sendable {
 
     /// Admits `request` to the pipeline (decided, counted, published) for a load that can carry out
     /// `capabilities`.
-    func admit(_ request: URLRequest, capabilities: FrontEndCapabilities) -> AuditedRequest {
-        pipeline.admit(request.auditRequest, bodyBytes: request.httpBody?.count, capabilities: capabilities)
+    func admit(
+        _ request: URLRequest, sessionHeaders: [AnyHashable: Any]? = nil, capabilities: FrontEndCapabilities
+    ) -> AuditedRequest {
+        pipeline.admit(
+            request.auditRequest(sessionHeaders: sessionHeaders), bodyBytes: request.httpBody?.count,
+            capabilities: capabilities)
     }
 }
 

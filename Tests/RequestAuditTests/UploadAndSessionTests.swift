@@ -202,6 +202,45 @@ extension InterceptionTests {
             #expect(names == ["flavour", "size"])
         }
 
+        @Test(
+            "a Host header naming another server, set on the request or by its session, is refused before anything is sent"
+        )
+        func contradictoryHost() async throws {
+            let audited = try AuditedSession(rules: "[allow]\nall .")
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = ["host": "blocked.example"]
+            try audited.auditor.install(into: configuration)
+            var own = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/host-own"))
+            own.setValue("blocked.example", forHTTPHeaderField: "Host")
+            let byRequest = await CallerStyle.completionHandler.run(own, on: audited.session)
+            let bySession = await CallerStyle.completionHandler.run(
+                URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/host-session")),
+                on: URLSession(configuration: configuration))
+            let records = try await audited.finish()
+            #expect(byRequest.errorCode == RequestAuditError.refusalCode.rawValue)
+            #expect(bySession.errorCode == RequestAuditError.refusalCode.rawValue)
+            #expect(try await HTTPBin.received(pathPrefix: "/anything/host-") == false)
+            #expect(records.map(\.outcome.kind) == [.blocked, .blocked])
+            #expect(records.map { $0.decision.errors.first?.contains("'blocked.example'") } == [true, true])
+        }
+
+        @Test("a rule on a header sees the headers the session adds to every request")
+        func sessionHeadersDecided() async throws {
+            let audited = try AuditedSession(rules: "[block] field=header:X-Agent\nagent ^crawler$")
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = ["X-Agent": "crawler"]
+            try audited.auditor.install(into: configuration)
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/session-header"))
+            let blocked = await CallerStyle.async.run(request, on: URLSession(configuration: configuration))
+            var overridden = request
+            overridden.setValue("person", forHTTPHeaderField: "x-agent")
+            let sent = await CallerStyle.async.run(overridden, on: URLSession(configuration: configuration))
+            let records = try await audited.finish()
+            #expect(blocked.errorCode == RequestAuditError.refusalCode.rawValue)
+            #expect(sent.status == 200)
+            #expect(records.map(\.decision.rule) == ["test/agent", nil])
+        }
+
         /// Where a redirect goes: `/cookies/set` sets a cookie and redirects to `/cookies` on its host;
         /// the other goes to `localhost`, for which the storage has no cookie.
         enum CookieHop: String, CaseIterable, Sendable {

@@ -19,7 +19,8 @@ extension Policy {
     /// token the request does not carry (see `docs/how-the-index-works.md`). The verdict is
     /// the one ``evaluateEveryRule(_:onError:)`` gives.
     public func evaluate(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
-        CandidateList.withEmptyList { candidates in
+        if let problem = request.hostHeaderContradiction { return Verdict.refusing(contradictoryHost: problem) }
+        return CandidateList.withEmptyList { candidates in
             // Most URLs are sent canonical: then the index scans them as sent.
             let isCanonical = URLParts.isCanonical(request.url)
             let isCollectedFromURL = isCanonical && index.collectCandidates(forURLOf: request, into: &candidates)
@@ -44,6 +45,7 @@ extension Policy {
     /// The reference the index is tested against, and the baseline of the benchmarks; slow for
     /// large policies.
     public func evaluateEveryRule(_ request: AuditRequest, onError: MatchErrorHandling = .block) -> Verdict {
+        if let problem = request.hostHeaderContradiction { return Verdict.refusing(contradictoryHost: problem) }
         var subjects = RequestSubjects()
         if let rejection = subjects.rejection(of: request) { return Verdict.refusing(rejection) }
         return CandidateList.withEmptyList { everyRule in

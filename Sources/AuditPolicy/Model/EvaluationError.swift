@@ -10,6 +10,9 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
         case invalidRedirectTarget(String)
         /// The request's URL is invalid (WHATWG URL Standard): it is refused whatever the rules say.
         case invalidURL(URLRejection)
+        /// The request's `Host` header names another server than its URL (the description says how,
+        /// see ``AuditRequest/hostHeaderContradiction``): it is refused whatever the rules say.
+        case contradictoryHost(String)
     }
 
     /// The full id of the rule.
@@ -29,6 +32,7 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
         case .matchFailed(let error): "\(ruleID): \(error)"
         case .invalidRedirectTarget(let target): "\(ruleID): redirect target '\(target)' is not an absolute http(s) URL"
         case .invalidURL(let rejection): rejection.description
+        case .contradictoryHost(let problem): problem
         }
     }
 }

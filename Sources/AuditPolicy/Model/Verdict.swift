@@ -87,6 +87,12 @@ public struct Verdict: Sendable, Equatable, CustomStringConvertible {
         Verdict(action: .block, errors: [EvaluationError(ruleID: "-", reason: .invalidURL(rejection))])
     }
 
+    /// A `block` verdict for a request whose `Host` header names another server than its URL
+    /// (`problem` says how): no rule decides it.
+    public static func refusing(contradictoryHost problem: String) -> Verdict {
+        Verdict(action: .block, errors: [EvaluationError(ruleID: "-", reason: .contradictoryHost(problem))])
+    }
+
     /// Why the request's URL was refused as invalid, when it was.
     public var urlRejection: URLRejection? {
         for error in errors { if case .invalidURL(let rejection) = error.reason { return rejection } }

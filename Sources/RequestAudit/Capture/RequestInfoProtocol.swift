@@ -225,7 +225,8 @@ public final class RequestInfoProtocol: URLProtocol {
         var capabilities = FrontEndCapabilities()
         if route != .system { capabilities.insert(.redirect) }
         if delivery != nil { capabilities.insert(.respond) }
-        let audited = auditor.admit(request, capabilities: capabilities)
+        let audited = auditor.admit(
+            request, sessionHeaders: caller.configuration?.httpAdditionalHeaders, capabilities: capabilities)
         act(on: audited.admission, audited, auditor, caller: caller, route: route, delivery: delivery)
     }
 
@@ -247,6 +248,8 @@ public final class RequestInfoProtocol: URLProtocol {
         case .send(let target?):
             var (redirected, body) = withRecordableBody(request, auditor)
             redirected.url = URL(string: target) ?? request.url
+            // A Host header the app set names the request's server, not the rule's target.
+            redirected.setValue(nil, forHTTPHeaderField: "Host")
             forward(redirected, auditor, audited, caller, route, body: body)
         case .send(nil):
             proceed(auditor, audited, caller, route, delivery: delivery)

@@ -11,13 +11,22 @@ import Foundation
 
 extension URLRequest {
     /// The request as the policy sees it: method, URL as sent, headers.
-    var auditRequest: AuditRequest {
-        AuditRequest(
-            method: httpMethod ?? "GET", url: url?.absoluteString ?? "",
-            headers: (allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
-                AuditRequest.Header(name: $0.key, value: $0.value)
+    var auditRequest: AuditRequest { auditRequest(sessionHeaders: nil) }
+
+    /// The request as the policy sees it, with the headers its session adds (`httpAdditionalHeaders`)
+    /// as FoundationNetworking sends them: each one the request does not set itself, whatever the
+    /// case of its name.
+    func auditRequest(sessionHeaders: [AnyHashable: Any]?) -> AuditRequest {
+        var fields = allHTTPHeaderFields ?? [:]
+        if let sessionHeaders, !sessionHeaders.isEmpty {
+            let own = Set(fields.keys.map { $0.lowercased() })
+            for case let (name as String, value as String) in sessionHeaders where !own.contains(name.lowercased()) {
+                fields[name] = value
             }
-        )
+        }
+        return AuditRequest(
+            method: httpMethod ?? "GET", url: url?.absoluteString ?? "",
+            headers: fields.sorted { $0.key < $1.key }.map { AuditRequest.Header(name: $0.key, value: $0.value) })
     }
 
     /// The request's headers by name, as the cache and a recording keep them.
