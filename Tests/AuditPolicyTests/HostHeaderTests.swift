@@ -23,6 +23,8 @@ import Testing
         Example(url: "http://a.test/", host: "a.test/evil", isContradicted: true),
         Example(url: "http://a.test/", host: "user@a.test", isContradicted: true),
         Example(url: "http://a.test/", host: "", isContradicted: true),
+        Example(url: "http://u@a.test/", host: "u@a.test", isContradicted: true),
+        Example(url: "http://a.test?q", host: "a.test", isContradicted: false),
     ]
 
     @Test(

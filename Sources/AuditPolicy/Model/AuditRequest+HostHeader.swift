@@ -8,15 +8,45 @@ extension AuditRequest {
     /// say, as `audit proxy` refuses it with 400. A `CONNECT` is exempt: it names its tunnel's
     /// server in its target, and clients send it with the proxy's own `Host`.
     public var hostHeaderContradiction: String? {
-        guard method != "CONNECT" else { return nil }
+        guard method.utf8.count != 7 || method != "CONNECT" else { return nil }
         var hostHeader: String?
-        for header in headers where header.name.utf8.count == 4 && header.name.lowercased() == "host" {
+        for index in headers.indices where Self.isHost(headers[index].name) {
             if hostHeader != nil { return "the request has more than one Host header" }
-            hostHeader = header.value
+            hostHeader = headers[index].value
         }
-        guard let hostHeader, case .success(let url) = canonicalURL, !url.isNamed(byHostHeader: hostHeader) else {
-            return nil
-        }
+        // Most clients write the URL's own authority: then nothing is parsed.
+        guard let hostHeader, !isWrittenAuthority(hostHeader), case .success(let url) = canonicalURL,
+            !url.isNamed(byHostHeader: hostHeader)
+        else { return nil }
         return "its Host header '\(hostHeader)' names another server than its URL (\(url.authority))"
+    }
+
+    /// Whether a header `name` is `Host`, in any case.
+    private static func isHost(_ name: String) -> Bool {
+        let bytes = name.utf8.span
+        return bytes.count == 4 && bytes[0] | 0x20 == UInt8(ascii: "h") && bytes[1] | 0x20 == UInt8(ascii: "o")
+            && bytes[2] | 0x20 == UInt8(ascii: "s") && bytes[3] | 0x20 == UInt8(ascii: "t")
+    }
+
+    /// Whether `value` is the URL's authority exactly as written (between `://` and the next `/`,
+    /// `?` or `#`, with no user info).
+    private func isWrittenAuthority(_ value: String) -> Bool {
+        let bytes = url.utf8.span
+        let named = value.utf8.span
+        var colon = 0
+        while colon < bytes.count, bytes[colon] != UInt8(ascii: ":") { colon += 1 }
+        guard colon + 2 < bytes.count, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else { return false }
+        let start = colon + 3
+        var end = start
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "@") { return false }
+            end += 1
+        }
+        guard named.count == end - start else { return false }
+        for offset in 0..<named.count where named[offset] != bytes[start + offset] { return false }
+        return true
     }
 }
