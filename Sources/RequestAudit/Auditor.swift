@@ -94,9 +94,11 @@ public final class Auditor: Sendable {
     }
 
     /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
-    func hopVerdict(_ policy: Policy) -> @Sendable (URLRequest) -> RequestAuditError? {
+    func hopVerdict(_ policy: Policy, sessionHeaders: [String: String]) -> @Sendable (URLRequest) -> RequestAuditError?
+    {
         { [pipeline] hop in
-            guard let verdict = pipeline.hopRefusal(hop.auditRequest, policy: policy) else { return nil }
+            let request = hop.auditRequest(sessionHeaders: sessionHeaders)
+            guard let verdict = pipeline.hopRefusal(request, policy: policy) else { return nil }
             return .blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: hop.url?.absoluteString ?? "")
         }
     }
@@ -226,7 +228,7 @@ public final class Auditor: Sendable {
     /// Admits `request` to the pipeline (decided, counted, published) for a load that can carry out
     /// `capabilities`.
     func admit(
-        _ request: URLRequest, sessionHeaders: [AnyHashable: Any]? = nil, capabilities: FrontEndCapabilities
+        _ request: URLRequest, sessionHeaders: [String: String] = [:], capabilities: FrontEndCapabilities
     ) -> AuditedRequest {
         pipeline.admit(
             request.auditRequest(sessionHeaders: sessionHeaders), bodyBytes: request.httpBody?.count,

@@ -224,6 +224,24 @@ extension InterceptionTests {
             #expect(records.map { $0.decision.errors.first?.contains("'blocked.example'") } == [true, true])
         }
 
+        @Test("a redirect hop is decided with the session's headers: its Host, sent to another host, is refused")
+        func sessionHostOnRedirectHop() async throws {
+            let audited = try AuditedSession(rules: "[allow]\nall .")
+            let base = HTTPBin.base
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = [
+                "Host": try #require(HTTPBin.url(base).host).appending(":") + "\(try #require(HTTPBin.url(base).port))"
+            ]
+            try audited.auditor.install(into: configuration)
+            let other = base.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            let request = URLRequest(url: HTTPBin.url(base + "/redirect-to?url=\(other)/anything/hop-host"))
+            let result = await CallerStyle.completionHandler.run(request, on: URLSession(configuration: configuration))
+            let records = try await audited.finish()
+            #expect(result.errorCode == RequestAuditError.refusalCode.rawValue)
+            #expect(try await HTTPBin.received(pathPrefix: "/anything/hop-host") == false)
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
         @Test("a rule on a header sees the headers the session adds to every request")
         func sessionHeadersDecided() async throws {
             let audited = try AuditedSession(rules: "[block] field=header:X-Agent\nagent ^crawler$")

@@ -87,7 +87,8 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         self.outgoing = outgoing
         self.audited = audited
         cookies = CookieJar(caller.configuration)
-        hopVerdict = auditor.hopVerdict(audited.decision.policy)
+        hopVerdict = auditor.hopVerdict(
+            audited.decision.policy, sessionHeaders: caller.additionalHeaders)
         isOnSessionQueue = caller.forwarder.completesOnWorkQueue
     }
 

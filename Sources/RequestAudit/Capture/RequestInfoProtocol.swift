@@ -226,7 +226,7 @@ public final class RequestInfoProtocol: URLProtocol {
         if route != .system { capabilities.insert(.redirect) }
         if delivery != nil { capabilities.insert(.respond) }
         let audited = auditor.admit(
-            request, sessionHeaders: caller.configuration?.httpAdditionalHeaders, capabilities: capabilities)
+            request, sessionHeaders: caller.additionalHeaders, capabilities: capabilities)
         act(on: audited.admission, audited, auditor, caller: caller, route: route, delivery: delivery)
     }
 
@@ -273,7 +273,8 @@ public final class RequestInfoProtocol: URLProtocol {
             if let replay = auditor.replay,
                 answerFromRecording(
                     replay, body: body, delivery: behaviour, audited: audited,
-                    checkingHops: auditor.hopVerdict(audited.decision.policy))
+                    checkingHops: auditor.hopVerdict(
+                        audited.decision.policy, sessionHeaders: caller.additionalHeaders))
             {
                 return
             }
@@ -299,7 +300,8 @@ public final class RequestInfoProtocol: URLProtocol {
             if let replay = auditor.replay,
                 answerFromRecording(
                     replay, body: request.recordedBody, delivery: delivery, audited: audited,
-                    checkingHops: auditor.hopVerdict(audited.decision.policy))
+                    checkingHops: auditor.hopVerdict(
+                        audited.decision.policy, sessionHeaders: caller.additionalHeaders))
             {
                 return
             }

@@ -11,18 +11,16 @@ import Foundation
 
 extension URLRequest {
     /// The request as the policy sees it: method, URL as sent, headers.
-    var auditRequest: AuditRequest { auditRequest(sessionHeaders: nil) }
+    var auditRequest: AuditRequest { auditRequest(sessionHeaders: [:]) }
 
-    /// The request as the policy sees it, with the headers its session adds (`httpAdditionalHeaders`)
-    /// as FoundationNetworking sends them: each one the request does not set itself, whatever the
-    /// case of its name.
-    func auditRequest(sessionHeaders: [AnyHashable: Any]?) -> AuditRequest {
+    /// The request as the policy sees it, with the headers its session adds
+    /// (`URLSessionConfiguration.sentAdditionalHeaders`) as FoundationNetworking sends
+    /// them: each one the request does not set itself, whatever the case of its name.
+    func auditRequest(sessionHeaders: [String: String]) -> AuditRequest {
         var fields = allHTTPHeaderFields ?? [:]
-        if let sessionHeaders, !sessionHeaders.isEmpty {
+        if !sessionHeaders.isEmpty {
             let own = Set(fields.keys.map { $0.lowercased() })
-            for case let (name as String, value as String) in sessionHeaders where !own.contains(name.lowercased()) {
-                fields[name] = value
-            }
+            for (name, value) in sessionHeaders where !own.contains(name.lowercased()) { fields[name] = value }
         }
         return AuditRequest(
             method: httpMethod ?? "GET", url: url?.absoluteString ?? "",
@@ -84,5 +82,16 @@ extension RecordedExchange {
         responseHeaders = headers
         chunks = []
         self.waitMilliseconds = waitMilliseconds
+    }
+}
+
+extension URLSessionConfiguration {
+    /// The `httpAdditionalHeaders` FoundationNetworking sends with each request of a session of this
+    /// configuration: those whose name and value are strings.
+    var sentAdditionalHeaders: [String: String] {
+        guard let headers = httpAdditionalHeaders, !headers.isEmpty else { return [:] }
+        var sent: [String: String] = [:]
+        for case let (name as String, value as String) in headers { sent[name] = value }
+        return sent
     }
 }

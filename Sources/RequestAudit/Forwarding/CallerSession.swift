@@ -65,6 +65,8 @@ enum CallerSession {
         private let taskRegistry: AnyObject?
         /// The forwarding session that sends this session's requests, with its settings.
         let forwarder: Forwarder
+        /// The headers the session adds to each request it sends, which its requests are decided with.
+        let additionalHeaders: [String: String]
 
         init(session: URLSession?, workQueue: DispatchQueue?) {
             self.session = session
@@ -72,6 +74,7 @@ enum CallerSession {
             self.workQueue = workQueue
             self.taskRegistry = session.flatMap(PlatformInternals.taskRegistry(of:))
             forwarder = Forwarder(for: configuration)
+            additionalHeaders = configuration?.sentAdditionalHeaders ?? [:]
         }
 
         /// How `task` was made, from the session's task registry; nil when it cannot be read.
