@@ -93,10 +93,10 @@ public final class Auditor: Sendable {
         }
     }
 
-    /// The check of redirect hops under `policy`: a refusal when a block rule matches the hop.
-    func hopVerdict(_ policy: Policy, sessionHeaders: [String: String]) -> @Sendable (URLRequest) -> RequestAuditError?
-    {
-        { [pipeline] hop in
+    /// The check of redirect hops under `policy` for a request of `caller`'s session (each hop with
+    /// the headers the session adds): a refusal when a block rule matches the hop.
+    func hopVerdict(_ policy: Policy, caller: CallerSession.Details) -> @Sendable (URLRequest) -> RequestAuditError? {
+        { [pipeline, sessionHeaders = caller.additionalHeaders] hop in
             let request = hop.auditRequest(sessionHeaders: sessionHeaders)
             guard let verdict = pipeline.hopRefusal(request, policy: policy) else { return nil }
             return .blocked(rule: verdict.rule?.id ?? "-", message: verdict.message, url: hop.url?.absoluteString ?? "")
@@ -225,13 +225,13 @@ public final class Auditor: Sendable {
 
     // MARK: Per request (used by RequestInfoProtocol)
 
-    /// Admits `request` to the pipeline (decided, counted, published) for a load that can carry out
-    /// `capabilities`.
-    func admit(
-        _ request: URLRequest, sessionHeaders: [String: String] = [:], capabilities: FrontEndCapabilities
-    ) -> AuditedRequest {
+    /// Admits `request` of `caller`'s session to the pipeline (decided with the headers the session
+    /// adds, counted, published) for a load that can carry out `capabilities`.
+    func admit(_ request: URLRequest, caller: CallerSession.Details, capabilities: FrontEndCapabilities)
+        -> AuditedRequest
+    {
         pipeline.admit(
-            request.auditRequest(sessionHeaders: sessionHeaders), bodyBytes: request.httpBody?.count,
+            request.auditRequest(sessionHeaders: caller.additionalHeaders), bodyBytes: request.httpBody?.count,
             capabilities: capabilities)
     }
 }

@@ -87,13 +87,20 @@ import Testing
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded")
     }
 
-    @Test("a forwarded load that ends while its caller's task is suspended ends when the caller resumes it")
-    func endedWhileSuspended() {
+    /// A load whose forwarded task runs, its caller's task then suspended.
+    static func forwardingSuspended() -> (LoadState, URLSessionDataTask) {
         var state = LoadState()
-        let task = Self.forwardedTask()
+        let task = forwardedTask()
         _ = state.start()
         _ = state.forwarding(task)
         _ = state.stop(isSuspending: true)
+        return (state, task)
+    }
+
+    @Test("a forwarded load that ends while its caller's task is suspended ends when the caller resumes it")
+    func endedWhileSuspended() {
+        let (suspended, task) = Self.forwardingSuspended()
+        var state = suspended
         let isHeld = state.holdEnd {}
         #expect(isHeld)
         #expect(Self.shown(state.start(), task) == "end held")
@@ -103,11 +110,8 @@ import Testing
 
     @Test("a forwarded load that ends while its caller's task is suspended, then cancelled, ends as stopped")
     func endedWhileSuspendedThenCancelled() {
-        var state = LoadState()
-        let task = Self.forwardedTask()
-        _ = state.start()
-        _ = state.forwarding(task)
-        _ = state.stop(isSuspending: true)
+        let (suspended, task) = Self.forwardingSuspended()
+        var state = suspended
         let isHeld = state.holdEnd {}
         #expect(isHeld)
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded, end held")

@@ -202,20 +202,25 @@ extension InterceptionTests {
             #expect(names == ["flavour", "size"])
         }
 
+        /// A session of `audited`'s auditor that adds `headers` to every request.
+        static func session(of audited: AuditedSession, adding headers: [String: String]) throws -> URLSession {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpAdditionalHeaders = headers
+            try audited.auditor.install(into: configuration)
+            return URLSession(configuration: configuration)
+        }
+
         @Test(
             "a Host header naming another server, set on the request or by its session, is refused before anything is sent"
         )
         func contradictoryHost() async throws {
             let audited = try AuditedSession(rules: "[allow]\nall .")
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpAdditionalHeaders = ["host": "blocked.example"]
-            try audited.auditor.install(into: configuration)
+            let session = try Self.session(of: audited, adding: ["host": "blocked.example"])
             var own = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/host-own"))
             own.setValue("blocked.example", forHTTPHeaderField: "Host")
             let byRequest = await CallerStyle.completionHandler.run(own, on: audited.session)
             let bySession = await CallerStyle.completionHandler.run(
-                URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/host-session")),
-                on: URLSession(configuration: configuration))
+                URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/host-session")), on: session)
             let records = try await audited.finish()
             #expect(byRequest.errorCode == RequestAuditError.refusalCode.rawValue)
             #expect(bySession.errorCode == RequestAuditError.refusalCode.rawValue)
@@ -228,14 +233,11 @@ extension InterceptionTests {
         func sessionHostOnRedirectHop() async throws {
             let audited = try AuditedSession(rules: "[allow]\nall .")
             let base = HTTPBin.base
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpAdditionalHeaders = [
-                "Host": try #require(HTTPBin.url(base).host).appending(":") + "\(try #require(HTTPBin.url(base).port))"
-            ]
-            try audited.auditor.install(into: configuration)
+            let named = try #require(HTTPBin.url(base).host) + ":\(try #require(HTTPBin.url(base).port))"
+            let session = try Self.session(of: audited, adding: ["Host": named])
             let other = base.replacingOccurrences(of: "127.0.0.1", with: "localhost")
             let request = URLRequest(url: HTTPBin.url(base + "/redirect-to?url=\(other)/anything/hop-host"))
-            let result = await CallerStyle.completionHandler.run(request, on: URLSession(configuration: configuration))
+            let result = await CallerStyle.completionHandler.run(request, on: session)
             let records = try await audited.finish()
             #expect(result.errorCode == RequestAuditError.refusalCode.rawValue)
             #expect(try await HTTPBin.received(pathPrefix: "/anything/hop-host") == false)
@@ -245,14 +247,12 @@ extension InterceptionTests {
         @Test("a rule on a header sees the headers the session adds to every request")
         func sessionHeadersDecided() async throws {
             let audited = try AuditedSession(rules: "[block] field=header:X-Agent\nagent ^crawler$")
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpAdditionalHeaders = ["X-Agent": "crawler"]
-            try audited.auditor.install(into: configuration)
+            let session = try Self.session(of: audited, adding: ["X-Agent": "crawler"])
             let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/anything/session-header"))
-            let blocked = await CallerStyle.async.run(request, on: URLSession(configuration: configuration))
+            let blocked = await CallerStyle.async.run(request, on: session)
             var overridden = request
             overridden.setValue("person", forHTTPHeaderField: "x-agent")
-            let sent = await CallerStyle.async.run(overridden, on: URLSession(configuration: configuration))
+            let sent = await CallerStyle.async.run(overridden, on: session)
             let records = try await audited.finish()
             #expect(blocked.errorCode == RequestAuditError.refusalCode.rawValue)
             #expect(sent.status == 200)

@@ -87,8 +87,7 @@ final class RelayedLoad: ForwardedLoadObserver, @unchecked Sendable {
         self.outgoing = outgoing
         self.audited = audited
         cookies = CookieJar(caller.configuration)
-        hopVerdict = auditor.hopVerdict(
-            audited.decision.policy, sessionHeaders: caller.additionalHeaders)
+        hopVerdict = auditor.hopVerdict(audited.decision.policy, caller: caller)
         isOnSessionQueue = caller.forwarder.completesOnWorkQueue
     }
 

@@ -112,7 +112,7 @@ public final class RequestInfoProtocol: URLProtocol {
             // thread races with the session's task registry. Were that queue unreadable for this
             // session, the request is refused here, where this code runs on it, rather than relayed
             // with calls from another thread.
-            guard caller.workQueue != nil else { return refuseUnreadableSession(auditor) }
+            guard caller.workQueue != nil else { return refuseUnreadableSession(auditor, caller: caller) }
         #endif
         let route = route(for: caller, relaysUploads: auditor.usesRecording)
         let delivery = localDelivery(for: caller, route: route)
@@ -225,8 +225,7 @@ public final class RequestInfoProtocol: URLProtocol {
         var capabilities = FrontEndCapabilities()
         if route != .system { capabilities.insert(.redirect) }
         if delivery != nil { capabilities.insert(.respond) }
-        let audited = auditor.admit(
-            request, sessionHeaders: caller.additionalHeaders, capabilities: capabilities)
+        let audited = auditor.admit(request, caller: caller, capabilities: capabilities)
         act(on: audited.admission, audited, auditor, caller: caller, route: route, delivery: delivery)
     }
 
@@ -273,8 +272,7 @@ public final class RequestInfoProtocol: URLProtocol {
             if let replay = auditor.replay,
                 answerFromRecording(
                     replay, body: body, delivery: behaviour, audited: audited,
-                    checkingHops: auditor.hopVerdict(
-                        audited.decision.policy, sessionHeaders: caller.additionalHeaders))
+                    checkingHops: auditor.hopVerdict(audited.decision.policy, caller: caller))
             {
                 return
             }
@@ -300,8 +298,7 @@ public final class RequestInfoProtocol: URLProtocol {
             if let replay = auditor.replay,
                 answerFromRecording(
                     replay, body: request.recordedBody, delivery: delivery, audited: audited,
-                    checkingHops: auditor.hopVerdict(
-                        audited.decision.policy, sessionHeaders: caller.additionalHeaders))
+                    checkingHops: auditor.hopVerdict(audited.decision.policy, caller: caller))
             {
                 return
             }
@@ -329,9 +326,9 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Refuses the request from the caller session's work queue (where `startLoading` runs) when
     /// that queue cannot be read: decided and recorded as a failure, the caller told at once.
-    private func refuseUnreadableSession(_ auditor: Auditor) {
+    private func refuseUnreadableSession(_ auditor: Auditor, caller: CallerSession.Details) {
         let error = RequestAuditError.unsupportedPlatform("the caller session's work queue is not readable").urlError
-        fail(with: error, as: .failure, auditor.admit(request, capabilities: []), isOnWorkQueue: true)
+        fail(with: error, as: .failure, auditor.admit(request, caller: caller, capabilities: []), isOnWorkQueue: true)
     }
 
     /// Whether `url` is http or https.
