@@ -38,6 +38,8 @@ requests)
         n=$((n + 1)); printf '%s' "$line" | tr ' ' '\n' > "seeds/$harness/request-$n"
     done < ../policies/traffic/requests.txt
     printf 'GET\nhttps://user@ads.example.com:443/x?cdn=1' > "seeds/$harness/host-1"
+    printf 'GET\nhttp://127.0.0.1:8080/admin\nx\nblocked.example' > "seeds/$harness/host-header-1"
+    printf 'GET\nHTTP://Example.COM.:80/a\nx\nexample.com' > "seeds/$harness/host-header-2"
     printf 'GET\nHTTP:/10.0.0.1/tracker.example.net/pixel/#ads.example.com' > "seeds/$harness/host-2"
     printf 'POST\nhttps://a.test/\nhttps://evil.example/' > "seeds/$harness/host-3"
     printf 'GET\nhttps://a.b/xxxxxxxxQ7Xxxxxx0X5BF076a8' > "seeds/$harness/infix-1"

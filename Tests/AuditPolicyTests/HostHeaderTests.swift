@@ -25,6 +25,10 @@ import Testing
         Example(url: "http://a.test/", host: "", isContradicted: true),
         Example(url: "http://u@a.test/", host: "u@a.test", isContradicted: true),
         Example(url: "http://a.test?q", host: "a.test", isContradicted: false),
+        Example(url: "\u{FFFD}TTT://x", host: "x", isContradicted: true),
+        Example(url: "https:////a.test/", host: "", isContradicted: true),
+        Example(url: "https:////a.test/", host: "a.test", isContradicted: false),
+        Example(url: "http://a.test\\evil/", host: "a.test\\evil", isContradicted: true),
     ]
 
     @Test(

@@ -433,7 +433,10 @@ extension InterceptionTests.CallerSessionSettings {
         defer { try? FileManager.default.removeItem(at: log) }
         var configuration = AuditorConfiguration()
         configuration.logPath = log.path
-        let request = URLRequest(url: HTTPBin.url(.get(query: "shared=suspended")))
+        // Answered after a second: were this thread preempted between `resume()` and `suspend()` for
+        // longer than a request takes, the task would complete before its suspension, directly or
+        // audited; a second outlasts any such pause, so the suspension lands first.
+        let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/delay/1?shared=suspended"))
         let direct = await Self.suspendedRun(
             request, on: Self.uncached(URLSession(configuration: .ephemeral)), suspendAfter: .zero,
             pause: .milliseconds(800))

@@ -1,17 +1,28 @@
 import AuditPolicy
 import AuditRegex
 
-/// Feeds arbitrary bytes as a request (method, URL, one header) to the bundled policies plus a few
-/// hostile patterns. Indexed and exhaustive evaluation must agree; nothing may crash or hang.
+/// Feeds arbitrary bytes as a request (method, URL, a header, a `Host` header) to the bundled
+/// policies plus a few hostile patterns. Indexed and exhaustive evaluation must agree, a `Host`
+/// header let through must name the URL's server when parsed; nothing may crash or hang.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
-    let lines = text.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+    let lines = text.split(separator: "\n", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
     let request: AuditRequest
     switch lines.count {
     case 1: request = AuditRequest(method: "GET", url: lines[0])
     case 2: request = AuditRequest(method: lines[0], url: lines[1])
-    default: request = AuditRequest(method: lines[0], url: lines[1], headers: [.init(name: "X-Test", value: lines[2])])
+    case 3: request = AuditRequest(method: lines[0], url: lines[1], headers: [.init(name: "X-Test", value: lines[2])])
+    default:
+        request = AuditRequest(
+            method: lines[0], url: lines[1],
+            headers: [.init(name: "X-Test", value: lines[2]), .init(name: "Host", value: lines[3])])
+        // The check reads the written authority first: what it lets through must name the server when parsed.
+        if request.method != "CONNECT", request.hostHeaderContradiction == nil, let url = try? CanonicalURL(lines[1]),
+            !url.isNamed(byHostHeader: lines[3])
+        {
+            fatalError("Host '\(lines[3])' let through for \(lines[1])")
+        }
     }
     let indexed = policy.evaluate(request)
     let exhaustive = policy.evaluateEveryRule(request)

@@ -28,25 +28,39 @@ extension AuditRequest {
             && bytes[2] | 0x20 == UInt8(ascii: "s") && bytes[3] | 0x20 == UInt8(ascii: "t")
     }
 
-    /// Whether `value` is the URL's authority exactly as written (between `://` and the next `/`,
-    /// `?` or `#`, with no user info).
+    /// Whether `value` is the URL's authority exactly as written in an `http://` or `https://` URL, in
+    /// the plain form a client writes (lower-case letters, digits, `.`, `-`, `_`, `:`, brackets; ended
+    /// by `/`, `?`, `#` or the end): the URL Standard then reads the header and the URL alike.
     private func isWrittenAuthority(_ value: String) -> Bool {
         let bytes = url.utf8.span
         let named = value.utf8.span
-        var colon = 0
-        while colon < bytes.count, bytes[colon] != UInt8(ascii: ":") { colon += 1 }
-        guard colon + 2 < bytes.count, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
-        else { return false }
-        let start = colon + 3
-        var end = start
-        while end < bytes.count {
-            let byte = bytes[end]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte == UInt8(ascii: "@") { return false }
-            end += 1
+        var start = 0
+        for byte in "http".utf8 {
+            guard start < bytes.count, bytes[start] == byte else { return false }
+            start += 1
         }
-        guard named.count == end - start else { return false }
-        for offset in 0..<named.count where named[offset] != bytes[start + offset] { return false }
-        return true
+        if start < bytes.count, bytes[start] == UInt8(ascii: "s") { start += 1 }
+        for byte in "://".utf8 {
+            guard start < bytes.count, bytes[start] == byte else { return false }
+            start += 1
+        }
+        guard named.count > 0, start + named.count <= bytes.count else { return false }
+        for offset in 0..<named.count {
+            let byte = named[offset]
+            guard byte == bytes[start + offset], Self.isPlainAuthorityByte(byte) else { return false }
+        }
+        let end = start + named.count
+        guard end < bytes.count else { return true }
+        return bytes[end] == UInt8(ascii: "/") || bytes[end] == UInt8(ascii: "?") || bytes[end] == UInt8(ascii: "#")
+    }
+
+    /// Whether `byte` may stand in an authority the URL Standard keeps as written.
+    private static func isPlainAuthorityByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"):
+            true
+        default: false
+        }
     }
 }
