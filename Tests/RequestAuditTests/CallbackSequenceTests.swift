@@ -264,6 +264,60 @@ extension InterceptionTests {
             #expect(records.map(\.outcome.kind) == [.blocked])
         }
 
+        @Test("a download redirected to a blocked URL fails with the refusal; the delegate gets no file")
+        func downloadRedirectedToBlocked() async throws {
+            let audited = try AuditedSession(rules: "[block] field=path\nno-downloads ^/anything/hop-")
+            let path = "/anything/hop-\(UUID().uuidString)"
+            let run = try await CallbackRecorder.run(
+                URLRequest(url: HTTPBin.url(HTTPBin.base + "/redirect-to?url=" + path)), kind: .download,
+                configuration: audited.session.configuration)
+            let records = try await audited.finish()
+            #expect(run.callbacks.first == .redirect(status: 302, to: HTTPBin.base + path))
+            #expect(run.callbacks.last == .complete(errorCode: RequestAuditError.refusalCode.rawValue))
+            #expect(!run.callbacks.contains { if case .finishedDownloading = $0 { true } else { false } })
+            #expect(records.map(\.outcome.kind) == [.blocked])
+            #expect(records.first?.outcome.finalURL == HTTPBin.base + path)
+        }
+
+        @Test("a completion-handler download redirected to a blocked URL gets the refusal and no file")
+        func completionDownloadRedirectedToBlocked() async throws {
+            let audited = try AuditedSession(rules: "[block] field=path\nno-downloads ^/anything/hop-")
+            let path = "/anything/hop-\(UUID().uuidString)"
+            let request = URLRequest(url: HTTPBin.url(HTTPBin.base + "/redirect-to?url=" + path))
+            let (file, error) = await withCheckedContinuation { continuation in
+                audited.session.downloadTask(with: request) { file, _, error in
+                    continuation.resume(returning: (file, error.map { ($0 as NSError).code }))
+                }.resume()
+            }
+            let records = try await audited.finish()
+            #expect(file == nil)
+            #expect(error == RequestAuditError.refusalCode.rawValue)
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
+        @Test("an upload redirected (307) to a blocked URL fails with the refusal, not the server's answer")
+        func uploadRedirectedToBlocked() async throws {
+            let audited = try AuditedSession(rules: "[block] field=path\nno-uploads ^/anything/hop-")
+            let path = "/anything/hop-\(UUID().uuidString)"
+            var request = URLRequest(
+                url: HTTPBin.url(HTTPBin.base + "/redirect-to?status_code=307&url=" + path))
+            request.httpMethod = "POST"
+            let outcome: Result<Int, Error>
+            do {
+                let (_, response) = try await audited.session.upload(for: request, from: Data("secret".utf8))
+                outcome = .success((response as? HTTPURLResponse)?.statusCode ?? 0)
+            } catch {
+                outcome = .failure(error)
+            }
+            let records = try await audited.finish()
+            guard case .failure(let error) = outcome else {
+                Issue.record("the upload got the blocked server's answer: \(outcome)")
+                return
+            }
+            #expect((error as NSError).code == RequestAuditError.refusalCode.rawValue)
+            #expect(records.map(\.outcome.kind) == [.blocked])
+        }
+
         @Test("a blocked upload is decided, counted and logged once")
         func blockedUploadOnce() async throws {
             let audited = try AuditedSession(rules: "[block]\nno-upload /anything/once-")

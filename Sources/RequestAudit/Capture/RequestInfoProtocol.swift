@@ -105,7 +105,7 @@ public final class RequestInfoProtocol: URLProtocol {
         let caller = readCallerSession(CallerSession.detailsOfCurrentQueue())
         guard let auditor = Self.active.withLock({ $0 }) else {
             // Uninstalled between canInit and now: behave as if RequestAudit were not there.
-            return startSystemLoad(nil, caller: caller)
+            return startSystemLoad(nil, caller: caller, checkingHops: nil)
         }
         #if canImport(FoundationNetworking)
             // The client must be told on the caller session's work queue: a call from another
@@ -302,7 +302,8 @@ public final class RequestInfoProtocol: URLProtocol {
             {
                 return
             }
-            startSystemLoad(audited, caller: caller)
+            startSystemLoad(
+                audited, caller: caller, checkingHops: auditor.hopVerdict(audited.decision.policy, caller: caller))
         }
     }
 
@@ -400,7 +401,10 @@ public final class RequestInfoProtocol: URLProtocol {
 
     /// Has Foundation's own HTTP protocol load the caller's task, on the caller session's work queue,
     /// recording what it does in `audit` (nil: not audited, RequestAudit was uninstalled meanwhile).
-    private func startSystemLoad(_ audit: AuditedRequest?, caller: CallerSession.Details) {
+    private func startSystemLoad(
+        _ audit: AuditedRequest?, caller: CallerSession.Details,
+        checkingHops hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
+    ) {
         let this = Reference(self)
         let start: @Sendable () -> Void = {
             let owner = this.value
@@ -408,7 +412,8 @@ public final class RequestInfoProtocol: URLProtocol {
             // reach Foundation's protocol, which stops the process for a task neither suspended nor failed.
             let ended: @Sendable () -> Void = { _ = this.value.state.withLock { $0.finish() } }
             guard let task = owner.task, let client = owner.client,
-                let loader = SystemLoad.makeLoader(for: task, client: client, audit: audit, onEnd: ended)
+                let loader = SystemLoad.makeLoader(
+                    for: task, client: client, audit: audit, checkingHops: hopVerdict, onEnd: ended)
             else {
                 audit?.finish(Outcome(.failure))
                 return owner.tellClient { this in

@@ -1,3 +1,4 @@
+import AuditLocking
 import AuditPolicy
 import AuditReport
 import Foundation
@@ -15,11 +16,16 @@ import Foundation
 /// protocol that wrote the file itself. So for them the platform's protocol does the transfer,
 /// exactly as without RequestAudit (progress, resume data, challenges, redirects and the caller's
 /// delegate included), and RequestAudit decides, refuses or lets it go, and records what came back
-/// (outcome `systemLoader`). Their redirect hops are followed by Foundation and not checked against
-/// the policy.
+/// (outcome `systemLoader`).
+///
+/// Foundation's protocol follows redirects by itself and shows only the response they lead to. So
+/// the URL of that response is decided as a redirect hop is, before anything of it reaches the
+/// caller: refused, the caller gets the refusal instead of the response, its body or the file, and
+/// the load is recorded as `blocked` with that URL. The hop itself has then been sent (no public API
+/// lets a protocol stop Foundation's in between), and hops before the last are not seen.
 final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     // @unchecked: `caller` is FoundationNetworking's own client, called from the queue Foundation's
-    // protocol calls this one on; nothing here is mutable.
+    // protocol calls this one on; the one mutable field, `hop`, is behind its lock.
 
     private let caller: URLProtocolClient
     /// The request this load carries out (nil when not audited: RequestAudit was uninstalled). The
@@ -27,22 +33,69 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     private let audit: AuditedRequest?
     /// Told when Foundation's protocol ends the load (finished or failed), before the caller is.
     private let onEnd: @Sendable () -> Void
+    /// Decides the URL a redirect led to (nil when not audited).
+    private let hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
+    /// What was decided of the URL the response came from, once it came.
+    private let hop = Locked<Hop>(.undecided)
 
-    private init(caller: URLProtocolClient, audit: AuditedRequest?, onEnd: @escaping @Sendable () -> Void) {
+    private enum Hop {
+        case undecided
+        case allowed
+        case refused(RequestAuditError, url: String)
+    }
+
+    private init(
+        caller: URLProtocolClient, audit: AuditedRequest?, onEnd: @escaping @Sendable () -> Void,
+        hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?
+    ) {
         self.caller = caller
         self.audit = audit
         self.onEnd = onEnd
+        self.hopVerdict = hopVerdict
     }
 
     /// Foundation's HTTP protocol, made to load `task` and to report to `client` through a
-    /// `SystemLoad`, which calls `onEnd` when the load ends; nil when the platform has none.
+    /// `SystemLoad`, which calls `onEnd` when the load ends and decides the URL a redirect led to
+    /// with `hopVerdict`; nil when the platform has none.
     static func makeLoader(
         for task: URLSessionTask, client: URLProtocolClient, audit: AuditedRequest?,
+        checkingHops hopVerdict: (@Sendable (URLRequest) -> RequestAuditError?)?,
         onEnd: @escaping @Sendable () -> Void
     ) -> URLProtocol? {
         guard let protocolClass = PlatformInternals.httpProtocolClass else { return nil }
-        let client = SystemLoad(caller: client, audit: audit, onEnd: onEnd)
+        let client = SystemLoad(caller: client, audit: audit, onEnd: onEnd, hopVerdict: hopVerdict)
         return protocolClass.init(task: task, cachedResponse: nil, client: client)
+    }
+
+    /// The refusal of the URL `task`'s response came from (`response`, or the task's), when a
+    /// redirect led there and the policy refuses it; decided once, with the request Foundation sent there.
+    private func refusal(of task: URLSessionTask?, response: URLResponse? = nil) -> RequestAuditError? {
+        guard let hopVerdict else { return nil }
+        return hop.withLock { hop -> RequestAuditError? in
+            switch hop {
+            case .allowed: return nil
+            case .refused(let refusal, _): return refusal
+            case .undecided: break
+            }
+            guard let url = (response ?? task?.response)?.url, let original = task?.originalRequest?.url,
+                url != original
+            else {
+                hop = .allowed
+                return nil
+            }
+            let sent = task?.currentRequest.flatMap { $0.url == url ? $0 : nil } ?? URLRequest(url: url)
+            guard let refusal = hopVerdict(sent) else {
+                hop = .allowed
+                return nil
+            }
+            hop = .refused(refusal, url: url.absoluteString)
+            return refusal
+        }
+    }
+
+    /// Whether the load's response came from a URL the policy refused.
+    private var isRefused: Bool {
+        hop.withLock { if case .refused = $0 { true } else { false } }
     }
 
     /// The caller stopped the load of `task` (cancelled it): Foundation tells the caller itself.
@@ -52,6 +105,12 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
 
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
         guard let audit else { return }
+        if case .refused(let refusal, let url) = hop.withLock({ $0 }) {
+            return audit.finish(
+                Outcome(
+                    .blocked, destination: task?.originalRequest?.url.map { .url($0.absoluteString) } ?? .none,
+                    finalURL: url, failure: Outcome.Failure(refusal.urlError)))
+        }
         let response = task?.response as? HTTPURLResponse
         audit.finish(
             Outcome(
@@ -74,23 +133,28 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
     func urlProtocol(
         _ protocol: URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy
     ) {
+        guard refusal(of: `protocol`.task, response: response) == nil else { return }
         caller.urlProtocol(`protocol`, didReceive: response, cacheStoragePolicy: policy)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didLoad data: Data) {
+        guard !isRefused else { return }
         caller.urlProtocol(`protocol`, didLoad: data)
     }
 
     func urlProtocolDidFinishLoading(_ protocol: URLProtocol) {
+        let refusal = refusal(of: `protocol`.task)
         record(kind: .systemLoader, task: `protocol`.task, error: nil)
         onEnd()
+        if let refusal { return caller.urlProtocol(`protocol`, didFailWithError: refusal.urlError) }
         caller.urlProtocolDidFinishLoading(`protocol`)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didFailWithError error: Error) {
+        let refusal = refusal(of: `protocol`.task)
         record(kind: .failure, task: `protocol`.task, error: error)
         onEnd()
-        caller.urlProtocol(`protocol`, didFailWithError: error)
+        caller.urlProtocol(`protocol`, didFailWithError: refusal?.urlError ?? error)
     }
 
     func urlProtocol(_ protocol: URLProtocol, didReceive challenge: URLAuthenticationChallenge) {

@@ -44,7 +44,7 @@ final class ForwardedHTTPProtocol: URLProtocol {
             case .idle:
                 guard let task, let client,
                     let loader = SystemLoad.makeLoader(
-                        for: task, client: client, audit: nil,
+                        for: task, client: client, audit: nil, checkingHops: nil,
                         onEnd: { this.value?.load.withLock { $0 = .ended } })
                 else { return .unavailable }
                 load = .loading(loader)
