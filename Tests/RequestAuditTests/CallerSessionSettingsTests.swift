@@ -301,6 +301,8 @@ extension InterceptionTests {
             var sent: Int64 = -1
             var expectedToSend: Int64 = -1
             var errorCode: Int?
+            /// `task.progress`: completed and total units.
+            var progress: [Int64] = []
         }
 
         /// Runs `request` with a completion handler and reads the task's fields after it ended.
@@ -319,7 +321,8 @@ extension InterceptionTests {
                 currentURL: task.currentRequest?.url?.absoluteString,
                 expectedToReceive: task.countOfBytesExpectedToReceive, received: task.countOfBytesReceived,
                 sent: task.countOfBytesSent, expectedToSend: task.countOfBytesExpectedToSend,
-                errorCode: (task.error as NSError?)?.code)
+                errorCode: (task.error as NSError?)?.code,
+                progress: [task.progress.completedUnitCount, task.progress.totalUnitCount])
         }
 
         @Test(
@@ -354,6 +357,10 @@ extension InterceptionTests {
             #expect(direct[1].currentURL == direct[1].responseURL)
             #expect(intercepted[1].currentURL == requests[1].url?.absoluteString)
             #expect(direct[3].errorCode == URLError.cannotConnectToHost.rawValue && intercepted[3].errorCode == nil)
+            // Foundation moves `progress` only when those counts change (and then on its queue, later:
+            // directly it may read 1 of 1 or 0 of unknown when the handler runs), so a relayed task's
+            // stays at 0 of unknown.
+            #expect(intercepted.map(\.progress) == Array(repeating: [0, -1], count: 4))
         }
 
         /// A completion-handler task's `response`, read 1 s into a 2-s drip, then once it ended.
