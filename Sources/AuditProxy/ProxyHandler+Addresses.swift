@@ -44,7 +44,7 @@ extension ProxyHandler {
         guard !others.isEmpty, let canonical = try? CanonicalURL(request.url) else { return nil }
         let port = canonical.port.map { ":\($0)" } ?? ""
         // The Host header names the host, not the address: the request was decided with it.
-        let headers = request.headers.filter { $0.name.lowercased() != "host" }
+        let headers = request.headers.filter { !$0.isHost }
         for address in others {
             let name = address.utf8.contains(UInt8(ascii: ":")) ? "[\(address)]" : address
             let hop = AuditRequest(

@@ -80,29 +80,41 @@ import Testing
 
     @Test("a load stopped for good cancels its forwarded task")
     func cancelled() {
-        var state = LoadState()
-        let task = Self.forwardedTask()
-        _ = state.start()
-        _ = state.forwarding(task)
+        let (running, task) = Self.forwardingRunning()
+        var state = running
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded")
     }
 
     /// A load whose forwarded task runs, its caller's task then suspended.
     static func forwardingSuspended() -> (LoadState, URLSessionDataTask) {
+        let (running, task) = forwardingRunning()
+        var state = running
+        _ = state.stop(isSuspending: true)
+        return (state, task)
+    }
+
+    /// A load whose forwarded task runs, the caller waiting.
+    static func forwardingRunning() -> (LoadState, URLSessionDataTask) {
         var state = LoadState()
         let task = forwardedTask()
         _ = state.start()
         _ = state.forwarding(task)
-        _ = state.stop(isSuspending: true)
+        return (state, task)
+    }
+
+    /// A forwarded load whose caller's task is suspended, and whose end arrived meanwhile (held).
+    static func endedWhileSuspended() -> (LoadState, URLSessionDataTask) {
+        let (suspended, task) = forwardingSuspended()
+        var state = suspended
+        let isHeld = state.holdEnd {}
+        #expect(isHeld)
         return (state, task)
     }
 
     @Test("a forwarded load that ends while its caller's task is suspended ends when the caller resumes it")
     func endedWhileSuspended() {
-        let (suspended, task) = Self.forwardingSuspended()
-        var state = suspended
-        let isHeld = state.holdEnd {}
-        #expect(isHeld)
+        let (held, task) = Self.endedWhileSuspended()
+        var state = held
         #expect(Self.shown(state.start(), task) == "end held")
         let isDelivered = state.finish()
         #expect(isDelivered)
@@ -110,10 +122,8 @@ import Testing
 
     @Test("a forwarded load that ends while its caller's task is suspended, then cancelled, ends as stopped")
     func endedWhileSuspendedThenCancelled() {
-        let (suspended, task) = Self.forwardingSuspended()
-        var state = suspended
-        let isHeld = state.holdEnd {}
-        #expect(isHeld)
+        let (held, task) = Self.endedWhileSuspended()
+        var state = held
         #expect(Self.shown(state.stop(isSuspending: false), task) == "cancel forwarded, end held")
         let isDelivered = state.finish()
         #expect(!isDelivered)
@@ -121,10 +131,7 @@ import Testing
 
     @Test("a forwarded load that ends while its caller waits ends at once")
     func endedWhileRunning() {
-        var state = LoadState()
-        let task = Self.forwardedTask()
-        _ = state.start()
-        _ = state.forwarding(task)
+        var (state, _) = Self.forwardingRunning()
         let isHeld = state.holdEnd {}
         let isDelivered = state.finish()
         #expect(!isHeld && isDelivered)

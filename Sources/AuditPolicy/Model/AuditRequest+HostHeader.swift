@@ -10,7 +10,7 @@ extension AuditRequest {
     public var hostHeaderContradiction: String? {
         guard method.utf8.count != 7 || method != "CONNECT" else { return nil }
         var hostHeader: String?
-        for index in headers.indices where Self.isHost(headers[index].name) {
+        for index in headers.indices where headers[index].isHost {
             if hostHeader != nil { return "the request has more than one Host header" }
             hostHeader = headers[index].value
         }
@@ -19,13 +19,6 @@ extension AuditRequest {
             !url.isNamed(byHostHeader: hostHeader)
         else { return nil }
         return "its Host header '\(hostHeader)' names another server than its URL (\(url.authority))"
-    }
-
-    /// Whether a header `name` is `Host`, in any case.
-    private static func isHost(_ name: String) -> Bool {
-        let bytes = name.utf8.span
-        return bytes.count == 4 && bytes[0] | 0x20 == UInt8(ascii: "h") && bytes[1] | 0x20 == UInt8(ascii: "o")
-            && bytes[2] | 0x20 == UInt8(ascii: "s") && bytes[3] | 0x20 == UInt8(ascii: "t")
     }
 
     /// Whether `value` is the URL's authority exactly as written in an `http://` or `https://` URL, in
@@ -62,5 +55,14 @@ extension AuditRequest {
             true
         default: false
         }
+    }
+}
+
+extension AuditRequest.Header {
+    /// Whether this is a `Host` header, its name in any case (read without allocating).
+    package var isHost: Bool {
+        let bytes = name.utf8.span
+        return bytes.count == 4 && bytes[0] | 0x20 == UInt8(ascii: "h") && bytes[1] | 0x20 == UInt8(ascii: "o")
+            && bytes[2] | 0x20 == UInt8(ascii: "s") && bytes[3] | 0x20 == UInt8(ascii: "t")
     }
 }

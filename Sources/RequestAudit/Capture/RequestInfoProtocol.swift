@@ -294,16 +294,15 @@ public final class RequestInfoProtocol: URLProtocol {
                 },
                 audited: audited, recorder: auditor.recorder)
         case .system:
+            let hopVerdict = auditor.hopVerdict(audited.decision.policy, caller: caller)
             // A download, or an upload streamed from its delegate: a recording cannot see it whole.
             if let replay = auditor.replay,
                 answerFromRecording(
-                    replay, body: request.recordedBody, delivery: delivery, audited: audited,
-                    checkingHops: auditor.hopVerdict(audited.decision.policy, caller: caller))
+                    replay, body: request.recordedBody, delivery: delivery, audited: audited, checkingHops: hopVerdict)
             {
                 return
             }
-            startSystemLoad(
-                audited, caller: caller, checkingHops: auditor.hopVerdict(audited.decision.policy, caller: caller))
+            startSystemLoad(audited, caller: caller, checkingHops: hopVerdict)
         }
     }
 

@@ -103,21 +103,24 @@ final class SystemLoad: NSObject, URLProtocolClient, @unchecked Sendable {
         record(kind: .cancelled, task: nil, error: URLError(.cancelled))
     }
 
+    /// Records the load's end as `kind` with `error`; as `blocked` when its response came from a
+    /// URL the policy refused.
     private func record(kind: OutcomeSnapshot.Kind, task: URLSessionTask?, error: Error?) {
         guard let audit else { return }
+        var outcome = Outcome(
+            kind, destination: task?.originalRequest?.url.map { .url($0.absoluteString) } ?? .none,
+            failure: error.map(Outcome.Failure.init))
         if case .refused(let refusal, let url) = hop.withLock({ $0 }) {
-            return audit.finish(
-                Outcome(
-                    .blocked, destination: task?.originalRequest?.url.map { .url($0.absoluteString) } ?? .none,
-                    finalURL: url, failure: Outcome.Failure(refusal.urlError)))
+            outcome.kind = .blocked
+            outcome.finalURL = url
+            outcome.failure = Outcome.Failure(refusal.urlError)
+        } else {
+            let response = task?.response as? HTTPURLResponse
+            outcome.status = response?.statusCode
+            outcome.finalURL = response?.url?.absoluteString
+            if kind == .systemLoader { outcome.bytes = task.map { Int($0.countOfBytesReceived) } }
         }
-        let response = task?.response as? HTTPURLResponse
-        audit.finish(
-            Outcome(
-                kind, status: response?.statusCode,
-                bytes: kind == .systemLoader ? task.map { Int($0.countOfBytesReceived) } : nil,
-                destination: task?.originalRequest?.url.map { .url($0.absoluteString) } ?? .none,
-                finalURL: response?.url?.absoluteString, failure: error.map(Outcome.Failure.init)))
+        audit.finish(outcome)
     }
 
     // MARK: URLProtocolClient: each message goes on unchanged
