@@ -86,6 +86,7 @@ struct AuthzCommand: AsyncParsableCommand {
         var configuration = AuthzConfiguration()
         (configuration.host, configuration.port) = try ProxyCommand.hostAndPort(listen)
         configuration.contracts = HTTPContracts(selection: contract, pathPrefix: pathPrefix)
+        if let threads = service.threads { configuration.threads = threads }
         let server = AuthzHTTPServer(configuration: configuration, decider: decider)
         try await ServiceOptions.listen("audit authz", on: listen) { try await server.start() }
         #if EnvoyGRPC

@@ -92,6 +92,7 @@ struct ProxyCommand: AsyncParsableCommand {
         configuration.warnings = service.warn
         configuration.connectPorts = try allowedConnectPorts()
         configuration.maximumConnections = maximumConnections
+        if let threads = service.threads { configuration.threads = threads }
         try service.configure(&configuration.pipeline)
         let cache = try cacheOptions.open(for: policy, command: "audit proxy")
         defer { cache?.removeTemporary() }

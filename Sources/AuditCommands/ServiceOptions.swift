@@ -37,6 +37,15 @@ struct ServiceOptions: ParsableArguments {
     @Flag(name: .long, help: "Reload the policies when a .rules file changes.")
     var watch = false
 
+    @Option(name: .long, help: "Event-loop threads serving connections (default: one per processor).")
+    var threads: Int?
+
+    func validate() throws {
+        if let threads, threads < 1 {
+            throw ValidationError("--threads: expected a positive number, got \(threads)")
+        }
+    }
+
     /// The policy of `--policies`.
     func policy() throws -> Policy { try loadPolicy(directory: policies, option: "--policies DIR") }
 

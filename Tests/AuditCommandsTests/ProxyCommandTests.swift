@@ -213,6 +213,31 @@ func nginx() throws -> String {
             "\(run.standardError)")
     }
 
+    @Test(
+        "audit proxy and audit authz serve connections on as many event-loop threads as --threads says",
+        arguments: ["proxy", "authz"], [1, 3])
+    func eventLoopThreads(_ command: String, _ threads: Int) throws {
+        let (folder, _) = try recordingPolicyFolder()
+        let service = try ProxyProcess(command: command, arguments: ["--threads", String(threads)], in: folder)
+        defer { _ = service.stop() }
+        let tasks = "/proc/\(service.process.processIdentifier)/task"
+        let names = try FileManager.default.contentsOfDirectory(atPath: tasks).map { task in
+            try String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8)
+        }
+        // NIO names its event-loop threads NIO-ELT-<group>-#<n>; the first group is the listener's.
+        let loops = Set(names.filter { $0.hasPrefix("NIO-ELT-1-") })
+        #expect(loops.count == threads, "\(names.sorted())")
+    }
+
+    @Test("--threads 0 is a usage error that names the option", arguments: ["proxy", "authz"])
+    func noThreads(_ command: String) throws {
+        let run = try runBinary([command, "--listen", "127.0.0.1:0", "--threads", "0"])
+        #expect(run.exitCode == 64)
+        #expect(
+            run.standardError.hasPrefix("Error: --threads: expected a positive number, got 0\n"),
+            "\(run.standardError)")
+    }
+
     @Test("SIGHUP reloads the policies; a folder that fails to load keeps the old policy and says where")
     func reloadOnHangup() async throws {
         let (folder, rules) = try recordingPolicyFolder()
