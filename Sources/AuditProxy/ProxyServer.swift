@@ -56,6 +56,7 @@ public final class ProxyServer: Sendable {
     public func start() async throws {
         let services = ProxyServices(pipeline: pipeline, configuration: configuration, report: report)
         let configuration = configuration
+        let flushRounds = FlushRounds(group)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1_024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -68,6 +69,9 @@ public final class ProxyServer: Sendable {
                     }
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let flush = flushRounds.handler(on: channel.eventLoop) {
+                        try channel.pipeline.syncOperations.addHandler(flush)
+                    }
                     try ProxyHandler.install(on: channel, services: services)
                 }
             }
