@@ -16,7 +16,8 @@ public struct StoredHead: Sendable, Codable, Equatable {
     /// The `Date` header's instant and the `Cache-Control` directives, read once from ``headers``
     /// (every lookup needs them).
     public private(set) var date: Date?
-    /// The response's `Cache-Control`.
+    /// The response's `Cache-Control`; without one, a `Pragma: no-cache` counts as `no-cache`, as
+    /// browsers and Squid take it from HTTP/1.0 servers.
     public private(set) var cacheControl = CacheControl([])
     /// When the request that got the response was sent (RFC 9111 §4.2.3 `request_time`).
     public var requestTime: Date
@@ -81,6 +82,8 @@ public struct StoredHead: Sendable, Codable, Equatable {
     /// Reads `date` and `cacheControl` from the headers.
     private mutating func derive() {
         date = value("date").flatMap(HTTPDate.parse)
-        cacheControl = CacheControl(values("cache-control"))
+        let control = values("cache-control")
+        let isPragmaNoCache = control.isEmpty && values("pragma").contains { $0.lowercased().contains("no-cache") }
+        cacheControl = CacheControl(isPragmaNoCache ? ["no-cache"] : control)
     }
 }

@@ -420,13 +420,24 @@ extension StoredResponse {
         #expect(stored.text == "kept")
     }
 
-    @Test("a response marked no-cache is stored but revalidated every time")
-    func responseNoCache() throws {
+    @Test(
+        "a response marked no-cache (or Pragma: no-cache without Cache-Control) is stored but revalidated every time",
+        arguments: [
+            [("Cache-Control", "no-cache, max-age=600")],
+            [("Pragma", "no-cache"), ("Expires", "Thu, 01 Jan 2037 00:00:00 GMT")],
+        ])
+    func responseNoCache(marking: [(String, String)]) throws {
         let fixture = try CacheFixture()
-        #expect(
-            fixture.fetch(fixture.request(), headers: [("Cache-Control", "no-cache, max-age=600"), ("ETag", "\"n\"")]))
+        #expect(fixture.fetch(fixture.request(), headers: marking + [("ETag", "\"n\"")]))
         guard case .send(let fill) = fixture.lookup(fixture.request()) else { Issue.record("expected a send"); return }
-        #expect(!fill.conditionalHeaders.isEmpty)
+        #expect(fill.conditionalHeaders.map(\.name) == ["If-None-Match"])
+    }
+
+    @Test("a response's Pragma: no-cache is ignored beside its Cache-Control")
+    func responsePragmaBesideCacheControl() throws {
+        let fixture = try CacheFixture()
+        fixture.fetch(fixture.request(), headers: [("Pragma", "no-cache"), ("Cache-Control", "max-age=600")])
+        guard case .fresh = fixture.lookup(fixture.request()) else { Issue.record("expected a fresh answer"); return }
     }
 
     @Test("HEAD is answered from a stored GET and never stored itself")
