@@ -73,18 +73,24 @@ struct CacheCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "ls", abstract: "List the stored responses, most recently used first.")
+            commandName: "ls",
+            abstract: "List the stored responses, most recently used first, under a header line (nothing when none).")
         @OptionGroup var selection: Selection
 
         func run() throws {
             let (_, entries) = try selection.entries()
+            guard !entries.isEmpty else { return }
             let now = Date()
+            Self.row("STATUS", "BYTES", "AGE", "RULE", "URL")
             for head in entries {
                 let age = Int(now.timeIntervalSince(head.responseTime))
-                CommandOutput.line(
-                    "\(head.status)  \(String(head.bodyLength).leftPadded(10))  \(String(age).leftPadded(7))s  "
-                        + "\((head.rule ?? "-").padded(24))  \(head.url)")
+                Self.row(String(head.status), String(head.bodyLength), "\(age)s", head.rule ?? "-", head.url)
             }
+        }
+
+        private static func row(_ status: String, _ bytes: String, _ age: String, _ rule: String, _ url: String) {
+            CommandOutput.line(
+                "\(status.padded(6))  \(bytes.leftPadded(10))  \(age.leftPadded(8))  \(rule.padded(24))  \(url)")
         }
     }
 
