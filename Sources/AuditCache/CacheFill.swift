@@ -147,7 +147,7 @@ public final class CacheFill: Sendable {
             ageValue: Freshness.ageValue(in: headers), bodyLength: 0, rule: request.rule)
         return CacheEntryWriter(
             fill: self, head: head, key: cache.entryKey(urlKey: key, url: request.url, varied: varied), path: path,
-            descriptor: descriptor, maximumBytes: max(1 << 20, cache.maximumBytes / 8))
+            descriptor: descriptor, maximumBytes: cache.store.entryLimit)
     }
 
     /// The response is not stored (the exchange failed, or the front-end would not store it).
@@ -216,7 +216,7 @@ public final class CacheEntryWriter: Sendable {
 
     deinit { abandon() }
 
-    /// Appends body bytes; a body over the cache's entry limit (an eighth of its size) or a failed
+    /// Appends body bytes; a body over the cache's entry limit (``CacheStore/entryLimit``) or a failed
     /// write abandons the entry.
     public func append(_ bytes: some Collection<UInt8>) {
         let failed = state.withLock { state -> Bool in

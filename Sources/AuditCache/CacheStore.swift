@@ -21,6 +21,9 @@ import Foundation
 final class CacheStore: Sendable {
     let directory: String
     let maximumBytes: Int
+    /// The largest body an entry may have: an eighth of the bound, so that one response does not
+    /// evict most of the others, but at least 1 MiB (or the whole bound, when it is smaller).
+    var entryLimit: Int { max(maximumBytes / 8, min(maximumBytes, 1 << 20)) }
     private let state: Locked<Index>
     /// The open `lock` file, whose shared lock says the folder is in use; nil when it could not be
     /// opened.
@@ -85,7 +88,7 @@ final class CacheStore: Sendable {
 
     /// Opens (creating it if needed) the cache folder `directory`, bounded at `maximumBytes`.
     init(directory: String, maximumBytes: Int) throws(CacheError) {
-        guard maximumBytes >= 1 << 20 else { throw .invalidSize(maximumBytes) }
+        guard maximumBytes > 0 else { throw .invalidSize(maximumBytes) }
         self.directory = directory
         self.maximumBytes = maximumBytes
         let manager = FileManager.default

@@ -28,6 +28,29 @@ import Testing
         #expect(second.cache.usage.entries == 0)
     }
 
+    @Test("a bound under 1 MiB keeps what fits, evicts the least recently used, and stores no body larger than itself")
+    func smallBound() throws {
+        let fixture = try CacheFixture(maximumBytes: 10_000)
+        let body = String(repeating: "s", count: 1_500)
+        for number in 0..<4 {
+            fixture.clock.advance(1)
+            #expect(fixture.fetch(fixture.request("http://a.test/\(number)"), headers: maxAge, body: body))
+        }
+        fixture.clock.advance(1)
+        #expect(fixture.served(fixture.request("http://a.test/0"))?.text == body)
+        for number in 4..<6 {
+            fixture.clock.advance(1)
+            fixture.fetch(fixture.request("http://a.test/\(number)"), headers: maxAge, body: body)
+        }
+        #expect(fixture.cache.usage.bytes <= 10_000)
+        #expect(fixture.served(fixture.request("http://a.test/0")) != nil)
+        #expect(fixture.served(fixture.request("http://a.test/5")) != nil)
+        #expect(fixture.served(fixture.request("http://a.test/1")) == nil)
+        #expect(
+            !fixture.fetch(
+                fixture.request("http://a.test/big"), headers: maxAge, body: String(repeating: "b", count: 10_001)))
+    }
+
     @Test("the order of use survives a restart: the reopened cache evicts the least recently used entry first")
     func useOrderSurvivesRestart() throws {
         let first = try CacheFixture(maximumBytes: 1 << 20)
@@ -171,11 +194,14 @@ import Testing
         #expect(fixture.served(fixture.request()) == nil)
     }
 
-    @Test("a size bound under 1 MiB and an unusable folder are clear errors")
+    @Test("a size bound of no bytes and an unusable folder are clear errors")
     func errors() throws {
-        #expect(throws: CacheError.invalidSize(1000)) {
-            try HTTPCache(directory: NSTemporaryDirectory() + UUID().uuidString, maximumBytes: 1000, isShared: true)
+        for size in [0, -1] {
+            #expect(throws: CacheError.invalidSize(size)) {
+                try HTTPCache(directory: NSTemporaryDirectory() + UUID().uuidString, maximumBytes: size, isShared: true)
+            }
         }
+        #expect(CacheError.invalidSize(0).description == "cache size must be a positive number of bytes, got 0")
         let file = NSTemporaryDirectory() + UUID().uuidString
         _ = FileManager.default.createFile(atPath: file, contents: Data())
         #expect {

@@ -2,6 +2,8 @@ import AuditReport
 import Foundation
 import Testing
 
+@testable import AuditCommands
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -202,15 +204,45 @@ import Testing
 
     @Test(
         "--cache-size reads a unit in either case, after a space, as K, KB or KiB, and a number with a fraction",
-        arguments: [("0.5 KiB", 512), ("1.5k", 1_536), ("1000 B", 1_000), ("0.25M", 262_144)])
+        arguments: [
+            ("0.5 KiB", 512), ("1.5k", 1_536), ("1000 B", 1_000), ("0.25M", 262_144), ("2 GiB", 2 << 30),
+            ("1073741824", 1 << 30),
+        ])
     func cacheSizeSpellings(_ size: String, _ bytes: Int) throws {
-        let folder = try TemporaryFolder([:])
-        let proxy = try runBinary(
-            ["proxy", "--listen", "127.0.0.1:0", "--cache-dir", folder.path + "/cache", "--cache-size", size])
-        #expect(proxy.exitCode == 64)
+        #expect(try byteCount(size, option: "--cache-size") == bytes)
+    }
+
+    @Test("a proxy with a cache bound of 16 KiB keeps what fits and evicts the least recently used response")
+    func smallCacheBound() async throws {
+        let folder = try Self.cachingFolder()
+        let cacheDirectory = folder.path + "/cache"
+        let proxy = try ProxyProcess(arguments: ["--cache-dir", cacheDirectory, "--cache-size", "16K"], in: folder)
+        let httpbin = try #require(ProcessInfo.processInfo.environment["HTTPBIN_URL"])
+        func fetch(_ number: Int) throws -> String {
+            try curl(
+                ["-o", "/dev/null", "-w", "%{http_code} %{size_download}", httpbin + "/range/3000?n=\(number)"],
+                through: proxy)
+        }
+        for number in 0..<4 { #expect(try fetch(number) == "200 3000") }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(try fetch(0) == "200 3000")
+        for number in 4..<6 { #expect(try fetch(number) == "200 3000") }
+        let stats = try runBinary(["cache", "stats", "--cache-dir", cacheDirectory])
+        let listed = try runBinary(["cache", "ls", "--cache-dir", cacheDirectory])
+        #expect(try fetch(0) == "200 3000")
+        #expect(try fetch(1) == "200 3000")
+        #expect(proxy.stop() == 0)
+        #expect(proxy.firstLine.contains(", cache \(cacheDirectory) (16 KB)"), "\(proxy.firstLine)")
+        let onDisk = try #require(
+            stats.outputLines.first?.components(separatedBy: " entries, ").last?.split(separator: " ").first)
+        #expect(try #require(Int(onDisk)) <= 16_384, "\(stats.standardOutput)")
+        #expect(!listed.standardOutput.contains("/range/3000?n=1\n"), "\(listed.standardOutput)")
+        #expect(listed.standardOutput.contains("/range/3000?n=0\n"), "\(listed.standardOutput)")
+        let records = try AuditLogReader.read(atPath: folder.path + "/audit.jsonl").records
         #expect(
-            proxy.standardError.contains("cache size must be at least 1 MiB (1048576 bytes), got \(bytes)\n"),
-            "\(proxy.standardError)")
+            records.map(\.outcome.kind) == Array(repeating: .stored, count: 4) + [
+                .cached, .stored, .stored, .cached, .stored,
+            ])
     }
 
     @Test("audit cache names a folder that is not a cache, and a bad --cache-size, as usage errors")
