@@ -37,8 +37,12 @@ struct AuthzBenchmark {
 
     struct Result {
         let withoutAuthz: ProxyBenchmark.Measurement
-        /// With `auth_request` to a server that allows at once: the most an authorizer over HTTP allows.
+        /// With `auth_request` to a server of the gateway's own that allows at once: the subrequest's
+        /// cost alone.
         let withNullAuthz: ProxyBenchmark.Measurement
+        /// With `auth_request` to another nginx process that allows at once: the most an authorizer
+        /// over HTTP, a process of its own sharing the machine's cores, allows.
+        let withNullProcess: ProxyBenchmark.Measurement
         let withAuthz: ProxyBenchmark.Measurement
         let grpc: [GRPCRun]
     }
@@ -60,21 +64,30 @@ struct AuthzBenchmark {
             }, folder: folder)
         defer { authz.stop() }
         let (plainPort, nullPort, guardedPort) = (try freePort(), try freePort(), try freePort())
-        let gateway = try Self.startGateway(
-            folder: folder, plain: plainPort, null: nullPort, guarded: guardedPort, upstream: upstream.port,
-            authz: authz.port ?? 0)
+        let (nullProcessPort, allowPort) = (try freePort(), try freePort())
+        let allow = try Self.startNginx(
+            folder: folder, name: "allow",
+            configuration: "server { listen 127.0.0.1:\(allowPort); location / { return 204; } }")
+        let gateway = try Self.startNginx(
+            folder: folder, name: "gateway",
+            configuration: Self.gatewayServers(
+                plain: plainPort, null: nullPort, nullProcess: nullProcessPort, allow: allowPort,
+                guarded: guardedPort, upstream: upstream.port, authz: authz.port ?? 0))
         defer {
             // SIGTERM: the master stops its workers (which SIGKILL would leave running).
-            gateway.terminate()
-            gateway.waitUntilExit()
+            for process in [gateway, allow] {
+                process.terminate()
+                process.waitUntilExit()
+            }
         }
-        for port in [plainPort, nullPort, guardedPort] {
+        let ports = [plainPort, nullPort, nullProcessPort, guardedPort]
+        for port in ports + [allowPort] {
             for _ in 0..<100 where !canConnect(port: port) { try await Task.sleep(for: .milliseconds(100)) }
         }
         let item = ProxyBenchmark.Case(file: "/small.txt", label: "1 KiB", connections: 32)
         var runs: [Int: [ProxyBenchmark.Measurement]] = [:]
         for _ in 0..<Self.rounds {
-            for port in [plainPort, nullPort, guardedPort] {
+            for port in ports {
                 runs[port, default: []].append(
                     try ProxyBenchmark.wrk(item, through: nil, nginxPort: port, folder: folder))
             }
@@ -100,60 +113,76 @@ struct AuthzBenchmark {
         }
         return Result(
             withoutAuthz: medians(runs[plainPort] ?? []), withNullAuthz: medians(runs[nullPort] ?? []),
-            withAuthz: medians(runs[guardedPort] ?? []), grpc: grpc)
+            withNullProcess: medians(runs[nullProcessPort] ?? []), withAuthz: medians(runs[guardedPort] ?? []),
+            grpc: grpc)
     }
 
-    /// The front nginx: one server proxying to the upstream, one doing the same after `auth_request`
-    /// to a server that allows at once (an authorizer that does no work: the subrequest's own cost,
-    /// on the port after `null`), and one after `auth_request` to
-    /// audit authz (the recipe of docs/authz.md); all with kept-alive upstream connections.
-    private static func startGateway(
-        folder: String, plain: Int, null: Int, guarded: Int, upstream: Int, authz: Int
-    ) throws -> Process {
+    /// The front nginx's servers: one proxying to the upstream; one doing the same after
+    /// `auth_request` to a server of its own that allows at once (an authorizer that does no work:
+    /// the subrequest's own cost, on the port after `null`); one after `auth_request` to the nginx
+    /// process on `allow`, which allows at once; and one after `auth_request` to audit authz (the
+    /// recipe of docs/authz.md); all with kept-alive upstream connections.
+    private static func gatewayServers(
+        plain: Int, null: Int, nullProcess: Int, allow: Int, guarded: Int, upstream: Int, authz: Int
+    ) -> String {
+        """
+          upstream origin { server 127.0.0.1:\(upstream); keepalive 64; }
+          upstream authz { server 127.0.0.1:\(authz); keepalive 64; }
+          proxy_http_version 1.1;
+          server { listen 127.0.0.1:\(plain);
+            location / { proxy_set_header Connection ""; proxy_pass http://origin; } }
+          upstream allow { server 127.0.0.1:\(null + 1); keepalive 64; }
+          server { listen 127.0.0.1:\(null + 1); location / { return 204; } }
+          server { listen 127.0.0.1:\(null);
+            location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
+            location = /_allow {
+              internal; proxy_pass http://allow; proxy_pass_request_body off; proxy_set_header Content-Length "";
+              proxy_set_header Connection "";
+            } }
+          upstream allowProcess { server 127.0.0.1:\(allow); keepalive 64; }
+          server { listen 127.0.0.1:\(nullProcess);
+            location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
+            location = /_allow {
+              internal; proxy_pass http://allowProcess; proxy_pass_request_body off;
+              proxy_set_header Content-Length ""; proxy_set_header Connection "";
+            } }
+          server { listen 127.0.0.1:\(guarded);
+            location / {
+              auth_request /_audit;
+              auth_request_set $audit_verdict $upstream_http_x_request_audit_verdict;
+              proxy_set_header X-Request-Audit-Verdict $audit_verdict;
+              proxy_set_header Connection "";
+              proxy_pass http://origin;
+            }
+            location = /_audit {
+              internal;
+              proxy_pass http://authz;
+              proxy_pass_request_body off;
+              proxy_set_header Content-Length "";
+              proxy_set_header Connection "";
+              proxy_set_header X-Original-URI $request_uri;
+              proxy_set_header X-Original-Method $request_method;
+              proxy_set_header X-Forwarded-Proto $scheme;
+              proxy_set_header X-Forwarded-Host $host;
+            }
+          }
+        """
+    }
+
+    /// Starts an nginx of one worker named `name` in `folder`, serving `configuration`'s `http` block.
+    private static func startNginx(folder: String, name: String, configuration: String) throws -> Process {
         let config = """
-            daemon off; worker_processes 1; pid \(folder)/gateway.pid; error_log \(folder)/gateway-error.log;
+            daemon off; worker_processes 1; pid \(folder)/\(name).pid; error_log \(folder)/\(name)-error.log;
             events { worker_connections 4096; }
             http {
               access_log off; keepalive_requests 100000;
-              upstream origin { server 127.0.0.1:\(upstream); keepalive 64; }
-              upstream authz { server 127.0.0.1:\(authz); keepalive 64; }
-              proxy_http_version 1.1;
-              server { listen 127.0.0.1:\(plain);
-                location / { proxy_set_header Connection ""; proxy_pass http://origin; } }
-              upstream allow { server 127.0.0.1:\(null + 1); keepalive 64; }
-              server { listen 127.0.0.1:\(null + 1); location / { return 204; } }
-              server { listen 127.0.0.1:\(null);
-                location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
-                location = /_allow {
-                  internal; proxy_pass http://allow; proxy_pass_request_body off; proxy_set_header Content-Length "";
-                  proxy_set_header Connection "";
-                } }
-              server { listen 127.0.0.1:\(guarded);
-                location / {
-                  auth_request /_audit;
-                  auth_request_set $audit_verdict $upstream_http_x_request_audit_verdict;
-                  proxy_set_header X-Request-Audit-Verdict $audit_verdict;
-                  proxy_set_header Connection "";
-                  proxy_pass http://origin;
-                }
-                location = /_audit {
-                  internal;
-                  proxy_pass http://authz;
-                  proxy_pass_request_body off;
-                  proxy_set_header Content-Length "";
-                  proxy_set_header Connection "";
-                  proxy_set_header X-Original-URI $request_uri;
-                  proxy_set_header X-Original-Method $request_method;
-                  proxy_set_header X-Forwarded-Proto $scheme;
-                  proxy_set_header X-Forwarded-Host $host;
-                }
-              }
+            \(configuration)
             }
             """
-        try Data(config.utf8).write(to: URL(fileURLWithPath: folder + "/gateway.conf"))
+        try Data(config.utf8).write(to: URL(fileURLWithPath: folder + "/\(name).conf"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", folder + "/gateway.conf", "-p", folder]
+        process.arguments = ["-c", folder + "/\(name).conf", "-p", folder]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -251,7 +280,8 @@ struct AuthzBenchmark {
         print("|---|---:|---:|")
         for (name, measured) in [
             ("without authorization", result.withoutAuthz),
-            ("with auth_request to a server that allows at once", result.withNullAuthz),
+            ("with auth_request to a server of the gateway's that allows at once", result.withNullAuthz),
+            ("with auth_request to another nginx process that allows at once", result.withNullProcess),
             ("with auth_request to audit authz", result.withAuthz),
         ] {
             print(
@@ -261,9 +291,13 @@ struct AuthzBenchmark {
         print(
             String(
                 format: "\nWith audit authz: %.2f× the requests/s of nginx without authorization (target ≥ 0.8×); "
-                    + "%.2f× those of auth_request to a server that allows at once (no authorizer's work)\n",
+                    + "%.2f× those of auth_request to a server of the gateway's that allows at once (no "
+                    + "authorizer's work), %.2f× those of auth_request to another nginx process that allows at once "
+                    + "(%.2f× nginx without authorization)\n",
                 result.withAuthz.requestsPerSecond / result.withoutAuthz.requestsPerSecond,
-                result.withAuthz.requestsPerSecond / result.withNullAuthz.requestsPerSecond))
+                result.withAuthz.requestsPerSecond / result.withNullAuthz.requestsPerSecond,
+                result.withAuthz.requestsPerSecond / result.withNullProcess.requestsPerSecond,
+                result.withNullProcess.requestsPerSecond / result.withoutAuthz.requestsPerSecond))
         print("| gRPC Check at \(rate)/s | achieved/s | round trip p50 | p99 | handler p50 | p99 |")
         print("|---|---:|---:|---:|---:|---:|")
         for run in result.grpc {
