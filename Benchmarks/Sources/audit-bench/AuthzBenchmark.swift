@@ -131,21 +131,9 @@ struct AuthzBenchmark {
           proxy_http_version 1.1;
           server { listen 127.0.0.1:\(plain);
             location / { proxy_set_header Connection ""; proxy_pass http://origin; } }
-          upstream allow { server 127.0.0.1:\(null + 1); keepalive 64; }
           server { listen 127.0.0.1:\(null + 1); location / { return 204; } }
-          server { listen 127.0.0.1:\(null);
-            location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
-            location = /_allow {
-              internal; proxy_pass http://allow; proxy_pass_request_body off; proxy_set_header Content-Length "";
-              proxy_set_header Connection "";
-            } }
-          upstream allowProcess { server 127.0.0.1:\(allow); keepalive 64; }
-          server { listen 127.0.0.1:\(nullProcess);
-            location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
-            location = /_allow {
-              internal; proxy_pass http://allowProcess; proxy_pass_request_body off;
-              proxy_set_header Content-Length ""; proxy_set_header Connection "";
-            } }
+        \(allowingServer(listen: null, name: "allow", authorizer: null + 1))
+        \(allowingServer(listen: nullProcess, name: "allowProcess", authorizer: allow))
           server { listen 127.0.0.1:\(guarded);
             location / {
               auth_request /_audit;
@@ -166,6 +154,20 @@ struct AuthzBenchmark {
               proxy_set_header X-Forwarded-Host $host;
             }
           }
+        """
+    }
+
+    /// A gateway server on `listen` that proxies to the upstream after `auth_request` to the server on
+    /// `authorizer` (upstream `name`, kept alive), which allows at once.
+    private static func allowingServer(listen: Int, name: String, authorizer: Int) -> String {
+        """
+          upstream \(name) { server 127.0.0.1:\(authorizer); keepalive 64; }
+          server { listen 127.0.0.1:\(listen);
+            location / { auth_request /_allow; proxy_set_header Connection ""; proxy_pass http://origin; }
+            location = /_allow {
+              internal; proxy_pass http://\(name); proxy_pass_request_body off; proxy_set_header Content-Length "";
+              proxy_set_header Connection "";
+            } }
         """
     }
 
